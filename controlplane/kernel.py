@@ -1,0 +1,322 @@
+"""The kernel: one virtual clock and one scheduler for everything in controlplane.
+
+Guarantees
+----------
+* Time moves only inside `step()`, `advance()` and `run_until()`. Nothing here reads the wall
+  clock; `now` is float seconds of virtual time since `EPOCH`.
+* Callbacks run in `(time, seq)` order: two callbacks due at the same instant run in the order
+  they were scheduled. With the same seed and the same inputs every run is identical.
+* Processes are coroutines (`async def`) that await kernel futures: `kernel.sleep(d)`,
+  a `Future` resolved by someone else, or another `Task`. A coroutine never runs outside a
+  kernel callback, so there is no concurrency, only interleaving at `await` points — exactly
+  the points where upstream's goroutines could be preempted by the things we model (an API
+  round trip, a watch delivery, a timer).
+* `rng` is the only randomness: a `Random` seeded with the kernel's seed.
+
+This is the hot loop of every benchmark: heap entries are plain lists `[time, seq, fn, args]`
+(a list so a timer can be cancelled in place by clearing `fn`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import math
+from collections.abc import Callable, Coroutine, Generator
+from datetime import UTC, datetime, timedelta
+from random import Random
+from typing import Any
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def rfc3339(t: float) -> str:
+    """The RFC 3339 timestamp (whole seconds, as metav1.Time serialises) of virtual time `t`."""
+    return (EPOCH + timedelta(seconds=math.floor(t))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(value: str) -> float:
+    """Virtual seconds of an RFC 3339 timestamp (inverse of `rfc3339`); ValueError if malformed."""
+    text = value.replace("Z", "+00:00")
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp {value!r} has no timezone")
+    return (parsed - EPOCH).total_seconds()
+
+
+class Cancelled(Exception):
+    """Thrown into a task's coroutine when the task is cancelled."""
+
+
+class Timer:
+    """A scheduled callback; `cancel()` makes the kernel skip it."""
+
+    __slots__ = ("_entry",)
+
+    def __init__(self, entry: list[Any]) -> None:
+        self._entry = entry
+
+    @property
+    def when(self) -> float:
+        return float(self._entry[0])
+
+    @property
+    def active(self) -> bool:
+        return self._entry[2] is not None
+
+    def cancel(self) -> None:
+        self._entry[2] = None
+
+
+class Future:
+    """A value that will be set once. Awaiting it suspends the task until it is set.
+
+    States: pending, then done with a result or an exception. Waiters are resumed by the kernel
+    at the instant the future is resolved (scheduled, never inline, so resolving a future from
+    inside a task never re-enters another task).
+    """
+
+    __slots__ = ("_done", "_exception", "_result", "_waiters", "kernel")
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self._done = False
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._waiters: list[Callable[[Future], None]] = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def result(self) -> Any:
+        if not self._done:
+            raise RuntimeError("future is not done")
+        if self._exception is not None:
+            raise self._exception
+        return self._result
+
+    def set_result(self, value: Any = None) -> None:
+        if self._done:
+            raise RuntimeError("future already done")
+        self._done = True
+        self._result = value
+        self._wake()
+
+    def set_exception(self, exc: BaseException) -> None:
+        if self._done:
+            raise RuntimeError("future already done")
+        self._done = True
+        self._exception = exc
+        self._wake()
+
+    def add_done_callback(self, fn: Callable[[Future], None]) -> None:
+        """Call `fn(self)` (scheduled at the instant of resolution) once the future is done."""
+        if self._done:
+            self.kernel.call_soon(fn, self)
+        else:
+            self._waiters.append(fn)
+
+    def remove_done_callback(self, fn: Callable[[Future], None]) -> None:
+        with contextlib.suppress(ValueError):
+            self._waiters.remove(fn)
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fn in waiters:
+            self.kernel.call_soon(fn, self)
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if not self._done:
+            yield self
+        return self.result()
+
+
+class _Sleep:
+    """Awaitable for `Kernel.sleep`: the task reschedules itself, no Future needed."""
+
+    __slots__ = ("delay",)
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield self
+
+
+class Task(Future):
+    """A coroutine driven by the kernel. It is itself a Future of the coroutine's result.
+
+    `state` is for display: "ready", "waiting", "sleeping", "done", "failed" or "cancelled".
+    """
+
+    __slots__ = ("_awaiting", "_cancel_requested", "_timer", "coro", "name", "state")
+
+    def __init__(self, kernel: Kernel, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        super().__init__(kernel)
+        self.coro = coro
+        self.name = name
+        self.state = "ready"
+        self._awaiting: Future | None = None
+        self._timer: Timer | None = kernel.call_soon(self._resume, None)
+        self._cancel_requested = False
+
+    def cancel(self) -> bool:
+        """Throw `Cancelled` into the coroutine at the current instant. False if already done."""
+        if self._done or self._cancel_requested:
+            return False
+        self._cancel_requested = True
+        if self._awaiting is not None:
+            self._awaiting.remove_done_callback(self._on_future)
+            self._awaiting = None
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self.kernel.call_soon(self._resume, None)
+        return True
+
+    def _on_future(self, fut: Future) -> None:
+        self._awaiting = None
+        self._resume(fut)
+
+    def _resume(self, fut: Future | None) -> None:
+        self._timer = None
+        self.state = "ready"
+        try:
+            if self._cancel_requested:
+                self._cancel_requested = False
+                yielded = self.coro.throw(Cancelled())
+            elif fut is not None and fut._exception is not None:
+                yielded = self.coro.throw(fut._exception)
+            else:
+                yielded = self.coro.send(fut._result if fut is not None else None)
+        except StopIteration as stop:
+            self.state = "done"
+            self.set_result(stop.value)
+            return
+        except Cancelled as exc:
+            self.state = "cancelled"
+            self.set_exception(exc)
+            return
+        except Exception as exc:
+            self.state = "failed"
+            self.set_exception(exc)
+            self.kernel.task_failed(self, exc)
+            return
+        if type(yielded) is _Sleep:
+            self.state = "sleeping"
+            self._timer = self.kernel.call_later(yielded.delay, self._resume, None)
+        elif isinstance(yielded, Future):
+            self.state = "waiting"
+            self._awaiting = yielded
+            yielded.add_done_callback(self._on_future)
+        else:
+            exc = TypeError(f"task {self.name} awaited {yielded!r}, not a kernel future")
+            self.state = "failed"
+            self.coro.close()
+            self.set_exception(exc)
+            self.kernel.task_failed(self, exc)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} {self.state}>"
+
+
+class Kernel:
+    """Virtual clock + scheduler + seeded rng. See the module docstring for the guarantees."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.now = 0.0
+        self.rng = Random(seed)
+        self._heap: list[list[Any]] = []
+        self._seq = 0
+        self.failures: list[tuple[Task, BaseException]] = []
+        # When True (the default), a task that dies with an exception re-raises it out of
+        # step()/advance(): a bug in a process must not silently stop part of the simulation.
+        self.raise_task_failures = True
+
+    # -- scheduling -------------------------------------------------------------------------
+    def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        if when < self.now:
+            when = self.now
+        self._seq += 1
+        entry = [when, self._seq, fn, args]
+        heapq.heappush(self._heap, entry)
+        return Timer(entry)
+
+    def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        when = self.now + delay if delay > 0 else self.now
+        self._seq += 1
+        entry = [when, self._seq, fn, args]
+        heapq.heappush(self._heap, entry)
+        return Timer(entry)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> Timer:
+        self._seq += 1
+        entry = [self.now, self._seq, fn, args]
+        heapq.heappush(self._heap, entry)
+        return Timer(entry)
+
+    # -- processes --------------------------------------------------------------------------
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str = "task") -> Task:
+        """Start a coroutine as a task; its first step runs at the current instant."""
+        return Task(self, coro, name)
+
+    def create_future(self) -> Future:
+        return Future(self)
+
+    def sleep(self, delay: float) -> _Sleep:
+        """`await kernel.sleep(d)` resumes the calling task `d` virtual seconds later."""
+        return _Sleep(delay)
+
+    def task_failed(self, task: Task, exc: BaseException) -> None:
+        self.failures.append((task, exc))
+        if self.raise_task_failures:
+            raise exc
+
+    # -- running ----------------------------------------------------------------------------
+    def peek(self) -> float | None:
+        """Time of the next live callback, or None when nothing is scheduled."""
+        heap = self._heap
+        while heap and heap[0][2] is None:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def step(self) -> bool:
+        """Run exactly one callback (moving the clock to its time). False when none is left."""
+        heap = self._heap
+        while heap:
+            when, _, fn, args = heapq.heappop(heap)
+            if fn is None:
+                continue
+            self.now = when
+            fn(*args)
+            return True
+        return False
+
+    def advance(self, seconds: float) -> None:
+        """Run every callback due up to `now + seconds` (including ones scheduled meanwhile,
+        each at its own time) and leave the clock at `now + seconds`."""
+        self.run_until(self.now + seconds)
+
+    def run_until(self, t: float) -> None:
+        heap = self._heap
+        pop = heapq.heappop
+        while heap and heap[0][0] <= t:
+            entry = pop(heap)
+            fn = entry[2]
+            if fn is None:
+                continue
+            self.now = entry[0]
+            fn(*entry[3])
+        if t > self.now:
+            self.now = t
+
+    def run(self, max_events: int | None = None) -> int:
+        """Run until nothing is scheduled (or `max_events` callbacks ran); returns the count."""
+        n = 0
+        while (max_events is None or n < max_events) and self.step():
+            n += 1
+        return n
+
+    def pending(self) -> int:
+        """Number of scheduled callbacks (cancelled ones included until they are skipped)."""
+        return len(self._heap)

@@ -1,0 +1,73 @@
+"""The trace: every internal step of the simulation as one structured record.
+
+A record is a plain dict: ``{"time": <virtual s>, "seq": <n>, "kind": <str>, ...fields}``.
+`seq` numbers records in emission order, so two records at the same instant keep their order.
+The UI and the report draw from records, never from private fields of the core.
+
+Emitting is free when nobody listens: hot paths test ``trace.enabled`` before building fields.
+
+Kinds (the vocabulary; fields after the colon):
+  queue.add / queue.get / queue.done / queue.forget: queue, key [, worker]
+  queue.add_after: queue, key, delay          queue.add_rate_limited: queue, key, delay, requeues
+  informer.deliver: informer, events          informer.relist: informer, reason
+  informer.event: informer, type, key         watch.fault: resource, fault
+  api.request: id, client, verb, resource, namespace, name
+  api.response: id, code [, reason]
+  expectations: controller, key, op, add, del
+  sync.stage: controller, key, worker, stage, ... (see the controller module)
+  sync.start / sync.end: controller, key, worker [, error]
+  pod.transition: namespace, name, from, to   node.transition: name, from, to
+  event: (a Kubernetes Event was recorded) reason, object, message
+  action: verb, ... (a user/scenario action was applied)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+Record = dict[str, Any]
+Subscriber = Callable[[Record], None]
+
+
+class Clock(Protocol):
+    now: float
+
+
+class Trace:
+    """Fan-out of records to subscribers. `enabled` is True while anyone subscribes."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._subscribers: list[Subscriber] = []
+        self.seq = 0
+        self.enabled = False
+
+    def subscribe(self, fn: Subscriber) -> Callable[[], None]:
+        """Deliver every later record to `fn`; returns a function that unsubscribes."""
+        self._subscribers.append(fn)
+        self.enabled = True
+
+        def unsubscribe() -> None:
+            if fn in self._subscribers:
+                self._subscribers.remove(fn)
+            self.enabled = bool(self._subscribers)
+
+        return unsubscribe
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        if not self.enabled:
+            return
+        self.seq += 1
+        record: Record = {"time": self._clock.now, "seq": self.seq, "kind": kind}
+        record.update(fields)
+        for fn in list(self._subscribers):
+            fn(record)
+
+
+class _NullClock:
+    now = 0.0
+
+
+NULL_TRACE = Trace(_NullClock())
+"""A trace nobody subscribes to, for components built without one (tests, benchmarks)."""

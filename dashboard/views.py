@@ -1,0 +1,11 @@
+"""Pages. For now the home page says what ctrlscope is and lists the shipped scenarios; the live
+dashboard is its own piece of work."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "dashboard/home.html", {})

@@ -1,0 +1,55 @@
+"""The rules that hold the architecture together (DESIGN §1, §2)."""
+
+import ast
+import pathlib
+
+CONTROLPLANE = pathlib.Path(__file__).resolve().parents[2] / "controlplane"
+FORBIDDEN_IMPORTS = {"django", "channels", "daphne", "asyncio", "time", "random", "threading"}
+FORBIDDEN_CALLS = {("datetime", "now"), ("datetime", "utcnow"), ("date", "today")}
+
+
+def _modules():
+    return sorted(CONTROLPLANE.rglob("*.py"))
+
+
+def test_controlplane_has_modules_to_check():
+    assert len(_modules()) > 5
+
+
+def test_controlplane_never_imports_the_web_stack_the_wall_clock_or_unseeded_random():
+    offenders = []
+    for path in _modules():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                allowed = path.name == "kernel.py" and top == "random"  # kernel owns the seeded Random
+                if top in FORBIDDEN_IMPORTS and not allowed:
+                    offenders.append(f"{path.relative_to(CONTROLPLANE)}: import {name}")
+    assert offenders == []
+
+
+def test_only_the_kernel_constructs_a_random_generator_from_the_seed():
+    for path in _modules():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "random":
+                assert path.name == "kernel.py", path
+                assert [a.name for a in node.names] == ["Random"]
+
+
+def test_controlplane_never_reads_the_wall_clock():
+    offenders = []
+    for path in _modules():
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                value = node.func.value
+                if isinstance(value, ast.Name) and (value.id, node.func.attr) in FORBIDDEN_CALLS:
+                    offenders.append(f"{path.name}:{node.lineno}")
+    assert offenders == []

@@ -1,0 +1,145 @@
+from datetime import datetime, timezone
+
+import pytest
+
+from controlplane.kernel import EPOCH, Cancelled, Kernel, parse_rfc3339, rfc3339
+
+
+def test_epoch_is_2026_new_year_utc():
+    assert datetime(2026, 1, 1, tzinfo=timezone.utc) == EPOCH
+
+
+def test_rfc3339_uses_whole_seconds_and_round_trips():
+    assert rfc3339(0) == "2026-01-01T00:00:00Z"
+    assert rfc3339(61.9) == "2026-01-01T00:01:01Z"
+    assert parse_rfc3339("2026-01-01T00:01:01Z") == 61.0
+
+
+def test_callbacks_at_the_same_time_run_in_scheduling_order():
+    k = Kernel()
+    seen = []
+    k.call_later(1, seen.append, "a")
+    k.call_later(0.5, seen.append, "b")
+    k.call_later(1, seen.append, "c")
+    k.run()
+    assert seen == ["b", "a", "c"]
+
+
+def test_step_runs_exactly_one_callback_and_moves_the_clock():
+    k = Kernel()
+    seen = []
+    k.call_later(2, seen.append, 1)
+    k.call_later(3, seen.append, 2)
+    assert k.step() is True
+    assert seen == [1]
+    assert k.now == 2
+    assert k.step() is True
+    assert k.step() is False
+
+
+def test_advance_runs_callbacks_scheduled_meanwhile_each_at_its_own_time():
+    k = Kernel()
+    times = []
+
+    def chain(n):
+        times.append(k.now)
+        if n:
+            k.call_later(1, chain, n - 1)
+
+    k.call_later(1, chain, 5)
+    k.advance(3.5)
+    assert times == [1, 2, 3]
+    assert k.now == 3.5
+
+
+def test_cancelled_timer_never_runs():
+    k = Kernel()
+    seen = []
+    t = k.call_later(1, seen.append, "x")
+    t.cancel()
+    k.advance(5)
+    assert seen == []
+    assert not t.active
+
+
+def test_task_sleeps_on_virtual_time():
+    k = Kernel()
+    log = []
+
+    async def proc():
+        log.append(k.now)
+        await k.sleep(2.5)
+        log.append(k.now)
+        return "ok"
+
+    task = k.spawn(proc(), name="p")
+    k.run()
+    assert log == [0.0, 2.5]
+    assert task.result() == "ok"
+    assert task.state == "done"
+
+
+def test_task_awaits_a_future_resolved_later():
+    k = Kernel()
+    fut = k.create_future()
+
+    async def proc():
+        return await fut
+
+    task = k.spawn(proc())
+    k.call_later(4, fut.set_result, 42)
+    k.run()
+    assert task.result() == 42
+    assert k.now == 4
+
+
+def test_future_exception_is_raised_in_the_awaiting_task():
+    k = Kernel()
+    fut = k.create_future()
+
+    async def proc():
+        try:
+            await fut
+        except KeyError:
+            return "caught"
+
+    task = k.spawn(proc())
+    k.call_later(1, fut.set_exception, KeyError("x"))
+    k.run()
+    assert task.result() == "caught"
+
+
+def test_cancel_throws_cancelled_into_a_sleeping_task():
+    k = Kernel()
+    log = []
+
+    async def proc():
+        try:
+            await k.sleep(100)
+        except Cancelled:
+            log.append(k.now)
+            raise
+
+    task = k.spawn(proc())
+    k.advance(1)
+    task.cancel()
+    k.run()
+    assert log == [1.0]
+    assert task.state == "cancelled"
+    assert k.now == 1.0
+
+
+def test_a_failing_task_raises_out_of_the_kernel():
+    k = Kernel()
+
+    async def proc():
+        raise RuntimeError("boom")
+
+    k.spawn(proc())
+    with pytest.raises(RuntimeError, match="boom"):
+        k.run()
+
+
+def test_same_seed_gives_same_random_draws():
+    assert [Kernel(seed=7).rng.random() for _ in range(3)] == [Kernel(seed=7).rng.random() for _ in range(3)]
+    assert Kernel(seed=7).rng.random() != Kernel(seed=8).rng.random()
