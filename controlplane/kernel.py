@@ -174,10 +174,14 @@ class Task(Future):
         return True
 
     def _on_future(self, fut: Future) -> None:
+        if self._awaiting is not fut:
+            return  # cancelled after the future resolved: the cancellation resumes the task
         self._awaiting = None
         self._resume(fut)
 
     def _resume(self, fut: Future | None) -> None:
+        if self._done:
+            return
         self._timer = None
         self.state = "ready"
         try:

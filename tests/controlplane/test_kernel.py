@@ -143,3 +143,18 @@ def test_a_failing_task_raises_out_of_the_kernel():
 def test_same_seed_gives_same_random_draws():
     assert [Kernel(seed=7).rng.random() for _ in range(3)] == [Kernel(seed=7).rng.random() for _ in range(3)]
     assert Kernel(seed=7).rng.random() != Kernel(seed=8).rng.random()
+
+
+def test_cancel_after_the_awaited_future_resolved_cancels_once():
+    k = Kernel()
+    fut = k.create_future()
+
+    async def proc():
+        await fut
+
+    task = k.spawn(proc())
+    k.advance(0)
+    fut.set_result(1)
+    task.cancel()
+    k.advance(0)
+    assert task.state == "cancelled"
