@@ -1,0 +1,164 @@
+"""Event recording: the client-go `tools/record` broadcaster and correlator on the kernel.
+
+Guarantees
+----------
+* `recorder.event(obj, type, reason, message)` returns at once; the Event reaches the API server
+  later through the recorder's client (same client, and so the same token bucket, as the
+  controller — as in kube-controller-manager), one request at a time, in order.
+* The correlator behaves as upstream's `EventCorrelator` (events_cache.go, spec §1), in its order:
+  1. aggregate: after 10 events with the same source, object, type and reason but different
+     messages within 600 s, further ones become one event with message
+     "(combined from similar events): <message>";
+  2. dedup: an event identical to one already posted (same key) becomes a PATCH of `count` and
+     `lastTimestamp` instead of a new object;
+  3. spam filter: per source+object a token bucket of burst 25 refilled 1 token / 300 s; an event
+     without a token is dropped.
+* A failed post is dropped (upstream retries up to 12 times, 10 s apart; not modelled — noted in
+  docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from controlplane.kernel import EPOCH, Kernel, rfc3339
+from controlplane.trace import NULL_TRACE, Trace
+
+SPAM_BURST = 25
+SPAM_QPS = 1.0 / 300.0
+AGGREGATE_MAX_EVENTS = 10
+AGGREGATE_INTERVAL = 600.0
+COMBINED_PREFIX = "(combined from similar events): "
+_EPOCH_NS = int(EPOCH.timestamp()) * 1_000_000_000
+
+
+class _Bucket:
+    __slots__ = ("last", "tokens")
+
+    def __init__(self, now: float) -> None:
+        self.tokens = float(SPAM_BURST)
+        self.last = now
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(float(SPAM_BURST), self.tokens + (now - self.last) * SPAM_QPS)
+        self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+class EventRecorder:
+    """Records Events about objects for one component (`source.component`)."""
+
+    def __init__(self, kernel: Kernel, client: Any, component: str, *, trace: Trace | None = None) -> None:
+        self.kernel = kernel
+        self.client = client
+        self.component = component
+        self.trace = trace or NULL_TRACE
+        self._spam: dict[tuple[str, ...], _Bucket] = {}
+        self._aggregate: dict[tuple[str, ...], tuple[float, dict[str, None]]] = {}
+        self._posted: dict[tuple[str, ...], dict[str, Any]] = {}
+        self._outbox: deque[tuple[str, dict[str, Any]]] = deque()
+        self._posting = False
+        self._names = 0
+        self.dropped = 0
+
+    def event(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        meta = obj["metadata"]
+        now = self.kernel.now
+        involved = {
+            "kind": obj.get("kind", ""),
+            "namespace": meta.get("namespace", ""),
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+            "apiVersion": obj.get("apiVersion", ""),
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
+        if self.trace.enabled:
+            self.trace.emit(
+                "event",
+                component=self.component,
+                type=event_type,
+                reason=reason,
+                object=f"{involved['kind']}/{involved['namespace']}/{involved['name']}",
+                message=message,
+            )
+        obj_key = (involved["kind"], involved["namespace"], involved["name"], involved["uid"])
+        # 1. aggregate
+        agg_key = (self.component, *obj_key, event_type, reason)
+        started, messages = self._aggregate.get(agg_key, (now, {}))
+        if now - started > AGGREGATE_INTERVAL:
+            started, messages = now, {}
+        messages[message] = None
+        self._aggregate[agg_key] = (started, messages)
+        if len(messages) >= AGGREGATE_MAX_EVENTS:
+            message = COMBINED_PREFIX + message
+            dedup_key = agg_key
+        else:
+            dedup_key = (*agg_key, message)
+        # 3. spam filter (applies to creates and patches alike)
+        spam_key = (self.component, *obj_key)
+        bucket = self._spam.get(spam_key)
+        if bucket is None:
+            bucket = self._spam[spam_key] = _Bucket(now)
+        if not bucket.take(now):
+            self.dropped += 1
+            return
+        # 2. dedup
+        previous = self._posted.get(dedup_key)
+        stamp = rfc3339(now)
+        if previous is not None:
+            previous["count"] += 1
+            previous["lastTimestamp"] = stamp
+            previous["message"] = message
+            patch = {"count": previous["count"], "lastTimestamp": stamp, "message": message}
+            self._enqueue("patch", {"namespace": previous["namespace"], "name": previous["name"], "patch": patch})
+            return
+        self._names += 1
+        name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names:x}"
+        namespace = involved["namespace"] or "default"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "source": {"component": self.component},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "type": event_type,
+            "reportingComponent": self.component,
+            "reportingInstance": "",
+        }
+        self._posted[dedup_key] = {"namespace": namespace, "name": name, "count": 1}
+        self._enqueue("create", body)
+
+    def _enqueue(self, verb: str, payload: dict[str, Any]) -> None:
+        self._outbox.append((verb, payload))
+        if not self._posting:
+            self._posting = True
+            self.kernel.spawn(self._post_all(), name=f"events/{self.component}")
+
+    async def _post_all(self) -> None:
+        from controlplane.apiserver import ApiError
+
+        while self._outbox:
+            verb, payload = self._outbox.popleft()
+            try:
+                if verb == "create":
+                    await self.client.create("events", payload["metadata"]["namespace"], payload)
+                else:
+                    await self.client.patch(
+                        "events",
+                        payload["namespace"],
+                        payload["name"],
+                        payload["patch"],
+                        patch_type="strategic",
+                    )
+            except ApiError:
+                self.dropped += 1
+        self._posting = False

@@ -1,0 +1,195 @@
+"""Faults: the failure vocabulary of DESIGN §2.2, applied to a running simulation.
+
+Guarantees
+----------
+* Every fault acts through the same mechanism a real failure would: an API fault is an error
+  answer or extra latency from the API server (interceptor and latency hooks), a pod fault is a
+  kubelet status write, a node fault stops a kubelet, a watch fault pauses, resumes or drops an
+  informer's watch, a controller fault restarts the controller.
+* Random choices (which pods, whether a `rate` fault fires) come from the kernel's seeded rng.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from controlplane import labels
+from controlplane.apiserver import ApiError
+
+if TYPE_CHECKING:
+    from controlplane.simulation import Simulation
+
+Obj = dict[str, Any]
+
+DEFAULT_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
+
+
+class ApiFaultRule:
+    """`apiFault {verb, resource, after?, count? | rate?, code, reason?, message?, latency?}`:
+    let `after` matching requests through, then fail the next `count` (default 1), or fail each
+    with probability `rate`; `latency` delays every matching request. `code: 0` = latency only."""
+
+    def __init__(self, spec: Obj, sim: Simulation) -> None:
+        self.spec = spec
+        self.verb = spec["verb"]
+        self.resource = spec["resource"]
+        self.client = spec.get("client")
+        self.after = int(spec.get("after", 0))
+        self.rate = spec.get("rate")
+        self.count = int(spec.get("count", 1)) if self.rate is None else None
+        self.code = int(spec["code"])
+        self.reason = spec.get("reason") or DEFAULT_REASONS.get(self.code, "InternalError")
+        self.message = spec.get("message") or f"injected fault: {self.code} {self.reason}"
+        self.latency = float(spec.get("latency", 0.0))
+        self._rng = sim.kernel.rng
+        self.matched = 0
+        self.failed = 0
+
+    def matches(self, req: Any) -> bool:
+        if self.verb != "*" and req.verb != self.verb:
+            return False
+        resource = req.resource if not req.subresource else f"{req.resource}/{req.subresource}"
+        if self.resource != "*" and resource != self.resource:
+            return False
+        return self.client is None or req.client == self.client
+
+    @property
+    def exhausted(self) -> bool:
+        return self.count is not None and self.failed >= self.count
+
+    def intercept(self, req: Any) -> ApiError | None:
+        if self.code == 0 or self.exhausted or not self.matches(req):
+            return None
+        self.matched += 1
+        if self.matched <= self.after:
+            return None
+        if self.rate is not None and self._rng.random() >= self.rate:
+            return None
+        self.failed += 1
+        details = {"name": req.name or "", "kind": req.resource}
+        return ApiError(self.code, self.reason, self.message, details)
+
+    def extra_latency(self, req: Any) -> float:
+        return self.latency if self.latency and self.matches(req) else 0.0
+
+    def describe(self) -> Obj:
+        return {**self.spec, "matched": self.matched, "failed": self.failed, "exhausted": self.exhausted}
+
+
+class FaultInjector:
+    def __init__(self, sim: Simulation) -> None:
+        self.sim = sim
+        self.api_rules: list[ApiFaultRule] = []
+        sim.server.interceptors.append(self._intercept)
+        sim.server.latency_hooks.append(self._latency)
+
+    def _intercept(self, req: Any) -> ApiError | None:
+        for rule in self.api_rules:
+            err = rule.intercept(req)
+            if err is not None:
+                return err
+        return None
+
+    def _latency(self, req: Any) -> float:
+        return sum(rule.extra_latency(req) for rule in self.api_rules)
+
+    # -- verbs ------------------------------------------------------------------------------
+    def api_fault(self, spec: Obj) -> Obj:
+        rule = ApiFaultRule(spec, self.sim)
+        self.api_rules.append(rule)
+        return {"rule": len(self.api_rules) - 1}
+
+    def clear_api_faults(self) -> None:
+        self.api_rules.clear()
+
+    def pod_fault(self, spec: Obj) -> Obj:
+        namespace = spec.get("namespace", "default")
+        server = self.sim.server
+        if "name" in spec:
+            pods = [
+                p
+                for p in server.objects("pods")
+                if p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == spec["name"]
+            ]
+            if not pods:
+                return {"error": f'pods "{spec["name"]}" not found', "pods": []}
+        else:
+            selector = labels.parse(spec["selector"])
+            pods = [
+                p
+                for p in server.objects("pods")
+                if p["metadata"]["namespace"] == namespace
+                and not p["metadata"].get("deletionTimestamp")
+                and selector.matches(p["metadata"].get("labels"))
+            ]
+            count = spec.get("count")
+            if count is not None and count < len(pods):
+                pods = self.sim.kernel.rng.sample(pods, count)
+                pods.sort(key=lambda p: p["metadata"]["name"])
+        fault = spec["fault"]
+        names = []
+        for pod in pods:
+            name = pod["metadata"]["name"]
+            names.append(name)
+            if fault == "delete":
+                with contextlib.suppress(ApiError):
+                    server.delete("pods", namespace, name, client="user")
+                continue
+            self.sim.nodes.pod_fault(pod, fault)
+        return {"pods": names}
+
+    def node_fault(self, spec: Obj) -> Obj:
+        if spec["fault"] == "down":
+            self.sim.nodes.node_down(spec["name"])
+        else:
+            self.sim.nodes.node_up(spec["name"])
+        return {"node": spec["name"]}
+
+    def watch_fault(self, spec: Obj) -> Obj:
+        resource, fault = spec["resource"], spec["fault"]
+        touched = []
+        for name, controller in self.sim.controllers.items():
+            if spec.get("controller") not in (None, name):
+                continue
+            for informer in (controller.pod_informer, controller.rs_informer):
+                if informer.resource != resource:
+                    continue
+                touched.append(informer.name)
+                reflector = informer.reflector
+                if fault == "pause":
+                    reflector.pause()
+                    if "delay" in spec:
+                        # `delay`: the view stays stale for that long, then catches up by itself.
+                        self.sim.kernel.call_later(float(spec["delay"]), self._resume_if_same, informer)
+                elif fault == "resume":
+                    reflector.resume()
+                else:
+                    reflector.drop()
+        if self.sim.trace.enabled:
+            self.sim.trace.emit("watch.fault", resource=resource, fault=fault, informers=touched)
+        return {"informers": touched}
+
+    def _resume_if_same(self, informer: Any) -> None:
+        # A restart replaces informers; only resume the one this fault paused.
+        informer.reflector.resume()
+
+    def controller_fault(self, spec: Obj) -> Obj:
+        controller = self.sim.controllers.get(spec["controller"])
+        if controller is None:
+            return {"error": f"controller {spec['controller']} is not running in this simulation"}
+        controller.restart()
+        return {"controller": spec["controller"], "restarts": controller.restarts}

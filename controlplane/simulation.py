@@ -1,0 +1,405 @@
+"""The simulation facade: the only thing the web layer (and the headless runner) uses.
+
+Guarantees
+----------
+* One `Simulation` is one deterministic world: a kernel, a trace, an API server, the garbage
+  collector, nodes with their scheduler and kubelets, and the controllers. Same scenario + same seed
+  + same actions at the same virtual times ⇒ the same trace and the same report, byte for byte.
+* Every change to the world goes through `apply(action)` with the action vocabulary of DESIGN §2.2
+  (scenario files, dashboard buttons and the websocket use the same one). A rejected action is
+  recorded like any failed request and reported back; it never stops the run.
+* Time moves only through `step`, `step_stage`, `step_sync`, `advance`, `run_until` and
+  `run_until_predicate`; pacing against the wall clock is the host's business.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.apiserver import ApiError, APIServer, Client
+from controlplane.faults import FaultInjector
+from controlplane.garbagecollector import GarbageCollector
+from controlplane.kernel import Kernel
+from controlplane.nodes import NodeSimulator
+from controlplane.replicaset import (
+    REPLICA_SET,
+    REPLICATION_CONTROLLER,
+    ControllerConfig,
+    ReplicaSetController,
+)
+from controlplane.scenario import Scenario, ScenarioError, check_config, check_verb, load_file
+from controlplane.trace import Record, Trace
+
+Obj = dict[str, Any]
+
+KIND_RESOURCES = {
+    "ReplicaSet": "replicasets",
+    "ReplicationController": "replicationcontrollers",
+    "Pod": "pods",
+    "Node": "nodes",
+    "Namespace": "namespaces",
+    "Event": "events",
+}
+CLUSTER_SCOPED = {"nodes", "namespaces"}
+REPORT_KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Event")
+CONTROLLER_KINDS = {"replicaset": REPLICA_SET, "replicationcontroller": REPLICATION_CONTROLLER}
+NODE_CONFIG_KEYS = (
+    "nodes",
+    "podStartup",
+    "podReadyDelay",
+    "podShutdown",
+    "nodeMonitorGracePeriod",
+    "tolerationSeconds",
+    "apiLatency",
+)
+STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
+
+
+class Simulation:
+    def __init__(self, scenario: Scenario | None = None, *, seed: int | None = None, trace_buffer: int = 5000) -> None:
+        self.scenario = scenario or Scenario()
+        self.seed = self.scenario.seed if seed is None else seed
+        self.config: dict[str, Any] = copy.deepcopy(self.scenario.config)
+        self.kernel = Kernel(self.seed)
+        self.trace = Trace(self.kernel)
+        self.recent: deque[Record] = deque(maxlen=trace_buffer)
+        self.syncs: list[Obj] = []
+        self.actions: list[Obj] = []
+        self.trace.subscribe(self._record)
+        self.server = APIServer(self.kernel, self.trace)
+        self.clients: dict[str, Client] = {}
+        self.gc = GarbageCollector(
+            self.server,
+            self.kernel,
+            self._client("garbage-collector"),
+            self.trace,
+            delay=self.config["watchLatency"],
+        )
+        self.nodes = NodeSimulator(self.server, self.kernel, self.trace, self._node_config())
+        self.controllers: dict[str, ReplicaSetController] = {}
+        for name in self.config["controllers"]:
+            kind = CONTROLLER_KINDS[name]
+            self.controllers[name] = ReplicaSetController(
+                self.kernel, self._client(kind.component), kind, self._controller_config(), trace=self.trace
+            )
+        self.faults = FaultInjector(self)
+        self.started = False
+
+    @classmethod
+    def from_file(cls, name_or_path: str, *, seed: int | None = None) -> Simulation:
+        return cls(load_file(name_or_path), seed=seed)
+
+    # -- wiring -----------------------------------------------------------------------------
+    def _client(self, user_agent: str) -> Client:
+        client = self.clients.get(user_agent)
+        if client is None:
+            qps = self.config["kubeApiQPS"]
+            client = Client(
+                self.server,
+                self.kernel,
+                user_agent,
+                qps=None if qps < 0 else (qps or 5.0),
+                burst=self.config["kubeApiBurst"],
+                latency=self.config["apiLatency"],
+            )
+            self.clients[user_agent] = client
+        return client
+
+    def _node_config(self) -> Obj:
+        return {key: self.config[key] for key in NODE_CONFIG_KEYS}
+
+    def _controller_config(self) -> ControllerConfig:
+        cfg = self.config
+        return ControllerConfig(
+            workers=cfg["workers"],
+            burst_replicas=cfg["burstReplicas"],
+            watch_latency=cfg["watchLatency"],
+            resync_period=cfg["resyncPeriod"],
+            slow_start=cfg["whatIf"]["slowStart"],
+            expectations=cfg["whatIf"]["expectations"],
+            stale_controller_consistency=cfg["featureGates"]["StaleControllerConsistencyReplicaSet"],
+            terminating_replicas=cfg["featureGates"]["DeploymentReplicaSetTerminatingReplicas"],
+        )
+
+    def _record(self, record: Record) -> None:
+        self.recent.append(record)
+        if record["kind"] == "sync.end":
+            self.syncs.append(
+                {
+                    "controller": record["controller"],
+                    "key": record["key"],
+                    "start": record["start"],
+                    "end": record["time"],
+                    "error": record["error"],
+                }
+            )
+
+    # -- starting ---------------------------------------------------------------------------
+    def start(self) -> None:
+        """Apply the starting objects at t=0 (ScenarioError if the API server rejects one), start
+        nodes, the garbage collector and the controllers, and schedule the timeline."""
+        if self.started:
+            return
+        self.started = True
+        for i, manifest in enumerate(self.scenario.objects):
+            try:
+                self._apply_manifest(manifest)
+            except ApiError as exc:
+                raise ScenarioError(f"objects[{i}]: {exc.message}") from None
+        self.nodes.start()
+        self.gc.start()
+        for controller in self.controllers.values():
+            controller.start()
+        for action in self.scenario.actions:
+            self.kernel.call_at(float(action["at"]), self.apply, action)
+
+    # -- actions ----------------------------------------------------------------------------
+    def apply(self, action: Obj) -> Obj:
+        """Apply one action (`{verb: body}`, an `at` key is ignored). Returns {"ok": bool, ...}."""
+        verbs = [k for k in action if k != "at"]
+        if len(verbs) != 1:
+            return self._done(action, {"ok": False, "error": "an action needs exactly one verb"})
+        verb = verbs[0]
+        body = action[verb]
+        try:
+            check_verb(verb, body, verb)
+        except ScenarioError as exc:
+            return self._done(action, {"ok": False, "error": str(exc)})
+        try:
+            result = getattr(self, f"_do_{verb}")(body)
+        except ApiError as exc:
+            return self._done(action, {"ok": False, "error": exc.message, "code": exc.code})
+        return self._done(action, {"ok": "error" not in result, **result})
+
+    def _done(self, action: Obj, result: Obj) -> Obj:
+        entry = {"time": self.kernel.now, "action": {k: v for k, v in action.items() if k != "at"}, **result}
+        self.actions.append(entry)
+        if self.trace.enabled:
+            self.trace.emit("action", **{k: v for k, v in entry.items() if k != "time"})
+        return result
+
+    def _resource(self, kind: str) -> str:
+        return KIND_RESOURCES[kind]
+
+    def _apply_manifest(self, manifest: Obj) -> Obj:
+        resource = self._resource(manifest["kind"])
+        meta = manifest.get("metadata") or {}
+        namespace = None if resource in CLUSTER_SCOPED else meta.get("namespace", "default")
+        name = meta.get("name")
+        if name:
+            try:
+                current = self.server.get(resource, namespace, name, client="user")
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+            else:
+                body = copy.deepcopy(manifest)
+                body["metadata"] = {**body["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
+                if namespace:
+                    body["metadata"]["namespace"] = namespace
+                return dict(self.server.update(resource, namespace, name, body, client="user"))
+        body = copy.deepcopy(manifest)
+        if namespace:
+            body["metadata"] = {**body["metadata"], "namespace": namespace}
+        return dict(self.server.create(resource, namespace, body, client="user"))
+
+    def _do_apply(self, manifest: Obj) -> Obj:
+        obj = self._apply_manifest(manifest)
+        return {"object": f"{obj['kind']}/{obj['metadata']['name']}"}
+
+    def _do_delete(self, body: Obj) -> Obj:
+        resource = self._resource(body["kind"])
+        namespace = None if resource in CLUSTER_SCOPED else body.get("namespace", "default")
+        self.server.delete(
+            resource, namespace, body["name"], propagation_policy=body.get("propagationPolicy"), client="user"
+        )
+        return {}
+
+    def _do_scale(self, body: Obj) -> Obj:
+        resource = self._resource(body["kind"])
+        namespace = body.get("namespace", "default")
+        self.server.patch(
+            resource,
+            namespace,
+            body["name"],
+            {"spec": {"replicas": body["replicas"]}},
+            patch_type="merge",
+            subresource="scale",
+            client="user",
+        )
+        return {}
+
+    def _do_patch(self, body: Obj) -> Obj:
+        resource = self._resource(body["kind"])
+        namespace = None if resource in CLUSTER_SCOPED else body.get("namespace", "default")
+        self.server.patch(resource, namespace, body["name"], body["patch"], patch_type="merge", client="user")
+        return {}
+
+    def _do_podFault(self, body: Obj) -> Obj:
+        return self.faults.pod_fault(body)
+
+    def _do_nodeFault(self, body: Obj) -> Obj:
+        return self.faults.node_fault(body)
+
+    def _do_apiFault(self, body: Obj) -> Obj:
+        return self.faults.api_fault(body)
+
+    def _do_watchFault(self, body: Obj) -> Obj:
+        return self.faults.watch_fault(body)
+
+    def _do_controllerFault(self, body: Obj) -> Obj:
+        return self.faults.controller_fault(body)
+
+    def _do_config(self, body: Obj) -> Obj:
+        changes = check_config(body, "config", partial=True)
+        for key, value in changes.items():
+            if key in ("featureGates", "whatIf"):
+                self.config[key].update(value)
+            else:
+                self.config[key] = value
+        self._reconfigure(changes)
+        return {"config": changes}
+
+    def _reconfigure(self, changes: Obj) -> None:
+        cfg = self.config
+        for client in self.clients.values():
+            qps = cfg["kubeApiQPS"]
+            client.qps = None if qps < 0 else (qps or 5.0)
+            client.burst = cfg["kubeApiBurst"]
+            client.latency = cfg["apiLatency"]
+        self.nodes.apply_config(self._node_config())
+        for controller in self.controllers.values():
+            new = self._controller_config()
+            controller.config.burst_replicas = new.burst_replicas
+            controller.config.slow_start = new.slow_start
+            controller.config.expectations = new.expectations
+            controller.expectations.enabled = new.expectations
+            controller.config.terminating_replicas = new.terminating_replicas
+            if "watchLatency" in changes:
+                controller.config.watch_latency = new.watch_latency
+                controller.pod_informer.reflector.set_watch_latency(new.watch_latency)
+                controller.rs_informer.reflector.set_watch_latency(new.watch_latency)
+            if "workers" in changes:
+                controller.set_workers(new.workers)
+
+    # -- time -------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.kernel.now
+
+    def step(self) -> bool:
+        """Run exactly one kernel event."""
+        self.start()
+        return self.kernel.step()
+
+    def _step_until_record(self, kinds: frozenset[str], limit: int) -> Record | None:
+        self.start()
+        seen: list[Record] = []
+
+        def watch(record: Record) -> None:
+            if record["kind"] in kinds:
+                seen.append(record)
+
+        unsubscribe = self.trace.subscribe(watch)
+        try:
+            for _ in range(limit):
+                if seen or not self.kernel.step():
+                    break
+        finally:
+            unsubscribe()
+        return seen[0] if seen else None
+
+    def step_stage(self, limit: int = 1_000_000) -> Record | None:
+        """Run until the next sync stage record (start, a stage, or end); returns it."""
+        return self._step_until_record(STAGE_KINDS, limit)
+
+    def step_sync(self, limit: int = 1_000_000) -> Record | None:
+        """Run until the next sync completes; returns its `sync.end` record."""
+        return self._step_until_record(frozenset({"sync.end"}), limit)
+
+    def advance(self, seconds: float) -> None:
+        self.start()
+        self.kernel.advance(seconds)
+
+    def run_until(self, t: float) -> None:
+        self.start()
+        self.kernel.run_until(t)
+
+    def next_timer(self) -> float | None:
+        return self.kernel.peek()
+
+    def run_until_predicate(
+        self, predicate: Callable[[Simulation], bool], until: float, limit: int = 10_000_000
+    ) -> bool:
+        """Step until `predicate(self)` holds (True) or virtual time would pass `until` (False)."""
+        self.start()
+        for _ in range(limit):
+            if predicate(self):
+                return True
+            nxt = self.kernel.peek()
+            if nxt is None or nxt > until:
+                self.kernel.run_until(until)
+                return predicate(self)
+            self.kernel.step()
+        return predicate(self)
+
+    def subscribe(self, fn: Callable[[Record], None]) -> Callable[[], None]:
+        return self.trace.subscribe(fn)
+
+    # -- views ------------------------------------------------------------------------------
+    def snapshot(self, recent: int = 200) -> Obj:
+        server = self.server
+        objects = {
+            kind: [o for o in server.objects(KIND_RESOURCES[kind])] for kind in ("ReplicaSet", "ReplicationController")
+        }
+        return {
+            "time": self.kernel.now,
+            "seed": self.seed,
+            "revision": server.revision,
+            "config": copy.deepcopy(self.config),
+            "controllers": {name: c.snapshot() for name, c in self.controllers.items()},
+            "nodes": self.nodes.snapshot(),
+            "owners": objects,
+            "apiFaults": [rule.describe() for rule in self.faults.api_rules],
+            "recent": list(self.recent)[-recent:],
+            "pendingEvents": self.kernel.pending(),
+        }
+
+    def report(self) -> Obj:
+        server = self.server
+        objects = {kind: [copy.deepcopy(o) for o in server.objects(KIND_RESOURCES[kind])] for kind in REPORT_KINDS}
+        indexed = list(enumerate(server.requests))
+        indexed.sort(key=lambda pair: (pair[1]["time"], pair[0]))
+        api_calls = [
+            {k: r[k] for k in ("time", "client", "verb", "resource", "namespace", "name", "code")} for _, r in indexed
+        ]
+        return {
+            "seed": self.seed,
+            "time": self.kernel.now,
+            "objects": objects,
+            "apiCalls": api_calls,
+            "syncs": list(self.syncs),
+            "expectations": {
+                name: {
+                    key: {"add": rec[0], "del": rec[1]}
+                    for key in c.expectations.keys()  # noqa: SIM118 - not a dict
+                    for rec in [c.expectations.get_expectations(key)[0].get_expectations()]
+                }
+                for name, c in self.controllers.items()
+            },
+            "queues": {
+                name: {"depth": c.queue.metrics.depth, "adds": c.queue.metrics.adds, "retries": c.queue.metrics.retries}
+                for name, c in self.controllers.items()
+            },
+        }
+
+
+def run_scenario(name_or_path: str, *, seed: int | None = None, until: float | None = None) -> Obj:
+    """Load, run to `until` (the file's unless given) and return the report."""
+    sim = Simulation.from_file(name_or_path, seed=seed)
+    sim.start()
+    sim.run_until(sim.scenario.until if until is None else until)
+    return sim.report()
