@@ -141,7 +141,8 @@ class FaultInjector:
                 pods = self.sim.kernel.rng.sample(pods, count)
                 pods.sort(key=lambda p: p["metadata"]["name"])
         fault = spec["fault"]
-        names = []
+        names: list[str] = []
+        skipped: list[str] = []
         for pod in pods:
             name = pod["metadata"]["name"]
             names.append(name)
@@ -149,8 +150,22 @@ class FaultInjector:
                 with contextlib.suppress(ApiError):
                     server.delete("pods", namespace, name, client="user")
                 continue
-            self.sim.nodes.pod_fault(pod, fault)
-        return {"pods": names}
+            kubelet = self.sim.nodes.kubelet_for(pod)
+            acted = False
+            if kubelet is not None:
+                if fault == "notReady":
+                    acted = kubelet.set_ready(pod, False)
+                elif fault == "ready":
+                    acted = kubelet.set_ready(pod, True)
+                else:
+                    acted = getattr(kubelet, fault)(pod)
+            if not acted:
+                # Not bound to a node, its kubelet is down, or no container is running.
+                skipped.append(name)
+        result: Obj = {"pods": names}
+        if skipped:
+            result["skipped"] = skipped
+        return result
 
     def node_fault(self, spec: Obj) -> Obj:
         if spec["fault"] == "down":

@@ -173,6 +173,7 @@ class ReplicaSetController:
         self.workers: list[WorkerState] = []
         self._worker_tasks: list[Task] = []
         self._run_task: Task | None = None
+        self._caches_synced = False
         self._selectors: dict[str, tuple[str, Selector | None]] = {}
         self.last_sync: SyncContext | None = None
 
@@ -192,6 +193,7 @@ class ReplicaSetController:
         try:
             while not (self.pod_informer.has_synced() and self.rs_informer.has_synced()):
                 await self.kernel.sleep(CACHE_SYNC_POLL)
+            self._caches_synced = True
             self.set_workers(self.config.workers)
         except Cancelled:
             pass
@@ -199,7 +201,7 @@ class ReplicaSetController:
     def set_workers(self, n: int) -> None:
         """Grow or shrink the worker pool; a removed worker finishes its current sync first."""
         self.config.workers = n
-        if not self._running or self._run_task is None or not self._run_task.done():
+        if not self._running or not self._caches_synced:
             return
         while len(self.workers) < n:
             wid = len(self.workers)

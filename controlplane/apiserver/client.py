@@ -1,0 +1,260 @@
+"""The client simulated components use to call the API server (client-go's REST client).
+
+Guarantees
+----------
+* Client-side rate limiting as client-go's `flowcontrol.NewTokenBucketRateLimiter(qps, burst)`,
+  i.e. `golang.org/x/time/rate.Limiter` with `Wait()`: each call reserves one token at the instant
+  it is made and sleeps until the token is due. The bucket starts full. At 20 QPS / burst 30 the
+  31st call made at one instant is sent 0.05 s later. `qps` None or <= 0 disables the limiter.
+* A call is *sent* when its token is granted (`Request.sent_at`), and the server handles it
+  `latency + extra` seconds later, where `extra` is the sum of `server.latency_hooks(req)`. The
+  answer (object or `ApiError`) reaches the awaiting coroutine at that same instant. The latency
+  path costs one kernel callback per request.
+* `qps`, `burst` and `latency` may be changed at any time; a change applies to later calls.
+* A Client never mutates the objects it returns (they are the server's shared dicts: callers
+  must not mutate them either).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from controlplane.apiserver.errors import ApiError
+from controlplane.apiserver.server import Request
+
+if TYPE_CHECKING:
+    from controlplane.apiserver.server import APIServer
+    from controlplane.apiserver.watch import Watch
+    from controlplane.kernel import Future, Kernel
+
+Obj = dict[str, Any]
+
+
+class TokenBucketRateLimiter:
+    """`rate.Limiter(qps, burst)` driven by the virtual clock; `reserve()` is `Reserve().Delay()`."""
+
+    __slots__ = ("_burst", "_clock", "_last", "_qps", "_tokens")
+
+    def __init__(self, qps: float, burst: int, clock: Any) -> None:
+        self._clock = clock
+        self._qps = float(qps)
+        self._burst = int(burst)
+        self._tokens = float(burst)
+        self._last: float = clock.now
+
+    def _advance(self, now: float) -> float:
+        last = min(self._last, now)
+        tokens = self._tokens + (now - last) * self._qps
+        return min(tokens, float(self._burst))
+
+    def reserve(self) -> float:
+        """Take one token now; return how long the caller must wait before acting (seconds)."""
+        now = self._clock.now
+        tokens = self._advance(now) - 1.0
+        self._last = now
+        self._tokens = tokens
+        return -tokens / self._qps if tokens < 0 else 0.0
+
+    @property
+    def qps(self) -> float:
+        return self._qps
+
+    @qps.setter
+    def qps(self, value: float) -> None:
+        # rate.Limiter.SetLimit: account the tokens earned at the old rate first.
+        now = self._clock.now
+        self._tokens = self._advance(now)
+        self._last = now
+        self._qps = float(value)
+
+    @property
+    def burst(self) -> int:
+        return self._burst
+
+    @burst.setter
+    def burst(self, value: int) -> None:
+        now = self._clock.now
+        self._tokens = self._advance(now)
+        self._last = now
+        self._burst = int(value)
+
+    def tokens(self) -> float:
+        """Tokens available now (negative while callers are queued): for display."""
+        return self._advance(self._clock.now)
+
+
+class Client:
+    """An API client with its own user agent, token bucket and request latency.
+
+    Every method takes the arguments of the server's convenience method of the same name (the
+    client supplies `client=`). Awaiting a call returns the server's answer or raises ApiError.
+    """
+
+    def __init__(
+        self,
+        server: APIServer,
+        kernel: Kernel,
+        user_agent: str,
+        *,
+        qps: float | None = 20.0,
+        burst: int = 30,
+        latency: float = 0.005,
+    ) -> None:
+        self.server = server
+        self.kernel = kernel
+        self.user_agent = user_agent
+        self.latency = latency
+        self._burst = burst
+        self._limiter: TokenBucketRateLimiter | None = None
+        self._qps: float | None = None
+        self.qps = qps
+
+    # -- knobs ------------------------------------------------------------------------------
+    @property
+    def qps(self) -> float | None:
+        return self._qps
+
+    @qps.setter
+    def qps(self, value: float | None) -> None:
+        self._qps = value
+        if value is None or value <= 0:
+            self._limiter = None
+        elif self._limiter is None:
+            self._limiter = TokenBucketRateLimiter(value, self._burst, self.kernel)
+        else:
+            self._limiter.qps = value
+
+    @property
+    def burst(self) -> int:
+        return self._burst
+
+    @burst.setter
+    def burst(self, value: int) -> None:
+        self._burst = value
+        if self._limiter is not None:
+            self._limiter.burst = value
+
+    @property
+    def rate_limiter(self) -> TokenBucketRateLimiter | None:
+        return self._limiter
+
+    # -- the request path -------------------------------------------------------------------
+    async def request(self, req: Request) -> Any:
+        """Send `req` (its `client` is overwritten with this client's user agent)."""
+        req.client = self.user_agent
+        limiter = self._limiter
+        if limiter is not None:
+            wait = limiter.reserve()
+            if wait > 0:
+                await self.kernel.sleep(wait)
+        kernel = self.kernel
+        req.sent_at = kernel.now
+        delay = self.latency
+        hooks = self.server.latency_hooks
+        if hooks:
+            delay += sum(hook(req) for hook in hooks)
+        future = kernel.create_future()
+        kernel.call_later(delay, self._deliver, req, future)
+        return await future
+
+    def _deliver(self, req: Request, future: Future) -> None:
+        try:
+            result = self.server.handle(req)
+        except ApiError as err:
+            future.set_exception(err)
+            return
+        future.set_result(result)
+
+    # -- verbs ------------------------------------------------------------------------------
+    async def create(self, resource: str, namespace: str | None, body: Obj, *, subresource: str | None = None) -> Any:
+        return await self.request(
+            Request(self.user_agent, "create", resource, subresource, namespace, _body_name(body, subresource), body)
+        )
+
+    async def get(self, resource: str, namespace: str | None, name: str, *, subresource: str | None = None) -> Any:
+        return await self.request(Request(self.user_agent, "get", resource, subresource, namespace, name))
+
+    async def list(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> Any:
+        options: dict[str, Any] = {}
+        if label_selector:
+            options["labelSelector"] = label_selector
+        if field_selector:
+            options["fieldSelector"] = field_selector
+        return await self.request(Request(self.user_agent, "list", resource, None, namespace, None, None, options))
+
+    async def update(
+        self, resource: str, namespace: str | None, name: str, body: Obj, *, subresource: str | None = None
+    ) -> Any:
+        return await self.request(Request(self.user_agent, "update", resource, subresource, namespace, name, body))
+
+    async def patch(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+    ) -> Any:
+        return await self.request(
+            Request(self.user_agent, "patch", resource, subresource, namespace, name, patch, {"patchType": patch_type})
+        )
+
+    async def delete(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
+    ) -> Any:
+        options: dict[str, Any] = {}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions is not None:
+            options["preconditions"] = preconditions
+        return await self.request(Request(self.user_agent, "delete", resource, None, namespace, name, None, options))
+
+    def watch(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        latency: float = 0.0,
+    ) -> Watch:
+        """Open a watch at once (not rate limited: a watch is a long-running request)."""
+        return self.server.watch(
+            resource,
+            namespace,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            latency=latency,
+            client=self.user_agent,
+        )
+
+
+def _body_name(body: Any, subresource: str | None) -> str | None:
+    # A binding is created on the pod it names; a plain create has the name in the body
+    # (possibly empty: generateName).
+    if isinstance(body, dict):
+        meta = body.get("metadata")
+        if isinstance(meta, dict):
+            name = meta.get("name")
+            return name if isinstance(name, str) and name else None
+    return None

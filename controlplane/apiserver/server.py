@@ -1,0 +1,1088 @@
+"""The simulated API server: kube-apiserver and etcd in one synchronous, deterministic object.
+
+Guarantees
+----------
+* One global revision. Every committed write (create, update, patch, delete, and each step of a
+  graceful deletion) bumps `revision` by exactly one, stamps it as the object's
+  `metadata.resourceVersion` (a string), appends one event `(rv, type, resource, object, old)` to
+  the bounded history and hands it, at once, to every open watch that selects it. A write that
+  changes nothing is not committed (no revision, no event), as etcd3's GuaranteedUpdate.
+* `handle(req)` is the only entry point. It records the request in `requests` (`time` is when
+  the client sent it, else now; `code` is the HTTP status answered), emits `api.request` /
+  `api.response` trace records (`id` = the record's index), runs `interceptors` before the
+  operation (an `ApiError` returned by one becomes the answer), then performs the operation and
+  returns the object / List / Watch, or raises `ApiError`. The convenience methods (`create`,
+  `get`, `list`, `update`, `patch`, `delete`, `watch`) build a `Request` and call `handle`.
+* Names, uids and timestamps are deterministic: uids are uuid4-shaped from 128 bits of
+  `kernel.rng`, `generateName` appends 5 characters drawn from `kernel.rng` out of upstream's
+  alphabet (retried up to 8 times on a name collision, as RetryGenerateName), timestamps are
+  RFC 3339 of the virtual clock.
+* Semantics follow upstream's generic registry (staging/src/k8s.io/apiserver/pkg/registry/
+  generic/registry/store.go) and the per-kind strategies (strategy.py): optimistic concurrency
+  (409 on a stale `metadata.resourceVersion`, unconditional when empty), status and scale
+  subresources, pods/binding, graceful pod deletion (`deletionTimestamp` + grace, shortened
+  never lengthened), finalizers (an update that empties the finalizers of a marked object with
+  no grace period left deletes it), propagation policies (`orphan` / `foregroundDeletion`
+  finalizers; Background deletes at once and leaves dependents to the garbage collector; v1
+  ReplicationControllers orphan by default), delete preconditions, validation (422 with causes),
+  namespace lifecycle (404 in a missing namespace, 403 in a terminating one).
+* Lists are in key order (`namespace/name`, as etcd keys sort), carry the current revision as
+  `metadata.resourceVersion`, and never scan other namespaces when one is given.
+* Stored objects are shared with every reader (lists, watches, clients): nobody may mutate
+  them. The server itself never mutates an object after storing it; writes replace objects,
+  copying only the parts they change.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from controlplane import labels
+from controlplane.apiserver import errors, fields
+from controlplane.apiserver import patch as patches
+from controlplane.apiserver import validation as v
+from controlplane.apiserver.errors import ApiError
+from controlplane.apiserver.resources import RESOURCES, ResourceInfo, lookup
+from controlplane.apiserver.strategy import ORPHAN_DEPENDENTS, Strategy, strategy_for
+from controlplane.apiserver.watch import ADDED, DELETED, MODIFIED, Watch
+from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
+from controlplane.trace import NULL_TRACE, Trace
+
+Obj = dict[str, Any]
+Interceptor = Callable[["Request"], "ApiError | None"]
+LatencyHook = Callable[["Request"], float]
+
+# names.SimpleNameGenerator: 5 random characters from utilrand's alphabet, base cut to 58.
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+RANDOM_NAME_LENGTH = 5
+MAX_GENERATED_NAME_LENGTH = 63 - RANDOM_NAME_LENGTH
+# Version 4 and the RFC 4122 variant, as uuid.UUID(version=4) sets them.
+_UUID_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_UUID_SET = (0x4000 << 64) | (0x8000 << 48)
+# store.go maxNameGenerationCreateAttempts.
+MAX_NAME_GENERATION_ATTEMPTS = 8
+DEFAULT_HISTORY_LIMIT = 100_000
+
+BOOTSTRAP_NAMESPACES = ("default", "kube-system")
+# NamespaceLifecycle refuses to delete these.
+IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+
+PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
+FINALIZER_ORPHAN = v.FINALIZER_ORPHAN_DEPENDENTS
+FINALIZER_FOREGROUND = v.FINALIZER_DELETE_DEPENDENTS
+
+PATCH_TYPES = {
+    "merge": "merge",
+    "application/merge-patch+json": "merge",
+    "strategic": "strategic",
+    "application/strategic-merge-patch+json": "strategic",
+    "json": "json",
+    "application/json-patch+json": "json",
+    "apply": "apply",
+    "application/apply-patch+yaml": "apply",
+}
+
+# etcd key prefixes (storage errors name the key).
+_REGISTRY_PREFIX = {
+    "pods": "pods",
+    "replicasets": "replicasets",
+    "replicationcontrollers": "controllers",
+    "nodes": "minions",
+    "namespaces": "namespaces",
+    "events": "events",
+}
+
+
+@dataclass(slots=True)
+class Request:
+    """One API request as the server sees it.
+
+    `options` holds the query parameters / DeleteOptions: labelSelector, fieldSelector,
+    resourceVersion, propagationPolicy, gracePeriodSeconds, preconditions ({uid,
+    resourceVersion}), patchType (merge, strategic, json, apply or the content type), dryRun,
+    and for watches `latency` (seconds of delivery delay).
+    """
+
+    client: str
+    verb: str
+    resource: str
+    subresource: str | None = None
+    namespace: str | None = None
+    name: str | None = None
+    body: Any = None
+    options: dict[str, Any] = field(default_factory=dict)
+    sent_at: float | None = None
+
+
+class APIServer:
+    """The store, the request handler and the watch hub. See the module docstring."""
+
+    def __init__(
+        self, kernel: Kernel, trace: Trace | None = None, *, history_limit: int = DEFAULT_HISTORY_LIMIT
+    ) -> None:
+        self.kernel = kernel
+        self.trace = trace if trace is not None else NULL_TRACE
+        self.revision = 0
+        # One record per handled request, in handle order (see handle()).
+        self.requests: list[dict[str, Any]] = []
+        # Run before every operation; the first ApiError returned is the answer (fault injection).
+        self.interceptors: list[Interceptor] = []
+        # Extra seconds of latency a Client adds to a request (fault injection).
+        self.latency_hooks: list[LatencyHook] = []
+        # resource -> namespace ("" for cluster-scoped) -> name -> object.
+        self._store: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in RESOURCES}
+        self._history: deque[tuple[int, str, str, Obj, Obj | None]] = deque(maxlen=history_limit)
+        self._watches: dict[str, list[Watch]] = {plural: [] for plural in RESOURCES}
+        self._watch_seq = 0
+        self._strategies: dict[str, Strategy] = {plural: strategy_for(info) for plural, info in RESOURCES.items()}
+        self._terminating: set[str] = set()
+        self._stamp_from = -1.0
+        self._stamp = ""
+        self._handlers: dict[str, Callable[[Request], tuple[Any, int]]] = {
+            "get": self._handle_get,
+            "list": self._handle_list,
+            "watch": self._handle_watch,
+            "create": self._handle_create,
+            "update": self._handle_update,
+            "patch": self._handle_patch,
+            "delete": self._handle_delete,
+        }
+        for name in BOOTSTRAP_NAMESPACES:
+            self._create_object(
+                RESOURCES["namespaces"], "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
+
+    # -- the entry point --------------------------------------------------------------------
+    def handle(self, req: Request) -> Any:
+        """Record, intercept and perform one request; returns the answer or raises ApiError."""
+        index = len(self.requests)
+        resource = f"{req.resource}/{req.subresource}" if req.subresource else req.resource
+        record: dict[str, Any] = {
+            "time": float(req.sent_at if req.sent_at is not None else self.kernel.now),
+            "client": req.client,
+            "verb": req.verb,
+            "resource": resource,
+            "namespace": req.namespace,
+            "name": req.name,
+            "code": None,
+        }
+        self.requests.append(record)
+        trace = self.trace
+        if trace.enabled:
+            trace.emit(
+                "api.request",
+                id=index,
+                client=req.client,
+                verb=req.verb,
+                resource=resource,
+                namespace=req.namespace,
+                name=req.name,
+            )
+        try:
+            for interceptor in self.interceptors:
+                refusal = interceptor(req)
+                if refusal is not None:
+                    raise refusal
+            handler = self._handlers.get(req.verb)
+            if handler is None:
+                raise errors.method_not_allowed(resource, req.verb)
+            result, code = handler(req)
+        except ApiError as err:
+            record["code"] = err.code
+            if trace.enabled:
+                trace.emit("api.response", id=index, code=err.code, reason=err.reason)
+            raise
+        record["code"] = code
+        if req.verb == "create" and isinstance(result, dict) and req.subresource is None:
+            # generateName: the record names the object the server created.
+            meta = result.get("metadata") or {}
+            record["name"] = meta.get("name")
+            if record["namespace"] is None and meta.get("namespace"):
+                record["namespace"] = meta["namespace"]
+        if trace.enabled:
+            trace.emit("api.response", id=index, code=code)
+        return result
+
+    # -- convenience methods ----------------------------------------------------------------
+    def create(
+        self, resource: str, namespace: str | None, body: Obj, *, subresource: str | None = None, client: str = "user"
+    ) -> Any:
+        name = None
+        if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
+            name = body["metadata"].get("name") or None
+        return self.handle(Request(client, "create", resource, subresource, namespace, name, body))
+
+    def get(
+        self, resource: str, namespace: str | None, name: str, *, subresource: str | None = None, client: str = "user"
+    ) -> Any:
+        return self.handle(Request(client, "get", resource, subresource, namespace, name))
+
+    def list(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        client: str = "user",
+    ) -> Obj:
+        options: dict[str, Any] = {}
+        if label_selector:
+            options["labelSelector"] = label_selector
+        if field_selector:
+            options["fieldSelector"] = field_selector
+        result: Obj = self.handle(Request(client, "list", resource, None, namespace, None, None, options))
+        return result
+
+    def update(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        body: Obj,
+        *,
+        subresource: str | None = None,
+        client: str = "user",
+    ) -> Any:
+        return self.handle(Request(client, "update", resource, subresource, namespace, name, body))
+
+    def patch(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        client: str = "user",
+    ) -> Any:
+        return self.handle(
+            Request(client, "patch", resource, subresource, namespace, name, patch, {"patchType": patch_type})
+        )
+
+    def delete(
+        self,
+        resource: str,
+        namespace: str | None,
+        name: str,
+        *,
+        propagation_policy: str | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
+        client: str = "user",
+    ) -> Any:
+        options: dict[str, Any] = {}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions is not None:
+            options["preconditions"] = preconditions
+        return self.handle(Request(client, "delete", resource, None, namespace, name, None, options))
+
+    def watch(
+        self,
+        resource: str,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        latency: float = 0.0,
+        client: str = "user",
+    ) -> Watch:
+        """Open a watch (see watch.py). `resource_version` None or "0": every current object as
+        a synthetic ADDED, then live; an older number than the history keeps: 410 Expired;
+        otherwise the retained events after it, then live."""
+        options: dict[str, Any] = {"latency": latency}
+        if resource_version is not None:
+            options["resourceVersion"] = resource_version
+        if label_selector:
+            options["labelSelector"] = label_selector
+        if field_selector:
+            options["fieldSelector"] = field_selector
+        result: Watch = self.handle(Request(client, "watch", resource, None, namespace, None, None, options))
+        return result
+
+    # -- read access without a request (report, UI, faults) ---------------------------------
+    def objects(self, resource: str) -> Iterator[Obj]:
+        """The live objects of `resource`, in key order. Not recorded as a request."""
+        return self._iter(lookup(resource), None)
+
+    def peek(self, resource: str, namespace: str | None, name: str) -> Obj | None:
+        """The stored object, or None. Not recorded as a request."""
+        info = lookup(resource)
+        return self._store[info.plural].get((namespace or "") if info.namespaced else "", {}).get(name)
+
+    def count(self, resource: str, namespace: str | None = None) -> int:
+        buckets = self._store[lookup(resource).plural]
+        if namespace is not None:
+            return len(buckets.get(namespace, ()))
+        return sum(len(bucket) for bucket in buckets.values())
+
+    def watches_for(self, resource: str) -> builtins.list[Watch]:
+        """The open watches on `resource`, oldest first."""
+        return list(self._watches[lookup(resource).plural])
+
+    def history_oldest_rv(self) -> int:
+        """The resourceVersion of the oldest event still in the history (revision + 1 if none)."""
+        return self.revision - len(self._history) + 1
+
+    def history(self) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
+        """A copy of the retained events `(rv, type, resource, object, old)`, oldest first."""
+        return list(self._history)
+
+    # -- handlers -----------------------------------------------------------------------------
+    def _handle_get(self, req: Request) -> tuple[Any, int]:
+        info = lookup(req.resource)
+        self._check_subresource(info, req.subresource, "get")
+        namespace = self._namespace(info, req.namespace, named=True)
+        existing = self._existing(info, namespace, _required_name(req))
+        if req.subresource == "scale":
+            return self._scale_of(info, existing), 200
+        return existing, 200
+
+    def _handle_list(self, req: Request) -> tuple[Any, int]:
+        info = lookup(req.resource)
+        namespace = req.namespace if info.namespaced and req.namespace else None
+        predicate = self._predicate(info, req.options)
+        items = [obj for obj in self._iter(info, namespace) if predicate is None or predicate(obj)]
+        return (
+            {
+                "kind": info.list_kind,
+                "apiVersion": info.api_version,
+                "metadata": {"resourceVersion": str(self.revision)},
+                "items": items,
+            },
+            200,
+        )
+
+    def _handle_watch(self, req: Request) -> tuple[Any, int]:
+        info = lookup(req.resource)
+        namespace = req.namespace if info.namespaced and req.namespace else None
+        options = req.options
+        predicate = self._predicate(info, options)
+        rv_option = options.get("resourceVersion")
+        replay: list[tuple[int, str, Obj, Obj | None]] = []
+        initial: list[Obj] = []
+        if rv_option in (None, "", "0"):
+            initial = [obj for obj in self._iter(info, namespace) if predicate is None or predicate(obj)]
+        else:
+            try:
+                since = int(rv_option)
+            except (TypeError, ValueError) as exc:
+                raise errors.bad_request(f'invalid resource version "{rv_option}"') from exc
+            floor = self.revision - len(self._history)
+            if since < floor:
+                # watchCache.getAllEventsSinceLocked: older than the oldest retained event - 1.
+                raise errors.resource_expired(f"too old resource version: {since} ({floor})")
+            for rv, event_type, resource, obj, old in reversed(self._history):
+                if rv <= since:
+                    break
+                if resource == info.plural:
+                    replay.append((rv, event_type, obj, old))
+            replay.reverse()
+        self._watch_seq += 1
+        watch = Watch(
+            self.kernel,
+            info.plural,
+            namespace,
+            predicate,
+            float(options.get("latency") or 0.0),
+            req.client,
+            self._unregister_watch,
+            self._watch_seq,
+        )
+        self._watches[info.plural].append(watch)
+        for obj in initial:
+            watch.push(self.revision, ADDED, obj)
+        for rv, event_type, obj, old in replay:
+            if namespace is None or obj["metadata"].get("namespace") == namespace:
+                watch.offer(rv, event_type, obj, old)
+        return watch, 200
+
+    def _handle_create(self, req: Request) -> tuple[Any, int]:
+        info = lookup(req.resource)
+        if req.subresource == "binding" and info.plural == "pods":
+            return self._bind(req), 201
+        if req.subresource is not None:
+            self._check_subresource(info, req.subresource, "create")
+            raise errors.method_not_allowed(info.subresource_group_resource(req.subresource), "create")
+        body = req.body
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request was in an unknown format")
+        namespace = self._namespace(info, req.namespace, body=body)
+        return self._create_object(info, namespace, body, dry_run=_dry_run(req.options)), 201
+
+    def _handle_update(self, req: Request) -> tuple[Any, int]:
+        info = lookup(req.resource)
+        self._check_subresource(info, req.subresource, "update")
+        namespace = self._namespace(info, req.namespace, named=True)
+        name = _required_name(req)
+        existing = self._existing(info, namespace, name)
+        body = req.body
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request was in an unknown format")
+        dry_run = _dry_run(req.options)
+        if req.subresource == "scale":
+            return self._update_scale(info, existing, body, dry_run), 200
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid and uid != existing["metadata"].get("uid"):
+            # DefaultUpdatedObjectInfo.Preconditions: a uid in the body is a storage precondition.
+            raise errors.conflict(
+                info.group_resource,
+                name,
+                self._storage_error(
+                    info,
+                    namespace,
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, "
+                    f"UID in object meta: {existing['metadata'].get('uid')}",
+                ),
+            )
+        new = self._decode(info, body, namespace, name)
+        self._check_resource_version(info, existing, new)
+        return self._update_existing(info, existing, new, req.subresource == "status", dry_run), 200
+
+    def _handle_patch(self, req: Request) -> tuple[Any, int]:
+        info = lookup(req.resource)
+        self._check_subresource(info, req.subresource, "patch")
+        namespace = self._namespace(info, req.namespace, named=True)
+        name = _required_name(req)
+        raw_type = req.options.get("patchType", "merge")
+        patch_type = PATCH_TYPES.get(raw_type)
+        if patch_type is None:
+            raise errors.unsupported_media_type()
+        dry_run = _dry_run(req.options)
+        existing = self._store[info.plural].get(namespace, {}).get(name)
+        if existing is None:
+            if patch_type == "apply" and req.subresource is None and isinstance(req.body, dict):
+                # Server-side apply on a missing object creates it (201).
+                body = patches.strip_directives(req.body)
+                meta = dict(body.get("metadata") or {})
+                if meta.get("name") and meta["name"] != name:
+                    raise errors.bad_request(
+                        f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+                    )
+                meta["name"] = name
+                return self._create_object(info, namespace, {**body, "metadata": meta}, dry_run=dry_run), 201
+            raise errors.not_found(info.group_resource, name)
+        if req.subresource == "scale":
+            patched_scale = self._apply_patch(patch_type, self._scale_of(info, existing), req.body)
+            return self._update_scale(info, existing, patched_scale, dry_run), 200
+        patched = self._apply_patch(patch_type, existing, req.body)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        new = self._decode(info, patched, namespace, name)
+        self._check_resource_version(info, existing, new)
+        return self._update_existing(info, existing, new, req.subresource == "status", dry_run), 200
+
+    def _handle_delete(self, req: Request) -> tuple[Any, int]:
+        info = lookup(req.resource)
+        if req.subresource is not None:
+            raise errors.method_not_allowed(info.subresource_group_resource(req.subresource), "delete")
+        namespace = self._namespace(info, req.namespace, named=True)
+        name = _required_name(req)
+        existing = self._existing(info, namespace, name)
+        if info.plural == "namespaces":
+            return self._delete_namespace(existing), 200
+        return self._delete_object(info, existing, req.options), 200
+
+    # -- create ---------------------------------------------------------------------------
+    def _create_object(self, info: ResourceInfo, namespace: str, body: Obj, *, dry_run: bool = False) -> Obj:
+        strategy = self._strategies[info.plural]
+        self._check_kind(info, body)
+        meta_in = body.get("metadata") or {}
+        if not isinstance(meta_in, dict):
+            raise errors.bad_request("metadata must be an object")
+        if meta_in.get("resourceVersion"):
+            raise errors.internal_error("resourceVersion should not be set on objects to be created")
+        if info.namespaced:
+            if meta_in.get("namespace") and meta_in["namespace"] != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            self._admit_namespace(info, namespace, meta_in.get("name") or "")
+        generate = bool(meta_in.get("generateName")) and not meta_in.get("name")
+        attempts = MAX_NAME_GENERATION_ATTEMPTS if generate else 1
+        name = ""
+        for _ in range(attempts):
+            # apiVersion, kind, metadata first, as the API serialises them.
+            obj: Obj = {"apiVersion": info.api_version, "kind": info.kind, "metadata": None}
+            obj.update(body)
+            meta = dict(meta_in)
+            obj["metadata"] = meta
+            obj["apiVersion"] = info.api_version
+            obj["kind"] = info.kind
+            for key in ("deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields", "generation"):
+                meta.pop(key, None)
+            if info.namespaced:
+                meta["namespace"] = namespace
+            else:
+                meta.pop("namespace", None)
+            _drop_empty_meta(meta)
+            # rest.FillObjectMetaSystemFields, then the generated name (store.create order).
+            meta["uid"] = self._new_uid()
+            meta["creationTimestamp"] = self._timestamp()
+            if generate:
+                meta["name"] = self._generate_name(meta["generateName"])
+            strategy.default(obj)
+            strategy.prepare_for_create(obj)
+            causes = strategy.validate(obj)
+            if causes:
+                raise errors.invalid(info.group_kind, meta.get("name") or "", causes)
+            name = meta["name"]
+            existing = self._store[info.plural].get(namespace, {}).get(name)
+            if existing is None:
+                if dry_run:
+                    return obj
+                self._commit(info, ADDED, obj, None)
+                return obj
+            if not generate:
+                err = errors.already_exists(info.group_resource, name)
+                if existing["metadata"].get("deletionTimestamp"):
+                    err.message = f"object is being deleted: {err.message}"
+                raise err
+        raise errors.generate_name_conflict(info.group_resource, name)
+
+    def _new_uid(self) -> str:
+        # uuid4 layout (version 4, RFC 4122 variant) over 128 bits of the seeded rng; formatted
+        # by hand because uuid.UUID() costs more than the rest of a create's metadata.
+        bits = (self.kernel.rng.getrandbits(128) & _UUID_CLEAR) | _UUID_SET
+        h = f"{bits:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def _generate_name(self, base: str) -> str:
+        suffix = "".join(self.kernel.rng.choices(NAME_ALPHABET, k=RANDOM_NAME_LENGTH))
+        return base[:MAX_GENERATED_NAME_LENGTH] + suffix
+
+    def _timestamp(self) -> str:
+        # rfc3339 has whole seconds: reuse the string while the second does not change.
+        now = self.kernel.now
+        if not (self._stamp_from <= now < self._stamp_from + 1.0):
+            self._stamp_from = float(int(now // 1))
+            self._stamp = rfc3339(now)
+        return self._stamp
+
+    def _admit_namespace(self, info: ResourceInfo, namespace: str, name: str) -> None:
+        # NamespaceLifecycle admission.
+        ns = self._store["namespaces"].get("", {}).get(namespace)
+        if ns is None:
+            raise errors.not_found("namespaces", namespace)
+        if namespace in self._terminating:
+            message = f"unable to create new content in namespace {namespace} because it is being terminated"
+            raise errors.forbidden(
+                info.group_resource,
+                name,
+                message,
+                [{"reason": "NamespaceTerminating", "message": message, "field": "metadata.namespace"}],
+            )
+
+    # -- update ---------------------------------------------------------------------------
+    def _decode(self, info: ResourceInfo, body: Obj, namespace: str, name: str) -> Obj:
+        """The object a PUT body / patched object decodes to (checkName, namespace, defaults)."""
+        self._check_kind(info, body)
+        meta_in = body.get("metadata") or {}
+        if not isinstance(meta_in, dict):
+            raise errors.bad_request("metadata must be an object")
+        if meta_in.get("name") and meta_in["name"] != name:
+            raise errors.bad_request(
+                f"the name of the object ({meta_in['name']}) does not match the name on the URL ({name})"
+            )
+        obj_ns = meta_in.get("namespace") or ""
+        if info.namespaced and obj_ns and obj_ns != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        obj = dict(body)
+        meta = dict(meta_in)
+        obj["metadata"] = meta
+        obj["apiVersion"] = info.api_version
+        obj["kind"] = info.kind
+        meta["name"] = name
+        if info.namespaced:
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+        _drop_empty_meta(meta)
+        self._strategies[info.plural].default(obj)
+        return obj
+
+    def _check_resource_version(self, info: ResourceInfo, existing: Obj, new: Obj) -> None:
+        rv = new["metadata"].get("resourceVersion")
+        current = existing["metadata"]["resourceVersion"]
+        if not rv:
+            new["metadata"]["resourceVersion"] = current  # AllowUnconditionalUpdate
+        elif rv != current:
+            raise errors.conflict(info.group_resource, existing["metadata"]["name"])
+
+    def _update_existing(self, info: ResourceInfo, existing: Obj, new: Obj, status: bool, dry_run: bool = False) -> Obj:
+        """rest.BeforeUpdate + validation + commit (or delete, or nothing for a no-op)."""
+        strategy = self._strategies[info.plural]
+        old_meta = existing["metadata"]
+        meta = new["metadata"]
+        if "generation" in old_meta:
+            meta["generation"] = old_meta["generation"]
+        else:
+            meta.pop("generation", None)
+        if status:
+            strategy.prepare_for_status_update(new, existing)
+        else:
+            strategy.prepare_for_update(new, existing)
+        if not meta.get("uid"):
+            meta["uid"] = old_meta.get("uid")
+        for key in ("creationTimestamp", "deletionTimestamp"):
+            if key in old_meta:
+                meta[key] = old_meta[key]
+            else:
+                meta.pop(key, None)
+        if "deletionGracePeriodSeconds" in old_meta and meta.get("deletionGracePeriodSeconds") is None:
+            meta["deletionGracePeriodSeconds"] = old_meta["deletionGracePeriodSeconds"]
+        causes = strategy.validate_status_update(new, existing) if status else strategy.validate_update(new, existing)
+        if causes:
+            raise errors.invalid(info.group_kind, meta.get("name") or "", causes)
+        if new == existing or dry_run:
+            return existing if new == existing else new
+        if (
+            old_meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not old_meta.get("deletionGracePeriodSeconds")
+        ):
+            # ShouldDeleteDuringUpdate: the last finalizer of a marked object is gone.
+            return self._commit_delete(info, new, existing)
+        self._commit(info, MODIFIED, new, existing)
+        return new
+
+    # -- scale ----------------------------------------------------------------------------
+    def _scale_of(self, info: ResourceInfo, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        spec = obj.get("spec") or {}
+        if info.plural == "replicasets":
+            try:
+                selector = str(labels.selector_from_label_selector(spec.get("selector")))
+            except ValueError:
+                selector = ""
+        else:
+            selector = str(labels.selector_from_set(spec.get("selector") or {}))
+        replicas = spec.get("replicas") or 0
+        status: Obj = {"replicas": (obj.get("status") or {}).get("replicas") or 0}
+        if selector:
+            status["selector"] = selector
+        scale_meta = {
+            key: meta[key]
+            for key in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if key in meta
+        }
+        # autoscaling/v1 ScaleSpec.replicas is omitempty: 0 replicas serialise as an empty spec.
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_meta,
+            "spec": {"replicas": replicas} if replicas else {},
+            "status": status,
+        }
+
+    def _update_scale(self, info: ResourceInfo, existing: Obj, scale: Any, dry_run: bool) -> Obj:
+        if not isinstance(scale, dict):
+            raise errors.bad_request("the body of the request was in an unknown format")
+        old_meta = existing["metadata"]
+        name = old_meta["name"]
+        scale_meta = dict(scale.get("metadata") or {})
+        scale_meta.setdefault("name", name)
+        scale_meta.setdefault("namespace", old_meta.get("namespace"))
+        scale = {**scale, "metadata": scale_meta}
+        causes = v.validate_scale(scale)
+        if causes:
+            raise errors.invalid("Scale.autoscaling", name, causes)
+        uid = scale_meta.get("uid")
+        if uid and uid != old_meta.get("uid"):
+            raise errors.conflict(
+                info.subresource_group_resource("scale"),
+                name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old_meta.get('uid')}",
+            )
+        replicas = (scale.get("spec") or {}).get("replicas") or 0
+        new = dict(existing)
+        new["metadata"] = {**old_meta, "resourceVersion": scale_meta.get("resourceVersion") or ""}
+        new["spec"] = {**(existing.get("spec") or {}), "replicas": replicas}
+        self._check_resource_version(info, existing, new)
+        return self._scale_of(info, self._update_existing(info, existing, new, False, dry_run))
+
+    # -- pods/binding ---------------------------------------------------------------------
+    def _bind(self, req: Request) -> Obj:
+        info = RESOURCES["pods"]
+        binding = req.body if isinstance(req.body, dict) else {}
+        binding_meta = binding.get("metadata") or {}
+        namespace = self._namespace(info, req.namespace, body=binding)
+        name = req.name or binding_meta.get("name") or ""
+        if binding_meta.get("name") and binding_meta["name"] != name:
+            raise errors.bad_request("name in URL does not match name in Binding object")
+        causes = v.validate_binding(binding)
+        if causes:
+            raise errors.invalid("Binding", name, causes)
+        existing = self._existing(info, namespace, name)
+        meta = existing["metadata"]
+        uid = binding_meta.get("uid")
+        if uid and uid != meta.get("uid"):
+            raise errors.conflict(
+                info.group_resource,
+                name,
+                self._storage_error(
+                    info,
+                    namespace,
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}",
+                ),
+            )
+        rv = binding_meta.get("resourceVersion")
+        if rv and rv != meta.get("resourceVersion"):
+            raise errors.conflict(info.group_resource, name)
+        spec = existing.get("spec") or {}
+        binding_group_resource = info.subresource_group_resource("binding")
+        if meta.get("deletionTimestamp"):
+            raise errors.conflict(
+                binding_group_resource, name, f"pod {name} is being deleted, cannot be assigned to a host"
+            )
+        if spec.get("nodeName"):
+            raise errors.conflict(
+                binding_group_resource, name, f'pod {name} is already assigned to node "{spec["nodeName"]}"'
+            )
+        if spec.get("schedulingGates"):
+            raise errors.conflict(binding_group_resource, name, f"pod {name} has non-empty .spec.schedulingGates")
+        new = dict(existing)
+        new_meta = dict(meta)
+        new["metadata"] = new_meta
+        annotations = binding_meta.get("annotations")
+        if annotations:
+            new_meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        new["spec"] = {**spec, "nodeName": binding["target"]["name"]}
+        status = existing.get("status") or {}
+        new["status"] = {**status, "conditions": _set_pod_scheduled(status.get("conditions"), rfc3339(self.kernel.now))}
+        if not _dry_run(req.options):
+            self._commit(info, MODIFIED, new, existing)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    # -- delete ---------------------------------------------------------------------------
+    def _delete_object(self, info: ResourceInfo, existing: Obj, options: dict[str, Any]) -> Obj:
+        """Store.Delete: preconditions, graceful deletion, GC finalizers, then mark or remove."""
+        strategy = self._strategies[info.plural]
+        meta = existing["metadata"]
+        name = meta["name"]
+        policy = options.get("propagationPolicy")
+        if policy is not None and policy not in PROPAGATION_POLICIES:
+            raise errors.invalid(
+                "DeleteOptions.meta.k8s.io",
+                "",
+                [v.not_supported("propagationPolicy", policy, [*PROPAGATION_POLICIES, "nil"])],
+            )
+        preconditions = options.get("preconditions") or {}
+        kind_resource = info.group_kind  # BeforeDelete names the resource by its Kind.
+        if preconditions.get("uid") is not None and preconditions["uid"] != meta.get("uid"):
+            raise errors.conflict(
+                kind_resource,
+                name,
+                f"the UID in the precondition ({preconditions['uid']}) does not match the UID in record "
+                f"({meta.get('uid')}). The object might have been deleted and then recreated",
+            )
+        if preconditions.get("resourceVersion") is not None and preconditions["resourceVersion"] != meta.get(
+            "resourceVersion"
+        ):
+            raise errors.conflict(
+                kind_resource,
+                name,
+                f"the ResourceVersion in the precondition ({preconditions['resourceVersion']}) does not match the "
+                f"ResourceVersion in record ({meta.get('resourceVersion')}). The object might have been modified",
+            )
+        grace = options.get("gracePeriodSeconds")
+        if grace is not None:
+            grace = int(grace)
+            if grace < 0:
+                grace = 1
+        dry_run = _dry_run(options)
+
+        # rest.BeforeDelete: the graceful part.
+        graceful = False
+        changes: dict[str, Any] = {}
+        grace_used = 0
+        if strategy.graceful:
+            if meta.get("deletionTimestamp"):
+                current = meta.get("deletionGracePeriodSeconds")
+                if current:
+                    if grace is None or grace >= current:
+                        return existing  # graceful deletion pending: only a shorter period counts
+                    when = parse_rfc3339(meta["deletionTimestamp"]) - current + grace
+                    changes = {"deletionTimestamp": rfc3339(when), "deletionGracePeriodSeconds": grace}
+                    graceful = True
+                    grace_used = grace
+            else:
+                grace_used = strategy.check_graceful_delete(existing, grace)
+                changes = {
+                    "deletionTimestamp": rfc3339(self.kernel.now + grace_used) if grace_used else self._timestamp(),
+                    "deletionGracePeriodSeconds": grace_used,
+                }
+                if (meta.get("generation") or 0) > 0:
+                    changes["generation"] = meta["generation"] + 1
+                graceful = True
+
+        finalizers = list(meta.get("finalizers") or ())
+        new_finalizers = self._gc_finalizers(strategy, finalizers, options)
+        finalizers_changed = set(new_finalizers) != set(finalizers)
+        if graceful or finalizers or finalizers_changed:
+            if finalizers_changed:
+                finalizers = new_finalizers
+            pending_finalizers = bool(finalizers)
+            if not graceful:
+                if not pending_finalizers:
+                    return self._commit_delete(info, existing, None, dry_run)
+                # markAsDeleting: no graceful deletion, finalizers pending.
+                changes = {"deletionGracePeriodSeconds": 0}
+                if not meta.get("deletionTimestamp"):
+                    changes["deletionTimestamp"] = rfc3339(self.kernel.now)
+                    if (meta.get("generation") or 0) > 0:
+                        changes["generation"] = meta["generation"] + 1
+                elif parse_rfc3339(meta["deletionTimestamp"]) > self.kernel.now:
+                    changes["deletionTimestamp"] = rfc3339(self.kernel.now)
+            marked = dict(existing)
+            marked["metadata"] = {**meta, **changes}
+            if finalizers_changed:
+                marked["metadata"]["finalizers"] = finalizers
+            if marked != existing and not dry_run:
+                self._commit(info, MODIFIED, marked, existing)
+            if pending_finalizers or grace_used > 0:
+                return marked if marked != existing else existing
+            return self._commit_delete(info, marked, None, dry_run)
+        return self._commit_delete(info, existing, None, dry_run)
+
+    def _gc_finalizers(
+        self, strategy: Strategy, finalizers: builtins.list[str], options: dict[str, Any]
+    ) -> builtins.list[str]:
+        """deletionFinalizersForGarbageCollection: the finalizer list the delete options ask for."""
+        policy = options.get("propagationPolicy")
+        orphan_dependents = options.get("orphanDependents")
+
+        def decide(wanted: str, opposite: str, default: bool) -> bool:
+            if orphan_dependents is not None:
+                return bool(orphan_dependents) if wanted == FINALIZER_ORPHAN else False
+            if policy is not None:
+                return bool(policy == "Orphan") if wanted == FINALIZER_ORPHAN else bool(policy == "Foreground")
+            for finalizer in finalizers:
+                if finalizer == wanted:
+                    return True
+                if finalizer == opposite:
+                    return False
+            return default
+
+        orphan = decide(FINALIZER_ORPHAN, FINALIZER_FOREGROUND, strategy.gc_policy == ORPHAN_DEPENDENTS)
+        foreground = decide(FINALIZER_FOREGROUND, FINALIZER_ORPHAN, False)
+        kept = [f for f in finalizers if f not in (FINALIZER_ORPHAN, FINALIZER_FOREGROUND)]
+        if orphan:
+            kept.append(FINALIZER_ORPHAN)
+        if foreground:
+            kept.append(FINALIZER_FOREGROUND)
+        return kept
+
+    def _delete_namespace(self, existing: Obj) -> Obj:
+        info = RESOURCES["namespaces"]
+        name = existing["metadata"]["name"]
+        if name in IMMORTAL_NAMESPACES:
+            raise errors.forbidden(info.group_resource, name, "this namespace may not be deleted")
+        if name in self._terminating:
+            return existing
+        # The namespace REST marks it Terminating; the namespace controller then deletes its
+        # content and finalizes it. Here the content is deleted at once (server-internal).
+        marked = dict(existing)
+        marked["metadata"] = {
+            **existing["metadata"],
+            "deletionTimestamp": rfc3339(self.kernel.now),
+            "deletionGracePeriodSeconds": 0,
+        }
+        marked["status"] = {**(existing.get("status") or {}), "phase": "Terminating"}
+        self._terminating.add(name)
+        self._commit(info, MODIFIED, marked, existing)
+        for plural, resource_info in RESOURCES.items():
+            if not resource_info.namespaced:
+                continue
+            for obj in list(self._store[plural].get(name, {}).values()):
+                self._delete_object(resource_info, obj, {"propagationPolicy": "Background"})
+        self._finalize_namespace(name)
+        return self._store["namespaces"].get("", {}).get(name) or marked
+
+    def _finalize_namespace(self, namespace: str) -> None:
+        for plural, info in RESOURCES.items():
+            if info.namespaced and self._store[plural].get(namespace):
+                return
+        self._terminating.discard(namespace)
+        ns = self._store["namespaces"].get("", {}).get(namespace)
+        if ns is not None:
+            self._commit_delete(RESOURCES["namespaces"], ns, None)
+
+    # -- commits ----------------------------------------------------------------------------
+    def _commit(self, info: ResourceInfo, event_type: str, obj: Obj, old: Obj | None) -> None:
+        """Write `obj` (whose metadata dict the server owns) at the next revision and fan the
+        event out to the watches. This is the hot path."""
+        self.revision = rv = self.revision + 1
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(rv)
+        namespace = meta.get("namespace") or ""
+        buckets = self._store[info.plural]
+        bucket = buckets.get(namespace)
+        if event_type == DELETED:
+            if bucket is not None:
+                bucket.pop(meta["name"], None)
+                if not bucket:
+                    del buckets[namespace]
+        else:
+            if bucket is None:
+                bucket = buckets[namespace] = {}
+            bucket[meta["name"]] = obj
+        self._history.append((rv, event_type, info.plural, obj, old))
+        watches = self._watches[info.plural]
+        if watches:
+            for watch in watches:
+                watch_ns = watch.namespace
+                if watch_ns is not None and watch_ns != namespace:
+                    continue
+                if watch.predicate is None:
+                    watch.push(rv, event_type, obj)
+                else:
+                    watch.offer(rv, event_type, obj, old)
+
+    def _commit_delete(self, info: ResourceInfo, last: Obj, old: Obj | None, dry_run: bool = False) -> Obj:
+        """Remove the object; the DELETED event carries its last state at the new revision."""
+        if dry_run:
+            return last
+        deleted = dict(last)
+        deleted["metadata"] = dict(last["metadata"])
+        self._commit(info, DELETED, deleted, old if old is not None else last)
+        namespace = deleted["metadata"].get("namespace")
+        if namespace and namespace in self._terminating:
+            self._finalize_namespace(namespace)
+        return deleted
+
+    # -- helpers ----------------------------------------------------------------------------
+    def _iter(self, info: ResourceInfo, namespace: str | None) -> Iterator[Obj]:
+        buckets = self._store[info.plural]
+        if namespace is not None and info.namespaced:
+            bucket = buckets.get(namespace, {})
+            for name in sorted(bucket):
+                yield bucket[name]
+            return
+        # etcd key order: "<namespace>/<name>" compared as strings.
+        for ns in sorted(buckets, key=lambda n: n + "/"):
+            bucket = buckets[ns]
+            for name in sorted(bucket):
+                yield bucket[name]
+
+    def _existing(self, info: ResourceInfo, namespace: str, name: str) -> Obj:
+        obj = self._store[info.plural].get(namespace, {}).get(name)
+        if obj is None:
+            raise errors.not_found(info.group_resource, name)
+        return obj
+
+    def _namespace(self, info: ResourceInfo, namespace: str | None, *, named: bool = False, body: Any = None) -> str:
+        if not info.namespaced:
+            return ""
+        if namespace:
+            return namespace
+        if isinstance(body, dict):
+            from_body = (body.get("metadata") or {}).get("namespace")
+            if from_body:
+                return str(from_body)
+        if named:
+            raise errors.bad_request("an empty namespace may not be set when a resource name is provided")
+        raise errors.bad_request("an empty namespace may not be set during creation")
+
+    def _check_subresource(self, info: ResourceInfo, subresource: str | None, verb: str) -> None:
+        if subresource is None:
+            return
+        if subresource not in info.subresources:
+            raise ApiError(404, errors.REASON_NOT_FOUND, "the server could not find the requested resource")
+        allowed = ("create",) if subresource == "binding" else ("get", "update", "patch")
+        if verb not in allowed:
+            raise errors.method_not_allowed(info.subresource_group_resource(subresource), verb)
+
+    def _check_kind(self, info: ResourceInfo, body: Obj) -> None:
+        kind = body.get("kind")
+        if kind and kind != info.kind:
+            raise errors.bad_request(
+                f"the kind of the object ({kind}) does not match the kind served at this endpoint ({info.kind})"
+            )
+        api_version = body.get("apiVersion")
+        if api_version and api_version != info.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({info.api_version})"
+            )
+
+    def _storage_error(self, info: ResourceInfo, namespace: str, name: str, message: str) -> str:
+        key = f"/registry/{_REGISTRY_PREFIX[info.plural]}/" + (f"{namespace}/{name}" if info.namespaced else name)
+        return f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: {message}"
+
+    def _predicate(self, info: ResourceInfo, options: dict[str, Any]) -> Callable[[Obj], bool] | None:
+        field_predicate = fields.compile_selector(info.plural, options.get("fieldSelector"))
+        label_text = options.get("labelSelector")
+        label_selector = None
+        if label_text:
+            try:
+                label_selector = labels.parse(label_text)
+            except ValueError as exc:
+                raise errors.bad_request(str(exc)) from exc
+            if label_selector.empty():
+                label_selector = None
+        if label_selector is None:
+            return field_predicate
+        matches = label_selector.matches
+        if field_predicate is None:
+            return lambda obj: matches(obj["metadata"].get("labels"))
+        return lambda obj: matches(obj["metadata"].get("labels")) and field_predicate(obj)
+
+    def _apply_patch(self, patch_type: str, current: Obj, body: Any) -> Any:
+        if patch_type == "merge":
+            if not isinstance(body, dict):
+                raise errors.bad_request("Invalid JSON Patch")
+            return patches.merge_patch(current, body)
+        if patch_type == "json":
+            return patches.json_patch(current, body)
+        return patches.strategic_merge_patch(current, body)
+
+    def _unregister_watch(self, watch: Watch) -> None:
+        watches = self._watches[watch.resource]
+        if watch in watches:
+            watches.remove(watch)
+
+
+def _drop_empty_meta(meta: Obj) -> None:
+    # Go's omitempty: an emptied list or map in ObjectMeta is not serialised at all.
+    for key in ("ownerReferences", "finalizers", "labels", "annotations"):
+        if key in meta and not meta[key]:
+            del meta[key]
+
+
+def _required_name(req: Request) -> str:
+    if not req.name:
+        raise errors.bad_request("resource name may not be empty")
+    return req.name
+
+
+def _dry_run(options: dict[str, Any]) -> bool:
+    value = options.get("dryRun")
+    return bool(value) and value != "None"
+
+
+def _set_pod_scheduled(current: Any, now: str) -> list[Obj]:
+    # podutil.UpdatePodCondition(PodScheduled=True): keep lastTransitionTime if already True.
+    conditions: list[Obj] = list(current or ())
+    new: Obj = {"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
+    for i, condition in enumerate(conditions):
+        if condition.get("type") == "PodScheduled":
+            if condition.get("status") == "True":
+                new["lastTransitionTime"] = condition.get("lastTransitionTime")
+            conditions[i] = new
+            return conditions
+    conditions.append(new)
+    return conditions

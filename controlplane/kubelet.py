@@ -1,0 +1,807 @@
+"""The kubelet: runs the pods bound to one node and reports their status (simplified, honest).
+
+Guarantees
+----------
+* One `Kubelet` per node. It learns about its pods from `on_pod_event` (the NodeSimulator feeds
+  it from a shared pods watch) and acts only through its own `Client` (user agent "kubelet"), so
+  every status write and deletion is a recorded API request.
+* A bound pod becomes Running `podStartup` seconds after the kubelet first sees it, and Ready
+  `podReadyDelay` seconds later; with `podReadyDelay == 0` both arrive in ONE status write.
+  Each status write is an update of `pods/status` with the resourceVersion the kubelet last saw;
+  on 409 Conflict it re-reads the pod and writes again (client-go's usual retry-on-conflict).
+  Writes for one pod are serialised (upstream's status manager syncs one pod at a time) and a
+  write is skipped when the generated status equals the stored one.
+* A pod with a deletionTimestamp: its containers stop after `min(podShutdown, grace period)`
+  (exit 0 "Completed" when they stop within the grace period, 137 "Error" when killed at its
+  end); the kubelet writes the final status, then deletes the pod with grace 0 and a uid
+  precondition (upstream status manager `canBeDeleted` → Delete(gracePeriod 0, Preconditions{UID})).
+  The final status carries a terminal phase (Succeeded when every container exited 0, else
+  Failed), as upstream's `getPhase(..., podIsTerminal=true)` has done since v1.27.
+* `evict` also adds the DisruptionTarget condition (reason TerminationByKubelet) the eviction
+  manager sets since PodDisruptionConditions went GA.
+* Faults (`crash`, `fail`, `succeed`, `evict`, `set_ready`) each cause exactly one status write.
+  A crash follows the kubelet's container back-off: 10 s doubling to 300 s, reset once the
+  container ran 10 minutes (`2 * max`, upstream `flowcontrol.Backoff` expiry). Faults need a
+  running container and a running kubelet; otherwise they return False and change nothing.
+* `stop()` models a dead kubelet (or a partitioned node): pod events are ignored, no status is
+  written, pending timers do nothing. Containers keep running. `start(pods)` re-lists: it
+  re-arms whatever came due while stopped, finishes pending deletions and re-posts statuses that
+  others changed meanwhile (the node controller's MarkPodsNotReady).
+
+Simplifications (said here so nobody mistakes them for upstream): all containers of a pod share
+one lifecycle; there is no separate "ContainerCreating" Pending status write; no Events are
+recorded; readiness comes from `podReadyDelay` and `set_ready`, not from probes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from typing import Any
+
+from controlplane.apiserver import ApiError, Client
+from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
+from controlplane.trace import NULL_TRACE, Trace
+
+Obj = dict[str, Any]
+
+# PodConditionsByKubelet (pkg/kubelet/types/pod_status.go): the kubelet regenerates these on
+# every status sync and preserves every other condition (DisruptionTarget, readiness gates).
+KUBELET_CONDITIONS = frozenset(
+    {"PodScheduled", "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"}
+)
+EVICTION_MESSAGE = "The node was low on resource: memory."
+
+# Container lifecycle of a pod record.
+STARTING = "starting"  # admitted, containers not started yet
+RUNNING = "running"  # containers running (ready or not)
+BACKOFF = "backoff"  # crashed, waiting out CrashLoopBackOff
+STOPPING = "stopping"  # deletion seen, containers being stopped
+TERMINATED = "terminated"  # containers stopped for good (terminal phase or deleted)
+
+
+class _PodRecord:
+    """What the kubelet knows about one pod: the latest object and its runtime state.
+
+    Invariant: `timer` is the one pending action (`action` at time `due`) or None.
+    """
+
+    __slots__ = (
+        "action",
+        "admitted_at",
+        "backoff",
+        "container_id",
+        "deleting",
+        "dirty",
+        "due",
+        "exit_code",
+        "finished_at",
+        "key",
+        "last_state",
+        "message",
+        "phase",
+        "pod",
+        "pod_ip",
+        "ready",
+        "reason",
+        "removed",
+        "restart_count",
+        "rv",
+        "started_at",
+        "state",
+        "syncing",
+        "term_reason",
+        "timer",
+        "uid",
+    )
+
+    def __init__(self, key: str, pod: Obj, now: float) -> None:
+        self.key = key
+        self.pod = pod
+        self.uid: str = pod["metadata"].get("uid", "")
+        self.rv = _rv(pod)
+        self.state = STARTING
+        self.admitted_at = now
+        self.started_at = now
+        self.finished_at = now
+        self.ready = False
+        self.restart_count = 0
+        self.backoff: float | None = None
+        self.container_id = ""
+        self.last_state: Obj | None = None
+        self.exit_code = 0
+        self.term_reason = ""
+        self.phase: str | None = None  # terminal phase once TERMINATED
+        self.reason: str | None = None  # pod-level status.reason (Evicted)
+        self.message: str | None = None
+        self.pod_ip: int | None = None
+        self.deleting = False
+        self.removed = False
+        self.syncing = False
+        self.dirty = False
+        self.timer: Any = None
+        self.action: Callable[[_PodRecord], None] | None = None
+        self.due = 0.0
+
+    def observe(self, pod: Obj) -> None:
+        """Keep `pod` if it is at least as new as the one we hold."""
+        rv = _rv(pod)
+        if rv >= self.rv:
+            self.pod = pod
+            self.rv = rv
+
+
+def _rv(obj: Obj) -> int:
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def pod_key(pod: Obj) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace', '')}/{meta['name']}"
+
+
+def timestamp(t: float) -> str:
+    """`rfc3339(t)`, memoised per whole second (strftime dominates a status write otherwise)."""
+    return _timestamp(math.floor(t))
+
+
+@lru_cache(maxsize=4096)
+def _timestamp(second: int) -> str:
+    return rfc3339(second)
+
+
+@lru_cache(maxsize=1024)
+def image_refs(image: str) -> tuple[str, str]:
+    """(status.image, status.imageID) as containerd reports them for a spec image reference."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    tag = "" if ":" not in last else name.rsplit(":", 1)[1]
+    repo = name[: len(name) - len(tag) - 1] if tag else name
+    first = repo.split("/", 1)[0]
+    if "/" not in repo:
+        repo = f"docker.io/library/{repo}"
+    elif "." not in first and ":" not in first and first != "localhost":
+        repo = f"docker.io/{repo}"
+    full = f"{repo}@{digest}" if digest else f"{repo}:{tag or 'latest'}"
+    image_id = f"{repo}@{digest or 'sha256:' + hashlib.sha256(image.encode()).hexdigest()}"
+    return full, image_id
+
+
+class Kubelet:
+    """The kubelet of node `node_name`. See the module docstring for the guarantees.
+
+    `node_index` (1-based) fixes the node's addresses: hostIP 10.0.x.y and pod IPs from the
+    node's /24 pod CIDR, handed out round-robin like the host-local IPAM plugin.
+    `get_node` returns the current Node object (the shared nodes cache), for node status posts.
+    """
+
+    def __init__(
+        self,
+        node_name: str,
+        node_index: int,
+        kernel: Kernel,
+        client: Client,
+        config: dict[str, Any],
+        trace: Trace | None = None,
+        get_node: Callable[[], Obj | None] | None = None,
+    ) -> None:
+        self.node_name = node_name
+        self.node_index = node_index
+        self.kernel = kernel
+        self.client = client
+        self.config = config
+        self.trace = trace or NULL_TRACE
+        self.get_node = get_node or (lambda: None)
+        self.running = True
+        # pod key → record, in admission order.
+        self.pods: dict[str, _PodRecord] = {}
+        self.host_ip = node_host_ip(node_index)
+        self._pod_net = pod_cidr_base(node_index)
+        self._ips_in_use: set[int] = set()
+        self._next_ip = 2
+
+    # -- feed from the shared pods watch ------------------------------------------------------
+    def on_pod_event(self, kind: str, pod: Obj) -> None:
+        """A pod bound to this node was ADDED, MODIFIED or DELETED (ignored while stopped)."""
+        if not self.running:
+            return
+        key = pod_key(pod)
+        rec = self.pods.get(key)
+        if kind == "DELETED":
+            if rec is not None and rec.uid == pod["metadata"].get("uid", ""):
+                self._forget(rec)
+            return
+        if rec is not None and rec.uid != pod["metadata"].get("uid", ""):
+            self._forget(rec)  # same name, new pod: the old one is gone
+            rec = None
+        if rec is None:
+            self._admit(key, pod)
+            return
+        rec.observe(pod)
+        if rec.pod["metadata"].get("deletionTimestamp") and not rec.deleting:
+            self._begin_termination(rec)
+
+    # -- kubelet process up / down ----------------------------------------------------------
+    def stop(self) -> None:
+        """The kubelet dies: no more events, writes or timers (containers keep running)."""
+        if not self.running:
+            return
+        self.running = False
+        for rec in self.pods.values():
+            if rec.timer is not None:
+                rec.timer.cancel()
+                rec.timer = None  # `action`/`due` stay: start() re-arms them
+
+    def start(self, pods: Iterable[Obj]) -> None:
+        """The kubelet comes back and re-lists its pods (`pods`: every pod bound to the node)."""
+        if self.running:
+            return
+        self.running = True
+        self._post_node_ready()
+        seen: set[str] = set()
+        for pod in pods:
+            key = pod_key(pod)
+            seen.add(key)
+            rec = self.pods.get(key)
+            if rec is not None and rec.uid != pod["metadata"].get("uid", ""):
+                self._forget(rec)
+                rec = None
+            if rec is None:
+                self._admit(key, pod)
+                continue
+            rec.observe(pod)
+            if rec.pod["metadata"].get("deletionTimestamp") and not rec.deleting:
+                self._begin_termination(rec)
+            elif rec.action is not None:
+                self._arm(rec, rec.action, rec.due - self.kernel.now)
+            else:
+                self._sync(rec)  # re-post what others changed while we were away
+        for key in [k for k in self.pods if k not in seen]:
+            self._forget(self.pods[key])
+
+    # -- faults (each one real status write) --------------------------------------------------
+    def crash(self, pod: Obj) -> bool:
+        """The container exits 1; restart after the crash-loop back-off (restartPolicy Never: Failed)."""
+        rec = self._faultable(pod)
+        if rec is None or rec.state != RUNNING:
+            return False
+        if rec.pod["spec"].get("restartPolicy", "Always") == "Never":
+            return self._terminate(rec, "Failed", 1, "Error")
+        now = self.kernel.now
+        backoff_cfg = self.config["crashLoopBackOff"]
+        initial, cap = float(backoff_cfg["initial"]), float(backoff_cfg["max"])
+        # flowcontrol.Backoff: the entry expires 2 * max after its last update, i.e. after the
+        # container has run that long; otherwise the delay doubles up to max.
+        if rec.backoff is None or now - rec.started_at > 2 * cap:
+            rec.backoff = initial
+        else:
+            rec.backoff = min(rec.backoff * 2, cap)
+        rec.last_state = {
+            "terminated": {
+                "exitCode": 1,
+                "reason": "Error",
+                "startedAt": timestamp(rec.started_at),
+                "finishedAt": timestamp(now),
+                "containerID": rec.container_id,
+            }
+        }
+        rec.restart_count += 1
+        rec.state = BACKOFF
+        rec.ready = False
+        self._arm(rec, self._restart_container, rec.backoff)
+        self._sync(rec)
+        return True
+
+    def fail(self, pod: Obj) -> bool:
+        """Every container exits 1 and is not restarted: phase Failed."""
+        rec = self._faultable(pod)
+        return rec is not None and self._terminate(rec, "Failed", 1, "Error")
+
+    def succeed(self, pod: Obj) -> bool:
+        """Every container exits 0 and is not restarted: phase Succeeded."""
+        rec = self._faultable(pod)
+        return rec is not None and self._terminate(rec, "Succeeded", 0, "Completed")
+
+    def evict(self, pod: Obj) -> bool:
+        """Kubelet eviction under memory pressure: phase Failed, reason Evicted (eviction manager)."""
+        rec = self._faultable(pod)
+        if rec is None:
+            return False
+        rec.reason = "Evicted"
+        rec.message = EVICTION_MESSAGE
+        return self._terminate(rec, "Failed", 137, "Error")
+
+    def set_ready(self, pod: Obj, ready: bool) -> bool:
+        """The readiness probe starts passing (True) or failing (False)."""
+        rec = self._faultable(pod)
+        if rec is None or rec.state != RUNNING:
+            return False
+        if rec.action == self._become_ready:
+            self._disarm(rec)  # the probe result overrides the pending initial readiness
+        if rec.ready != ready:
+            rec.ready = ready
+            self._sync(rec)
+        return True
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def _admit(self, key: str, pod: Obj) -> None:
+        rec = _PodRecord(key, pod, self.kernel.now)
+        self.pods[key] = rec
+        status = pod.get("status") or {}
+        phase = status.get("phase")
+        if phase in ("Succeeded", "Failed"):
+            rec.state = TERMINATED
+            rec.phase = phase
+            if pod["metadata"].get("deletionTimestamp"):
+                self._begin_termination(rec)
+            return
+        if phase == "Running":
+            # Re-listed after a restart of ours: the containers are still running.
+            rec.state = RUNNING
+            rec.ready = True
+            self._restore_from_status(rec, status)
+        if pod["metadata"].get("deletionTimestamp"):
+            self._begin_termination(rec)
+        elif rec.state == STARTING:
+            self._arm(rec, self._start_containers, float(self.config["podStartup"]))
+
+    def _restore_from_status(self, rec: _PodRecord, status: Obj) -> None:
+        statuses = status.get("containerStatuses") or []
+        if statuses:
+            first = statuses[0]
+            rec.restart_count = int(first.get("restartCount", 0))
+            rec.container_id = first.get("containerID", "")
+            rec.ready = bool(first.get("ready", True))
+            started_at = ((first.get("state") or {}).get("running") or {}).get("startedAt")
+            if started_at:
+                rec.started_at = parse_rfc3339(started_at)
+
+    def _start_containers(self, rec: _PodRecord) -> None:
+        now = self.kernel.now
+        rec.state = RUNNING
+        rec.started_at = now
+        rec.container_id = self._container_id(rec)
+        if rec.pod_ip is None:
+            rec.pod_ip = self._allocate_ip()
+        delay = float(self.config["podReadyDelay"])
+        if delay > 0:
+            rec.ready = False
+            self._arm(rec, self._become_ready, delay)
+        else:
+            rec.ready = True
+        self._sync(rec)
+
+    def _become_ready(self, rec: _PodRecord) -> None:
+        rec.ready = True
+        self._sync(rec)
+
+    def _restart_container(self, rec: _PodRecord) -> None:
+        self._start_containers(rec)
+
+    def _terminate(self, rec: _PodRecord, phase: str, exit_code: int, reason: str) -> bool:
+        self._disarm(rec)
+        rec.state = TERMINATED
+        rec.phase = phase
+        rec.exit_code = exit_code
+        rec.term_reason = reason
+        rec.finished_at = self.kernel.now
+        rec.ready = False
+        self._release_ip(rec)
+        self._sync(rec)
+        return True
+
+    def _begin_termination(self, rec: _PodRecord) -> None:
+        rec.deleting = True
+        self._disarm(rec)
+        if rec.state == TERMINATED:
+            self._sync(rec)  # nothing left to stop: straight to the deletion
+            return
+        grace = _grace_period(rec.pod)
+        delay = min(float(self.config["podShutdown"]), grace) if rec.state == RUNNING else 0.0
+        was = rec.state
+        rec.state = STOPPING
+        rec.ready = False
+        if was == RUNNING:
+            # SIGTERM handled within the grace period → exit 0; otherwise SIGKILL at its end.
+            in_time = float(self.config["podShutdown"]) <= grace
+            rec.exit_code, rec.term_reason = (0, "Completed") if in_time else (137, "Error")
+        elif was == BACKOFF:
+            rec.exit_code, rec.term_reason = 1, "Error"
+        else:
+            rec.exit_code, rec.term_reason = 137, "ContainerStatusUnknown"
+        self._arm(rec, self._containers_stopped, delay)
+
+    def _containers_stopped(self, rec: _PodRecord) -> None:
+        never_ran = not rec.container_id
+        rec.state = TERMINATED
+        rec.finished_at = self.kernel.now
+        rec.phase = "Succeeded" if rec.exit_code == 0 else "Failed"
+        self._release_ip(rec)
+        if never_ran:
+            rec.phase = None  # nothing ran: no status to report, only the deletion
+        self._sync(rec)
+
+    def _forget(self, rec: _PodRecord) -> None:
+        rec.removed = True
+        self._disarm(rec)
+        self._release_ip(rec)
+        if self.pods.get(rec.key) is rec:
+            del self.pods[rec.key]
+
+    # -- timers ---------------------------------------------------------------------------------
+    def _arm(self, rec: _PodRecord, action: Callable[[_PodRecord], None], delay: float) -> None:
+        if rec.timer is not None:
+            rec.timer.cancel()
+        rec.action = action
+        rec.due = self.kernel.now + max(delay, 0.0)
+        rec.timer = self.kernel.call_at(rec.due, self._fire, rec)
+
+    def _disarm(self, rec: _PodRecord) -> None:
+        if rec.timer is not None:
+            rec.timer.cancel()
+        rec.timer = None
+        rec.action = None
+
+    def _fire(self, rec: _PodRecord) -> None:
+        action = rec.action
+        rec.timer = None
+        rec.action = None
+        if action is not None and self.running and not rec.removed:
+            action(rec)
+
+    # -- status sync ----------------------------------------------------------------------------
+    def _sync(self, rec: _PodRecord) -> None:
+        """Bring the API status (and, once terminated, the deletion) in line with the runtime."""
+        if rec.syncing:
+            rec.dirty = True
+            return
+        rec.syncing = True
+        self.kernel.spawn(self._sync_pod(rec), f"kubelet/{self.node_name}/{rec.key}")
+
+    async def _sync_pod(self, rec: _PodRecord) -> None:
+        try:
+            while True:
+                rec.dirty = False
+                if not self.running or rec.removed:
+                    return
+                if not await self._write_status(rec) or not self.running:
+                    return
+                if rec.deleting and rec.state == TERMINATED and not rec.dirty:
+                    await self._delete(rec)
+                    return
+                if not rec.dirty:
+                    return
+        finally:
+            rec.syncing = False
+
+    async def _write_status(self, rec: _PodRecord) -> bool:
+        """Write the generated status if it differs; False when the pod is gone."""
+        while True:
+            pod = rec.pod
+            if rec.phase is None and rec.state == TERMINATED:
+                return True  # a pod whose containers never ran: nothing to report
+            status = self.generate_status(rec, pod)
+            if status == pod.get("status"):
+                return True
+            meta = pod["metadata"]
+            try:
+                written = await self.client.update(
+                    "pods", meta.get("namespace"), meta["name"], {**pod, "status": status},
+                    subresource="status",
+                )
+            except ApiError as err:
+                if err.code == 404:
+                    self._forget(rec)
+                    return False
+                if err.code != 409:
+                    return self._retry_later(rec)
+                try:
+                    fresh = await self.client.get("pods", meta.get("namespace"), meta["name"])
+                except ApiError as get_err:
+                    if get_err.code == 404:
+                        self._forget(rec)
+                        return False
+                    return self._retry_later(rec)
+                if fresh["metadata"].get("uid") != rec.uid:
+                    self._forget(rec)
+                    return False
+                rec.observe(fresh)
+                if not self.running or rec.removed:
+                    return False
+                continue
+            rec.observe(written)
+            return True
+
+    def _retry_later(self, rec: _PodRecord) -> bool:
+        # The status manager retries failed syncs on its 10 s batch sync (syncPeriod).
+        if rec.action is None:
+            self._arm(rec, self._sync, 10.0)
+        return False
+
+    async def _delete(self, rec: _PodRecord) -> None:
+        meta = rec.pod["metadata"]
+        try:
+            await self.client.delete(
+                "pods", meta.get("namespace"), meta["name"],
+                grace_period_seconds=0, preconditions={"uid": rec.uid},
+            )
+        except ApiError as err:
+            if err.code not in (404, 409):
+                self._retry_later(rec)
+
+    # -- status generation ----------------------------------------------------------------------
+    def generate_status(self, rec: _PodRecord, pod: Obj) -> Obj:
+        """The pod status the kubelet would report now (generateAPIPodStatus, simplified)."""
+        now_s = timestamp(self.kernel.now)
+        old: Obj = pod.get("status") or {}
+        generation = pod["metadata"].get("generation")
+        containers = pod["spec"].get("containers") or []
+        statuses = [self._container_status(rec, c) for c in containers]
+        names = [c["name"] for c in containers]
+        phase = rec.phase if rec.state == TERMINATED else "Running"
+        all_ready = rec.ready and rec.state == RUNNING
+
+        if phase in ("Succeeded", "Failed"):
+            reason = "PodCompleted" if phase == "Succeeded" else "PodFailed"
+            ready_cond: Obj = {"status": "False", "reason": reason}
+            init_cond: Obj = {"status": "True", "reason": "PodCompleted"} if phase == "Succeeded" else {
+                "status": "True"
+            }
+            sandbox = "False"
+        elif all_ready:
+            ready_cond = {"status": "True"}
+            init_cond = {"status": "True"}
+            sandbox = "True"
+        else:
+            ready_cond = {
+                "status": "False",
+                "reason": "ContainersNotReady",
+                "message": f"containers with unready status: [{' '.join(names)}]",
+            }
+            init_cond = {"status": "True"}
+            sandbox = "True"
+
+        old_conditions: list[Obj] = old.get("conditions") or []
+        by_type = {c.get("type"): c for c in old_conditions}
+        conditions = [c for c in old_conditions if c.get("type") not in KUBELET_CONDITIONS]
+        if rec.reason == "Evicted" and "DisruptionTarget" not in by_type:
+            # PodDisruptionConditions (GA 1.31): the eviction manager marks the pod it evicts.
+            conditions.append(
+                {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None, "lastTransitionTime": now_s,
+                 "reason": "TerminationByKubelet", "message": rec.message}
+            )
+        for ctype, fields in (
+            ("PodReadyToStartContainers", {"status": sandbox}),
+            ("Initialized", init_cond),
+            ("Ready", ready_cond),
+            ("ContainersReady", ready_cond),
+        ):
+            conditions.append(_condition(ctype, fields, by_type.get(ctype), generation, now_s))
+        scheduled = by_type.get("PodScheduled")
+        if scheduled is None or scheduled.get("status") != "True":
+            scheduled = _condition("PodScheduled", {"status": "True"}, scheduled, generation, now_s)
+        conditions.append(scheduled)
+
+        status: Obj = {}
+        if generation is not None:
+            status["observedGeneration"] = generation
+        status["phase"] = phase
+        status["conditions"] = conditions
+        if rec.reason:
+            status["message"] = rec.message
+            status["reason"] = rec.reason
+        status["hostIP"] = self.host_ip
+        status["hostIPs"] = [{"ip": self.host_ip}]
+        pod_ip = old.get("podIP")
+        if rec.pod_ip is not None:
+            pod_ip = self._format_ip(rec.pod_ip)
+        if pod_ip:
+            status["podIP"] = pod_ip
+            status["podIPs"] = [{"ip": pod_ip}]
+        status["startTime"] = old.get("startTime") or timestamp(rec.admitted_at)
+        status["containerStatuses"] = statuses
+        for key, value in old.items():
+            if key not in status and key not in ("message", "reason", "podIP", "podIPs"):
+                status[key] = value  # qosClass and anything else the server or others own
+        return status
+
+    def _container_status(self, rec: _PodRecord, container: Obj) -> Obj:
+        image, image_id = image_refs(container.get("image", ""))
+        state: Obj
+        last: Obj = {}
+        ready = False
+        started = False
+        if rec.state == RUNNING or (rec.state == STOPPING and rec.container_id):
+            state = {"running": {"startedAt": timestamp(rec.started_at)}}
+            ready = rec.ready and rec.state == RUNNING
+            started = True
+            if rec.last_state is not None:
+                last = rec.last_state
+        elif rec.state == BACKOFF:
+            state = {
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": (
+                        f"back-off {_go_duration(rec.backoff or 0.0)} restarting failed container="
+                        f"{container['name']} pod={rec.pod['metadata']['name']}_"
+                        f"{rec.pod['metadata'].get('namespace', '')}({rec.uid})"
+                    ),
+                }
+            }
+            last = rec.last_state or {}
+        else:
+            state = {
+                "terminated": {
+                    "exitCode": rec.exit_code,
+                    "reason": rec.term_reason,
+                    "startedAt": timestamp(rec.started_at),
+                    "finishedAt": timestamp(rec.finished_at),
+                    "containerID": rec.container_id,
+                }
+            }
+            if rec.last_state is not None:
+                last = rec.last_state
+        return {
+            "name": container["name"],
+            "state": state,
+            "lastState": last,
+            "ready": ready,
+            "restartCount": rec.restart_count,
+            "image": image,
+            "imageID": image_id,
+            "containerID": rec.container_id,
+            "started": started,
+        }
+
+    def _container_id(self, rec: _PodRecord) -> str:
+        seed = f"{rec.uid}/{rec.restart_count}".encode()
+        return "containerd://" + hashlib.sha256(seed).hexdigest()
+
+    # -- node status ----------------------------------------------------------------------------
+    def _post_node_ready(self) -> None:
+        node = self.get_node()
+        if node is None:
+            return
+        ready = _node_condition(node, "Ready")
+        if ready is not None and ready.get("status") == "True":
+            return
+        self.kernel.spawn(self._write_node_ready(), f"kubelet/{self.node_name}/node-status")
+
+    async def _write_node_ready(self) -> None:
+        node = self.get_node()
+        while node is not None and self.running:
+            now_s = timestamp(self.kernel.now)
+            status = {**node.get("status", {}), "conditions": ready_node_conditions(now_s, node)}
+            try:
+                await self.client.update(
+                    "nodes", None, self.node_name, {**node, "status": status}, subresource="status"
+                )
+                return
+            except ApiError as err:
+                if err.code != 409:
+                    return
+            try:
+                node = await self.client.get("nodes", None, self.node_name)
+            except ApiError:
+                return
+
+    # -- pod IPs (host-local IPAM: next free address after the last one handed out) -----------
+    def _allocate_ip(self) -> int:
+        for _ in range(253):
+            ip = self._next_ip
+            self._next_ip = ip + 1 if ip < 254 else 2
+            if ip not in self._ips_in_use:
+                self._ips_in_use.add(ip)
+                return ip
+        return 254  # /24 exhausted (more than 253 pods on one node): share the last address
+
+    def _release_ip(self, rec: _PodRecord) -> None:
+        if rec.pod_ip is not None:
+            self._ips_in_use.discard(rec.pod_ip)
+
+    def _format_ip(self, host: int) -> str:
+        return _ip(self._pod_net + host)
+
+    def _faultable(self, pod: Obj) -> _PodRecord | None:
+        if not self.running:
+            return None
+        rec = self.pods.get(pod_key(pod))
+        if rec is None or rec.removed or rec.deleting:
+            return None
+        uid = pod["metadata"].get("uid")
+        if uid and uid != rec.uid:
+            return None
+        if rec.state not in (RUNNING, BACKOFF):
+            return None
+        return rec
+
+
+# -- helpers shared with nodes.py ---------------------------------------------------------------
+def node_host_ip(index: int) -> str:
+    """InternalIP of node `index` (1-based): 10.0.0.N for the first 255 nodes."""
+    return _ip((10 << 24) + index)
+
+
+def pod_cidr_base(index: int) -> int:
+    """Network address (as an int) of node `index`'s /24 pod CIDR inside 10.244.0.0/14."""
+    return (10 << 24) + (244 << 16) + (index << 8)
+
+
+def pod_cidr(index: int) -> str:
+    return f"{_ip(pod_cidr_base(index))}/24"
+
+
+def ready_node_conditions(now_s: str, node: Obj | None = None) -> list[Obj]:
+    """The conditions a healthy kubelet posts (setNodeStatus condition setters)."""
+    old = {c.get("type"): c for c in ((node or {}).get("status", {}).get("conditions") or [])}
+    wanted = (
+        ("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        ("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        ("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        ("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    )
+    conditions = []
+    for ctype, status, reason, message in wanted:
+        prev = old.get(ctype)
+        since = prev["lastTransitionTime"] if prev and prev.get("status") == status else now_s
+        conditions.append(
+            {
+                "type": ctype,
+                "status": status,
+                "lastHeartbeatTime": now_s,
+                "lastTransitionTime": since,
+                "reason": reason,
+                "message": message,
+            }
+        )
+    return conditions
+
+
+def _node_condition(node: Obj, ctype: str) -> Obj | None:
+    conditions: list[Obj] = node.get("status", {}).get("conditions") or []
+    for cond in conditions:
+        if cond.get("type") == ctype:
+            return cond
+    return None
+
+
+def _ip(value: int) -> str:
+    return f"{(value >> 24) & 255}.{(value >> 16) & 255}.{(value >> 8) & 255}.{value & 255}"
+
+
+def _grace_period(pod: Obj) -> float:
+    meta = pod["metadata"]
+    grace = meta.get("deletionGracePeriodSeconds")
+    if grace is None:
+        grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    return float(grace)
+
+
+def _condition(ctype: str, fields: Obj, old: Obj | None, generation: Any, now_s: str) -> Obj:
+    """A pod condition in API field order; lastTransitionTime moves only when status changes."""
+    cond: Obj = {"type": ctype}
+    if generation is not None:
+        cond["observedGeneration"] = generation
+    cond["status"] = fields["status"]
+    cond["lastProbeTime"] = None
+    if old is not None and old.get("status") == fields["status"] and old.get("lastTransitionTime"):
+        cond["lastTransitionTime"] = old["lastTransitionTime"]
+    else:
+        cond["lastTransitionTime"] = now_s
+    if "reason" in fields:
+        cond["reason"] = fields["reason"]
+    if "message" in fields:
+        cond["message"] = fields["message"]
+    return cond
+
+
+def _go_duration(seconds: float) -> str:
+    """Go's time.Duration.String() for whole seconds (10s, 1m20s, 5m0s)."""
+    total = int(seconds)
+    minutes, secs = divmod(total, 60)
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
