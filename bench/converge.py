@@ -108,11 +108,12 @@ def main() -> None:
     gc.collect()
 
     config = default_config()
-    config.update({"nodes": args.nodes, "kubeApiQPS": -1.0, "controllers": ["replicaset"]})
+    config.update({"nodes": args.nodes, "kubeApiQPS": -1.0, "kubeletQPS": -1.0, "schedulerQPS": -1.0,
+                   "controllers": ["replicaset"]})
     scenario = Scenario(name="converge", seed=1, config=config,
                         objects=[replica_set(i, args.replicas) for i in range(args.replicasets)])
     start = time.perf_counter()
-    sim = Simulation(scenario, trace_buffer=1)
+    sim = Simulation(scenario, record=False)
     sim.start()
     virtual = 0.0
     while virtual < args.max_virtual:

@@ -45,6 +45,12 @@ CONFIG_SCALARS: dict[str, tuple[str, Any, float | None]] = {
     "nodeMonitorGracePeriod": ("number", 40.0, 0),
     "tolerationSeconds": ("number", 300.0, 0),
     "resyncPeriod": ("number", 0.0, 0),
+    # The other components' clients (negative: no limit). Upstream defaults: kubelet and
+    # kube-scheduler 50 QPS / burst 100.
+    "kubeletQPS": ("number", 50.0, None),
+    "kubeletBurst": ("int", 100, 1),
+    "schedulerQPS": ("number", 50.0, None),
+    "schedulerBurst": ("int", 100, 1),
 }
 CONTROLLERS = ("replicaset", "replicationcontroller")
 KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Namespace", "Event")

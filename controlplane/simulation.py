@@ -54,12 +54,19 @@ NODE_CONFIG_KEYS = (
     "nodeMonitorGracePeriod",
     "tolerationSeconds",
     "apiLatency",
+    "kubeletQPS",
+    "kubeletBurst",
+    "schedulerQPS",
+    "schedulerBurst",
 )
 STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
 
 
 class Simulation:
-    def __init__(self, scenario: Scenario | None = None, *, seed: int | None = None, trace_buffer: int = 5000) -> None:
+    def __init__(
+        self, scenario: Scenario | None = None, *, seed: int | None = None, trace_buffer: int = 5000, record: bool = True
+    ) -> None:
+        """`record=False` keeps no trace (no recent records, no `syncs` for the report): for benchmarks."""
         self.scenario = scenario or Scenario()
         self.seed = self.scenario.seed if seed is None else seed
         self.config: dict[str, Any] = copy.deepcopy(self.scenario.config)
@@ -68,7 +75,8 @@ class Simulation:
         self.recent: deque[Record] = deque(maxlen=trace_buffer)
         self.syncs: list[Obj] = []
         self.actions: list[Obj] = []
-        self.trace.subscribe(self._record)
+        if record:
+            self.trace.subscribe(self._record)
         self.server = APIServer(self.kernel, self.trace)
         self.clients: dict[str, Client] = {}
         self.gc = GarbageCollector(
