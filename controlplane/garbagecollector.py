@@ -210,7 +210,7 @@ class GarbageCollector:
     def _observe(self, resource: str, obj: Obj) -> None:
         meta = obj["metadata"]
         uid = meta["uid"]
-        refs = list(meta.get("ownerReferences") or ())
+        refs: list[Obj] = meta.get("ownerReferences") or []
         node = self._nodes.get(uid)
         if node is None:
             info = resources.RESOURCES[resource]
@@ -226,7 +226,8 @@ class GarbageCollector:
                 info = resources.RESOURCES[resource]
                 node.api_version, node.kind, node.resource = info.api_version, info.kind, info.plural
                 node.namespace, node.name = meta.get("namespace"), meta["name"]
-            self._update_owners(node, refs)
+            if refs is not node.owners and refs != node.owners:
+                self._update_owners(node, refs)
         finalizers = meta.get("finalizers") or ()
         being_deleted = bool(meta.get("deletionTimestamp"))
         has_orphan = being_deleted and FINALIZER_ORPHAN in finalizers

@@ -295,6 +295,15 @@ class ReplicaSetStrategy(Strategy):
         obj["metadata"]["generation"] = 1
         obj["status"] = {"replicas": 0}
 
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        _keep(new, old, "spec")
+        # status.replicas has no omitempty: it is always serialised, 0 included.
+        status = new.get("status")
+        if not isinstance(status, dict):
+            new["status"] = {"replicas": 0}
+        elif "replicas" not in status:
+            new["status"] = {"replicas": 0, **status}
+
     def validate(self, obj: Obj) -> list[Cause]:
         return v.validate_replica_set(obj)
 
