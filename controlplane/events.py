@@ -63,9 +63,18 @@ class EventRecorder:
         self._outbox: deque[tuple[str, dict[str, Any]]] = deque()
         self._posting = False
         self._names = 0
+        self._stopped = False
         self.dropped = 0
 
+    def stop(self) -> None:
+        """The component stopped: events not yet posted are lost, as with a killed process."""
+        self._stopped = True
+        self.dropped += len(self._outbox)
+        self._outbox.clear()
+
     def event(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+        if self._stopped:
+            return
         meta = obj["metadata"]
         now = self.kernel.now
         involved = {

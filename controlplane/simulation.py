@@ -130,6 +130,7 @@ class Simulation:
             expectations=cfg["whatIf"]["expectations"],
             stale_controller_consistency=cfg["featureGates"]["StaleControllerConsistencyReplicaSet"],
             terminating_replicas=cfg["featureGates"]["DeploymentReplicaSetTerminatingReplicas"],
+            pod_deletion_cost=cfg["featureGates"]["PodDeletionCost"],
         )
 
     def _record(self, record: Record) -> None:
@@ -286,6 +287,8 @@ class Simulation:
             controller.config.expectations = new.expectations
             controller.expectations.enabled = new.expectations
             controller.config.terminating_replicas = new.terminating_replicas
+            controller.config.pod_deletion_cost = new.pod_deletion_cost
+            controller.set_consistency_gate(new.stale_controller_consistency)
             if "watchLatency" in changes:
                 controller.config.watch_latency = new.watch_latency
                 controller.pod_informer.reflector.set_watch_latency(new.watch_latency)

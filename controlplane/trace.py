@@ -9,16 +9,21 @@ Emitting is free when nobody listens: hot paths test ``trace.enabled`` before bu
 Kinds (the vocabulary; fields after the colon):
   queue.add / queue.get / queue.done / queue.forget: queue, key [, worker]
   queue.add_after: queue, key, delay          queue.add_rate_limited: queue, key, delay, requeues
-  informer.deliver: informer, events          informer.relist: informer, reason
-  informer.event: informer, type, key         watch.fault: resource, fault
+  informer.deliver: informer, events, resourceVersion (one watch delivery, a batch)
+  informer.event: informer, type (add/update/delete), key [, tombstone]
+  informer.relist: informer, reason           informer.synced: informer, items
+  watch.fault: resource, fault, informers
   api.request: id, client, verb, resource, namespace, name
   api.response: id, code [, reason]
-  expectations: controller, key, op, add, del
-  sync.stage: controller, key, worker, stage, ... (see the controller module)
-  sync.start / sync.end: controller, key, worker [, error]
-  pod.transition: namespace, name, from, to   node.transition: name, from, to
-  event: (a Kubernetes Event was recorded) reason, object, message
-  action: verb, ... (a user/scenario action was applied)
+  expectations: controller, key, op, add, del [, uids, pod, clobbered]
+  sync.start: controller, key, worker
+  sync.stage: controller, key, worker, stage (consistency, get, expectations, selector, list,
+              claim, manage, batch, delete, status, requeue), and the stage's own fields
+  sync.end: controller, key, worker, start, error
+  controller.restart: controller
+  pod.transition: namespace, name, node, from, to     node.transition: name, from, to
+  event: component, type, reason, object, message (a Kubernetes Event was recorded)
+  action: action, ok, ... (a user or scenario action was applied, with its result)
 """
 
 from __future__ import annotations

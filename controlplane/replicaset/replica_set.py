@@ -89,6 +89,7 @@ class ControllerConfig:
     expectations: bool = True  # what-if: False makes satisfied_expectations always true
     stale_controller_consistency: bool = True  # gate StaleControllerConsistencyReplicaSet
     terminating_replicas: bool = True  # gate DeploymentReplicaSetTerminatingReplicas
+    pod_deletion_cost: bool = True  # gate PodDeletionCost (ranking key 4)
 
 
 @dataclass
@@ -160,22 +161,30 @@ class ReplicaSetController:
         )
         self.expectations = UIDTrackingControllerExpectations(kernel, trace=trace, controller=kind.name)
         self.expectations.enabled = cfg.expectations
-        if cfg.stale_controller_consistency and kind is REPLICA_SET:
-            pods_rv = self.pod_informer.indexer.last_store_sync_resource_version
-            rs_rv = self.rs_informer.indexer.last_store_sync_resource_version
-            self.consistency: RealConsistencyStore | NoopConsistencyStore = RealConsistencyStore(
-                {"pods": pods_rv, kind.group_resource: rs_rv}
-            )
-        else:
-            self.consistency = NoopConsistencyStore()
+        self.consistency: RealConsistencyStore | NoopConsistencyStore = NoopConsistencyStore()
+        self.set_consistency_gate(cfg.stale_controller_consistency)
         self.recorder = EventRecorder(kernel, self.client, kind.component, trace=trace)
         self.pod_control = RealPodControl(self.client, self.recorder, on_write=self._on_pod_write)
         self.workers: list[WorkerState] = []
-        self._worker_tasks: list[Task] = []
+        self._worker_tasks: list[Task | None] = []
+        self._inflight: list[Task] = []  # concurrent creates/deletes of slow start and scale-down
         self._run_task: Task | None = None
         self._caches_synced = False
         self._selectors: dict[str, tuple[str, Selector | None]] = {}
         self.last_sync: SyncContext | None = None
+
+    def set_consistency_gate(self, enabled: bool) -> None:
+        """Feature gate StaleControllerConsistencyReplicaSet: a real store, or the no-op one."""
+        self.config.stale_controller_consistency = enabled
+        if enabled and self.kind is REPLICA_SET:
+            pods_rv = self.pod_informer.indexer.last_store_sync_resource_version
+            rs_rv = self.rs_informer.indexer.last_store_sync_resource_version
+            if not isinstance(self.consistency, RealConsistencyStore):
+                self.consistency = RealConsistencyStore(
+                    {"pods": pods_rv, self.kind.group_resource: rs_rv}
+                )
+        else:
+            self.consistency = NoopConsistencyStore()
 
     def _on_pod_write(self, ref: Obj, pod: Obj) -> None:
         namespace = pod["metadata"]["namespace"]
@@ -203,10 +212,19 @@ class ReplicaSetController:
         self.config.workers = n
         if not self._running or not self._caches_synced:
             return
-        while len(self.workers) < n:
-            wid = len(self.workers)
-            self.workers.append(WorkerState(wid))
-            self._worker_tasks.append(self.kernel.spawn(self._worker(wid), name=f"{self.kind.name}/worker-{wid}"))
+        for wid in range(n):
+            if wid == len(self.workers):
+                self.workers.append(WorkerState(wid))
+                self._worker_tasks.append(None)
+            task = self._worker_tasks[wid]
+            if task is None or task.done():
+                self.workers[wid].stage = "idle"
+                self._worker_tasks[wid] = self.kernel.spawn(self._worker(wid), name=f"{self.kind.name}/worker-{wid}")
+        for wid in range(n, len(self.workers)):
+            task = self._worker_tasks[wid]
+            # An idle surplus worker stops now; a busy one after its current sync (loop condition).
+            if task is not None and not task.done() and self.workers[wid].key is None:
+                task.cancel()
 
     def stop(self) -> None:
         """Shut down: the queue stops handing out keys, informers stop, workers are cancelled."""
@@ -214,9 +232,13 @@ class ReplicaSetController:
         self.queue.shut_down()
         self.pod_informer.stop()
         self.rs_informer.stop()
-        for task in [self._run_task, *self._worker_tasks]:
+        # A stopped controller-manager's goroutines are gone: requests already sent are still
+        # answered by the server, but nobody here hears the answers.
+        for task in [self._run_task, *self._worker_tasks, *self._inflight]:
             if task is not None and not task.done():
                 task.cancel()
+        self._inflight = []
+        self.recorder.stop()
 
     def restart(self) -> None:
         """A controller-manager restart: caches, queue and expectations are lost; relist."""
@@ -366,6 +388,7 @@ class ReplicaSetController:
                 queue.done(key, worker=wid)
                 state.key, state.stage, state.since = None, "idle", self.kernel.now
                 state.syncs += 1
+            state.stage = "stopped"
         except Cancelled:
             state.key, state.stage = None, "stopped"
 
@@ -564,7 +587,9 @@ class ReplicaSetController:
         if diff > 0:
             n = min(diff, burst)
             related = self.get_indirectly_related_pods(rs)
-            victims = get_pods_to_delete(filtered_pods, related, n, self.kernel.now)
+            victims = get_pods_to_delete(
+                filtered_pods, related, n, self.kernel.now, deletion_cost_enabled=self.config.pod_deletion_cost
+            )
             victim_keys = [pod_key(p) for p in victims]
             self.expectations.expect_deletions(key, victim_keys)
             self._stage(
@@ -627,6 +652,7 @@ class ReplicaSetController:
         if len(coros) == 1:
             return [await coros[0]]
         tasks = [self.kernel.spawn(c, name=f"{self.kind.name}/{what}") for c in coros]
+        self._inflight = [t for t in self._inflight if not t.done()] + tasks
         return [await t for t in tasks]
 
     def get_indirectly_related_pods(self, rs: Obj) -> list[Obj]:

@@ -432,3 +432,29 @@ def test_restart_loses_queue_and_expectations_and_relists():
     assert w.controller.restarts == 1
     lists = [r for r in w.server.requests if r["verb"] == "list" and r["client"] == "replicaset-controller"]
     assert len(lists) == 4
+
+
+def test_workers_can_shrink_and_grow_at_run_time():
+    w = World().start()
+    ctrl = w.controller
+    ctrl.set_workers(2)
+    w.run(0.1)
+    assert [s.stage for s in ctrl.workers] == ["idle", "idle", "stopped", "stopped", "stopped"]
+    ctrl.set_workers(4)
+    w.run(0.1)
+    assert [s.stage for s in ctrl.workers] == ["idle", "idle", "idle", "idle", "stopped"]
+    w.server.create("replicasets", "default", rs_manifest(replicas=2))
+    w.run()
+    assert len(w.creates()) == 2
+
+
+def test_restart_mid_slow_start_abandons_in_flight_creates():
+    w = World().start()
+    w.server.create("replicasets", "default", rs_manifest(replicas=20))
+    w.kernel.advance(0.022)  # a few slow-start batches are out
+    sent_before = len(w.creates())
+    assert 0 < sent_before < 20
+    w.controller.restart()
+    w.run(10)
+    assert len([p for p in w.pods()]) == 20  # the new incarnation counts what exists and creates the rest
+    assert w.controller.consistency.snapshot() == {}

@@ -1,0 +1,155 @@
+"""The simulation facade: stepping, actions, snapshot, and determinism of the trace."""
+
+import json
+
+from controlplane.scenario import load_scenario
+from controlplane.simulation import Simulation
+
+SCENARIO = """
+name: t
+seed: 3
+objects:
+  - apiVersion: apps/v1
+    kind: ReplicaSet
+    metadata: {name: web, namespace: default}
+    spec:
+      replicas: 3
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {containers: [{name: app, image: nginx}]}
+until: 30
+"""
+
+
+def sim(seed=None):
+    return Simulation(load_scenario(SCENARIO), seed=seed)
+
+
+def trace_of(s, until):
+    records = []
+    s.subscribe(records.append)
+    s.run_until(until)
+    return records
+
+
+def test_same_seed_gives_an_identical_trace():
+    a = json.dumps(trace_of(sim(), 20), sort_keys=True, default=str)
+    b = json.dumps(trace_of(sim(), 20), sort_keys=True, default=str)
+    assert a == b
+
+
+def test_the_trace_shows_every_step_the_debugger_needs():
+    kinds = {r["kind"] for r in trace_of(sim(), 20)}
+    assert {
+        "queue.add", "queue.get", "queue.done", "queue.forget", "queue.add_rate_limited",
+        "informer.deliver", "informer.event", "api.request", "api.response", "expectations",
+        "sync.start", "sync.stage", "sync.end", "pod.transition", "event",
+    } <= kinds
+
+
+def test_sync_stages_come_in_upstream_order():
+    s = sim()
+    records = []
+    s.subscribe(records.append)
+    s.run_until(20)
+    first_full = []
+    for r in records:
+        if r["kind"] == "sync.stage" and r["key"] == "default/web":
+            first_full.append(r["stage"])
+            if r["stage"] == "requeue":
+                break
+    assert first_full[:5] == ["get", "expectations", "list", "claim", "manage"]
+    assert first_full[-2:] == ["status", "requeue"]
+    assert "batch" in first_full
+
+
+def test_step_runs_one_event_and_step_stage_stops_at_the_next_stage():
+    s = sim()
+    assert s.step()
+    record = s.step_stage()
+    assert record["kind"] in {"sync.start", "sync.stage"}
+    end = s.step_sync()
+    assert end["kind"] == "sync.end"
+    assert end["key"] == "default/web"
+
+
+def test_run_until_predicate_stops_as_soon_as_it_holds():
+    s = sim()
+
+    def three_pods(x):
+        return x.server.count("pods") == 3
+
+    assert s.run_until_predicate(three_pods, until=30)
+    assert s.server.count("pods") == 3
+    assert s.now < 1
+
+
+def test_actions_report_errors_without_changing_the_world():
+    s = sim()
+    s.run_until(5)
+    result = s.apply({"scale": {"kind": "ReplicaSet", "name": "web", "replicas": -1}})
+    assert result["ok"] is False
+    assert "replicas" in result["error"]
+    result = s.apply({"scale": {"kind": "ReplicaSet", "name": "nope", "replicas": 1}})
+    assert result == {"ok": False, "error": 'replicasets.apps "nope" not found', "code": 404}
+    assert s.server.get("replicasets", "default", "web")["spec"]["replicas"] == 3
+
+
+def test_config_action_changes_knobs_at_run_time():
+    s = sim()
+    s.run_until(5)
+    assert s.apply({"config": {"workers": 2, "whatIf": {"expectations": False}}})["ok"]
+    controller = s.controllers["replicaset"]
+    assert controller.expectations.enabled is False
+    assert s.config["workers"] == 2
+    assert s.apply({"config": {"workers": 0}})["ok"] is False
+
+
+def test_snapshot_has_what_the_ui_shows():
+    s = sim()
+    s.run_until(10)
+    snap = s.snapshot()
+    rs = snap["controllers"]["replicaset"]
+    assert {"queue", "expectations", "workers", "informers", "lastSync"} <= set(rs)
+    assert {"queue", "dirty", "processing", "waiting", "requeues"} <= set(rs["queue"])
+    assert len(rs["workers"]) == 5
+    informer = rs["informers"][0]
+    assert {"lag", "pendingDeliveries", "paused", "resourceVersion", "serverRevision"} <= set(informer)
+    assert rs["expectationsEnabled"] is True
+    assert rs["expectations"]["default/web"]["add"] == 0
+    assert snap["recent"]
+    assert snap["nodes"]["nodes"]
+
+
+def test_watch_fault_pause_makes_the_informer_lag():
+    s = sim()
+    s.run_until(5)
+    s.apply({"watchFault": {"resource": "pods", "fault": "pause"}})
+    s.apply({"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 5}})
+    s.run_until(10)
+    informer = s.controllers["replicaset"].pod_informer.snapshot(s.server.revision)
+    assert informer["paused"] is True
+    assert informer["pendingDeliveries"] > 0
+    s.apply({"watchFault": {"resource": "pods", "fault": "resume"}})
+    s.run_until(15)
+    assert s.controllers["replicaset"].pod_informer.snapshot(s.server.revision)["pendingDeliveries"] == 0
+
+
+def test_pod_fault_crash_restarts_the_container():
+    s = sim()
+    s.run_until(5)
+    result = s.apply({"podFault": {"selector": "app=web", "count": 1, "fault": "crash"}})
+    assert result["ok"] and len(result["pods"]) == 1
+    s.run_until(30)
+    pod = s.server.get("pods", "default", result["pods"][0])
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 1
+
+
+def test_api_fault_fails_matching_requests_then_lets_them_through():
+    s = sim()
+    s.apply({"apiFault": {"verb": "create", "resource": "pods", "after": 1, "count": 2, "code": 500}})
+    s.run_until(20)
+    codes = [r["code"] for r in s.server.requests if r["verb"] == "create" and r["resource"] == "pods"]
+    assert codes[:3] == [201, 500, 500]
+    assert codes.count(201) == 3
