@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from controlplane.scenario import Scenario, default_config  # noqa: E402
-from controlplane.simulation import Simulation  # noqa: E402
+from controlplane.scenario import Scenario, default_config
+from controlplane.simulation import Simulation
 
 
 def replica_set(i: int, replicas: int) -> dict:
@@ -64,13 +64,27 @@ def floor_seconds(n: int, owners: int) -> float:
                 "resourceVersion": str(i + 1),
                 "creationTimestamp": "2026-01-01T00:00:00Z",
                 "labels": {"app": owner},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner,
-                                     "uid": owner, "controller": True, "blockOwnerDeletion": True}],
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "ReplicaSet",
+                        "name": owner,
+                        "uid": owner,
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
             },
-            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}], "nodeName": f"node-{i % 1000}",
-                     "restartPolicy": "Always", "terminationGracePeriodSeconds": 30},
-            "status": {"phase": "Running", "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:02Z"}]},
+            "spec": {
+                "containers": [{"name": "app", "image": "nginx:1.27"}],
+                "nodeName": f"node-{i % 1000}",
+                "restartPolicy": "Always",
+                "terminationGracePeriodSeconds": 30,
+            },
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:02Z"}],
+            },
         }
         key = f"default/{name}"
         store[key] = pod
@@ -108,10 +122,18 @@ def main() -> None:
     gc.collect()
 
     config = default_config()
-    config.update({"nodes": args.nodes, "kubeApiQPS": -1.0, "kubeletQPS": -1.0, "schedulerQPS": -1.0,
-                   "controllers": ["replicaset"]})
-    scenario = Scenario(name="converge", seed=1, config=config,
-                        objects=[replica_set(i, args.replicas) for i in range(args.replicasets)])
+    config.update(
+        {
+            "nodes": args.nodes,
+            "kubeApiQPS": -1.0,
+            "kubeletQPS": -1.0,
+            "schedulerQPS": -1.0,
+            "controllers": ["replicaset"],
+        }
+    )
+    scenario = Scenario(
+        name="converge", seed=1, config=config, objects=[replica_set(i, args.replicas) for i in range(args.replicasets)]
+    )
     start = time.perf_counter()
     sim = Simulation(scenario, record=False)
     sim.start()
@@ -124,23 +146,27 @@ def main() -> None:
     wall = time.perf_counter() - start
     ok = converged(sim, args.replicasets, args.replicas)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({
-        "benchmark": "converge",
-        "replicasets": args.replicasets,
-        "replicas": args.replicas,
-        "pods": pods,
-        "nodes": args.nodes,
-        "converged": ok,
-        "virtual_s": round(virtual, 3),
-        "wall_s": round(wall, 3),
-        "pods_per_s": round(pods / wall, 1),
-        "floor_s": round(floor, 3),
-        "ratio": round(wall / floor, 2),
-        "peak_rss_mb": round(peak_kb / 1024, 1),
-        "rss_per_pod_kb": round(peak_kb / pods, 2),
-        "events": sim.kernel._seq,
-        "api_requests": len(sim.server.requests),
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "converge",
+                "replicasets": args.replicasets,
+                "replicas": args.replicas,
+                "pods": pods,
+                "nodes": args.nodes,
+                "converged": ok,
+                "virtual_s": round(virtual, 3),
+                "wall_s": round(wall, 3),
+                "pods_per_s": round(pods / wall, 1),
+                "floor_s": round(floor, 3),
+                "ratio": round(wall / floor, 2),
+                "peak_rss_mb": round(peak_kb / 1024, 1),
+                "rss_per_pod_kb": round(peak_kb / pods, 2),
+                "events": sim.kernel._seq,
+                "api_requests": len(sim.server.requests),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

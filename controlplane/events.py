@@ -102,6 +102,7 @@ class EventRecorder:
             started, messages = now, {}
         messages[message] = None
         self._aggregate[agg_key] = (started, messages)
+        dedup_key: tuple[str, ...]
         if len(messages) >= AGGREGATE_MAX_EVENTS:
             message = COMBINED_PREFIX + message
             dedup_key = agg_key

@@ -213,11 +213,11 @@ class Task(Future):
             self._awaiting = yielded
             yielded.add_done_callback(self._on_future)
         else:
-            exc = TypeError(f"task {self.name} awaited {yielded!r}, not a kernel future")
+            error = TypeError(f"task {self.name} awaited {yielded!r}, not a kernel future")
             self.state = "failed"
             self.coro.close()
-            self.set_exception(exc)
-            self.kernel.task_failed(self, exc)
+            self.set_exception(error)
+            self.kernel.task_failed(self, error)
 
     def __repr__(self) -> str:
         return f"<Task {self.name} {self.state}>"

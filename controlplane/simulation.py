@@ -64,7 +64,12 @@ STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
 
 class Simulation:
     def __init__(
-        self, scenario: Scenario | None = None, *, seed: int | None = None, trace_buffer: int = 5000, record: bool = True
+        self,
+        scenario: Scenario | None = None,
+        *,
+        seed: int | None = None,
+        trace_buffer: int = 5000,
+        record: bool = True,
     ) -> None:
         """`record=False` keeps no trace (no recent records, no `syncs` for the report): for benchmarks."""
         self.scenario = scenario or Scenario()
@@ -379,6 +384,16 @@ class Simulation:
             "pendingEvents": self.kernel.pending(),
         }
 
+    @staticmethod
+    def _expectation_counts(controller: ReplicaSetController) -> Obj:
+        """Every key with a record, fulfilled or not (DESIGN §2.2)."""
+        out: Obj = {}
+        for key in controller.expectations.keys():  # noqa: SIM118 - not a dict
+            record, _ = controller.expectations.get_expectations(key)
+            if record is not None:
+                out[key] = _counts(record)
+        return out
+
     def report(self) -> Obj:
         server = self.server
         objects = {kind: [copy.deepcopy(o) for o in server.objects(KIND_RESOURCES[kind])] for kind in REPORT_KINDS}
@@ -393,19 +408,17 @@ class Simulation:
             "objects": objects,
             "apiCalls": api_calls,
             "syncs": list(self.syncs),
-            "expectations": {
-                name: {
-                    key: {"add": rec[0], "del": rec[1]}
-                    for key in c.expectations.keys()  # noqa: SIM118 - not a dict
-                    for rec in [c.expectations.get_expectations(key)[0].get_expectations()]
-                }
-                for name, c in self.controllers.items()
-            },
+            "expectations": {name: self._expectation_counts(c) for name, c in self.controllers.items()},
             "queues": {
                 name: {"depth": c.queue.metrics.depth, "adds": c.queue.metrics.adds, "retries": c.queue.metrics.retries}
                 for name, c in self.controllers.items()
             },
         }
+
+
+def _counts(record: Any) -> Obj:
+    add, dele = record.get_expectations()
+    return {"add": add, "del": dele}
 
 
 def run_scenario(name_or_path: str, *, seed: int | None = None, until: float | None = None) -> Obj:

@@ -14,6 +14,7 @@ Guarantees
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -150,13 +151,13 @@ class Indexer:
     def get(self, namespace: str, name: str) -> Obj | None:
         return self._items.get(f"{namespace}/{name}" if namespace else name)
 
-    def list(self) -> list[Obj]:
+    def list(self) -> builtins.list[Obj]:
         return list(self._items.values())
 
-    def list_keys(self) -> list[str]:
+    def list_keys(self) -> builtins.list[str]:
         return list(self._items)
 
-    def by_index(self, index_name: str, value: str) -> list[Obj]:
+    def by_index(self, index_name: str, value: str) -> builtins.list[Obj]:
         try:
             keys = self._indices[index_name].get(value, {})
         except KeyError:
@@ -164,10 +165,10 @@ class Indexer:
         items = self._items
         return [items[k] for k in keys]
 
-    def index_keys(self, index_name: str, value: str) -> list[str]:
+    def index_keys(self, index_name: str, value: str) -> builtins.list[str]:
         return list(self._indices[index_name].get(value, {}))
 
-    def list_index_values(self, index_name: str) -> list[str]:
+    def list_index_values(self, index_name: str) -> builtins.list[str]:
         return list(self._indices[index_name])
 
     def last_store_sync_resource_version(self) -> str:

@@ -156,7 +156,7 @@ class ReplicaSetController:
         )
         self.rs_informer.add_event_handler(ResourceEventHandler(self.add_rs, self.update_rs, self.delete_rs))
         self.pod_informer.add_event_handler(ResourceEventHandler(self.add_pod, self.update_pod, self.delete_pod))
-        self.queue = RateLimitingQueue(
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
             kernel, default_controller_rate_limiter(kernel), name=kind.queue_name, trace=trace
         )
         self.expectations = UIDTrackingControllerExpectations(kernel, trace=trace, controller=kind.name)
@@ -376,8 +376,8 @@ class ReplicaSetController:
         state = self.workers[wid]
         try:
             while wid < self.config.workers:
-                key, quit_ = await queue.get_async(worker=wid)
-                if quit_:
+                key, quit_ = await queue.get_async(worker=str(wid))
+                if quit_ or key is None:
                     return
                 state.key, state.stage, state.since = key, "sync", self.kernel.now
                 err = await self.sync_handler(key, wid)
@@ -385,7 +385,7 @@ class ReplicaSetController:
                     queue.forget(key)
                 else:
                     queue.add_rate_limited(key)
-                queue.done(key, worker=wid)
+                queue.done(key, worker=str(wid))
                 state.key, state.stage, state.since = None, "idle", self.kernel.now
                 state.syncs += 1
             state.stage = "stopped"
@@ -441,8 +441,8 @@ class ReplicaSetController:
         self._stage(ctx, "get", found=True, resourceVersion=rs["metadata"].get("resourceVersion"))
         # Evaluated before listing pods, so a pod appearing in between cannot cause an extra create.
         rs_needs_sync = self.expectations.satisfied_expectations(key)
-        record, exists = self.expectations.get_expectations(key)
-        add, dele = record.get_expectations() if exists else (0, 0)
+        record, _ = self.expectations.get_expectations(key)
+        add, dele = record.get_expectations() if record is not None else (0, 0)
         self._stage(ctx, "expectations", satisfied=rs_needs_sync, add=add, delete=dele)
         try:
             selector = self.kind.selector(rs)

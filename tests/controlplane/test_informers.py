@@ -76,7 +76,9 @@ class Recorder:
         self.calls.append(("add", obj["metadata"]["name"], initial))
 
     def on_update(self, old, new):
-        self.calls.append(("update", new["metadata"]["name"], old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"]))
+        self.calls.append(
+            ("update", new["metadata"]["name"], old["metadata"]["resourceVersion"], new["metadata"]["resourceVersion"])
+        )
 
     def on_delete(self, obj):
         if isinstance(obj, DeletedFinalStateUnknown):
@@ -155,7 +157,9 @@ def make_informer(k, client, latency=0.0):
         ResourceEventHandler(
             lambda o: events.append(("add", o["metadata"]["name"])),
             lambda o, n: events.append(("update", n["metadata"]["name"])),
-            lambda o: events.append(("delete", o.key if isinstance(o, DeletedFinalStateUnknown) else o["metadata"]["name"])),
+            lambda o: events.append(
+                ("delete", o.key if isinstance(o, DeletedFinalStateUnknown) else o["metadata"]["name"])
+            ),
         )
     )
     return informer, events
@@ -243,7 +247,7 @@ def test_rewatch_from_a_resource_version_older_than_history_gets_410_and_relists
 
 
 def test_namespace_index_is_always_present():
-    k, server, client = world()
+    k, _server, client = world()
     informer, _ = make_informer(k, client)
     assert informer.indexer.by_index(NAMESPACE_INDEX, "default") == []
     assert meta_namespace_index_func(pod("x", ns="kube-system")) == ("kube-system",)

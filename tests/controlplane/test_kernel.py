@@ -1,4 +1,4 @@
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -6,7 +6,7 @@ from controlplane.kernel import EPOCH, Cancelled, Kernel, parse_rfc3339, rfc3339
 
 
 def test_epoch_is_2026_new_year_utc():
-    assert datetime(2026, 1, 1, tzinfo=timezone.utc) == EPOCH
+    assert datetime(2026, 1, 1, tzinfo=UTC) == EPOCH
 
 
 def test_rfc3339_uses_whole_seconds_and_round_trips():

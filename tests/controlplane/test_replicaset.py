@@ -2,13 +2,13 @@
 
 import pytest
 
-from controlplane.apiserver import APIServer, ApiError, Client
+from controlplane.apiserver import ApiError, APIServer, Client
 from controlplane.informers import DeletedFinalStateUnknown
 from controlplane.kernel import Kernel, rfc3339
+from controlplane.labels import selector_from_set
 from controlplane.replicaset import REPLICATION_CONTROLLER, ControllerConfig, ReplicaSetController
 from controlplane.replicaset.replica_set import SyncContext
 from controlplane.replicaset.replica_set_utils import calculate_status, update_replica_set_status
-from controlplane.labels import selector_from_set
 
 
 def rs_manifest(name="web", replicas=3, labels=None, **spec):
@@ -34,7 +34,10 @@ def rc_manifest(name="legacy", replicas=2):
         "spec": {
             "replicas": replicas,
             "selector": {"app": name},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
         },
     }
 
@@ -60,7 +63,11 @@ class World:
         self.kernel.advance(seconds)
 
     def creates(self):
-        return [r for r in self.server.requests if r["verb"] == "create" and r["resource"] == "pods" and r["client"] != "user"]
+        return [
+            r
+            for r in self.server.requests
+            if r["verb"] == "create" and r["resource"] == "pods" and r["client"] != "user"
+        ]
 
     def pods(self):
         return list(self.server.objects("pods"))
@@ -143,10 +150,16 @@ def test_created_pods_carry_the_controller_ref_and_template():
     (pod,) = w.pods()
     assert pod["metadata"]["generateName"] == "web-"
     assert pod["metadata"]["labels"] == {"app": "web"}
-    assert pod["metadata"]["ownerReferences"] == [{
-        "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"],
-        "controller": True, "blockOwnerDeletion": True,
-    }]
+    assert pod["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "web",
+            "uid": rs["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
 
 
 def test_scale_down_deletes_the_surplus_and_tracks_them_by_key():
@@ -215,9 +228,18 @@ def test_pod_added_with_deletion_timestamp_is_a_deletion_not_a_creation():
     ctrl.expectations.expect_deletions("default/web", ["default/p"])
     ctrl.expectations.raise_expectations("default/web", 1, 0)
     assert ctrl.expectations.get_expectations("default/web")[0].get_expectations() == (1, 1)
-    pod = {"metadata": {"name": "p", "namespace": "default", "deletionTimestamp": rfc3339(1), "labels": {"app": "web"},
-                        "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"], "controller": True}]},
-           "status": {}}
+    pod = {
+        "metadata": {
+            "name": "p",
+            "namespace": "default",
+            "deletionTimestamp": rfc3339(1),
+            "labels": {"app": "web"},
+            "ownerReferences": [
+                {"kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"], "controller": True}
+            ],
+        },
+        "status": {},
+    }
     ctrl.add_pod(pod)
     record, _ = ctrl.expectations.get_expectations("default/web")
     assert record.get_expectations() == (1, 0)
@@ -253,10 +275,18 @@ def test_controller_ref_change_enqueues_old_and_new_owner():
     ctrl = w.controller
 
     def ref(rs):
-        return [{"kind": "ReplicaSet", "name": rs["metadata"]["name"], "uid": rs["metadata"]["uid"], "controller": True}]
+        return [
+            {"kind": "ReplicaSet", "name": rs["metadata"]["name"], "uid": rs["metadata"]["uid"], "controller": True}
+        ]
 
-    old = {"metadata": {"name": "p", "namespace": "default", "resourceVersion": "1", "ownerReferences": ref(a)}, "status": {}}
-    new = {"metadata": {"name": "p", "namespace": "default", "resourceVersion": "2", "ownerReferences": ref(b)}, "status": {}}
+    old = {
+        "metadata": {"name": "p", "namespace": "default", "resourceVersion": "1", "ownerReferences": ref(a)},
+        "status": {},
+    }
+    new = {
+        "metadata": {"name": "p", "namespace": "default", "resourceVersion": "2", "ownerReferences": ref(b)},
+        "status": {},
+    }
     ctrl.update_pod(old, new)
     assert ctrl.queue.snapshot()["queue"] == ["default/a", "default/b"]
 
@@ -266,10 +296,19 @@ def test_pod_becoming_ready_requeues_after_min_ready_seconds():
     rs = w.server.create("replicasets", "default", rs_manifest(replicas=0, minReadySeconds=7))
     w.run(1)
     ctrl = w.controller
-    meta = {"name": "p", "namespace": "default",
-            "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"], "controller": True}]}
-    old = {"metadata": {**meta, "resourceVersion": "1"}, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
-    new = {"metadata": {**meta, "resourceVersion": "2"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    meta = {
+        "name": "p",
+        "namespace": "default",
+        "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"], "controller": True}],
+    }
+    old = {
+        "metadata": {**meta, "resourceVersion": "1"},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+    new = {
+        "metadata": {**meta, "resourceVersion": "2"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
     ctrl.update_pod(old, new)
     waiting = ctrl.queue.snapshot()["waiting"]
     assert waiting == [{"key": "default/web", "readyAt": pytest.approx(w.kernel.now + 7)}]
@@ -301,9 +340,13 @@ def test_recreated_replica_set_with_new_uid_starts_clean():
 
 
 def ready_pod(name, ready=True, labels=None):
-    return {"metadata": {"name": name, "namespace": "default", "labels": labels or {"app": "web"}},
-            "status": {"phase": "Running", "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": rfc3339(0)}]}}
+    return {
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {"app": "web"}},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": rfc3339(0)}],
+        },
+    }
 
 
 def test_calculate_status_sets_replica_failure_once_and_keeps_it_untouched():
@@ -313,7 +356,12 @@ def test_calculate_status_sets_replica_failure_once_and_keeps_it_untouched():
     sel = selector_from_set({"app": "web"})
     status = calculate_status(rs, [ready_pod("a")], None, RuntimeError("quota"), True, 10.0, sel)
     (cond,) = status["conditions"]
-    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == ("ReplicaFailure", "True", "FailedCreate", "quota")
+    assert (cond["type"], cond["status"], cond["reason"], cond["message"]) == (
+        "ReplicaFailure",
+        "True",
+        "FailedCreate",
+        "quota",
+    )
     rs2 = {**rs, "status": status}
     again = calculate_status(rs2, [ready_pod("a")], None, RuntimeError("other"), True, 20.0, sel)
     assert again["conditions"] == [cond]
@@ -327,7 +375,12 @@ def test_calculate_status_counts_fully_labeled_ready_and_terminating():
     sel = selector_from_set({"app": "web", "tier": "a"})
     pods = [ready_pod("a", labels={"app": "web", "tier": "a"}), ready_pod("b", ready=False), ready_pod("c")]
     status = calculate_status(rs, pods, [ready_pod("t")], None, True, 10.0, sel)
-    assert (status["replicas"], status["fullyLabeledReplicas"], status["readyReplicas"], status["availableReplicas"]) == (3, 1, 2, 2)
+    assert (
+        status["replicas"],
+        status["fullyLabeledReplicas"],
+        status["readyReplicas"],
+        status["availableReplicas"],
+    ) == (3, 1, 2, 2)
     assert status["terminatingReplicas"] == 1
     assert "terminatingReplicas" not in calculate_status(rs, pods, [ready_pod("t")], None, False, 10.0, sel)
 
@@ -335,8 +388,13 @@ def test_calculate_status_counts_fully_labeled_ready_and_terminating():
 def test_status_update_makes_no_call_when_nothing_changed():
     w = World()
     rs = w.server.create("replicasets", "default", rs_manifest(replicas=0))
-    rs = w.server.update("replicasets", "default", "web",
-                         {**rs, "status": {"replicas": 0, "observedGeneration": 1}}, subresource="status")
+    rs = w.server.update(
+        "replicasets",
+        "default",
+        "web",
+        {**rs, "status": {"replicas": 0, "observedGeneration": 1}},
+        subresource="status",
+    )
     before = len(w.server.requests)
     task = w.kernel.spawn(update_replica_set_status(w.client, "replicasets", rs, {"replicas": 0}))
     w.kernel.run()
@@ -351,7 +409,11 @@ def test_status_update_retries_once_after_a_conflict_with_a_fresh_get():
     task = w.kernel.spawn(update_replica_set_status(w.client, "replicasets", stale, {"replicas": 0}))
     w.kernel.run()
     verbs = [(r["verb"], r["resource"], r["code"]) for r in w.server.requests if r["client"] == "replicaset-controller"]
-    assert verbs == [("update", "replicasets/status", 409), ("get", "replicasets", 200), ("update", "replicasets/status", 200)]
+    assert verbs == [
+        ("update", "replicasets/status", 409),
+        ("get", "replicasets", 200),
+        ("update", "replicasets/status", 200),
+    ]
     assert task.result()["status"]["observedGeneration"] == 1
 
 
@@ -365,7 +427,11 @@ def test_status_update_gives_up_after_the_second_failure():
     w.kernel.raise_task_failures = False
     w.kernel.run()
     assert isinstance(task._exception, ApiError)
-    assert [r["verb"] for r in w.server.requests if r["client"] == "replicaset-controller"] == ["update", "get", "update"]
+    assert [r["verb"] for r in w.server.requests if r["client"] == "replicaset-controller"] == [
+        "update",
+        "get",
+        "update",
+    ]
 
 
 # -- consistency store (spec §14) --------------------------------------------------------------

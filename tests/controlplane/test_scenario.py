@@ -45,12 +45,16 @@ def test_partial_feature_gates_keep_the_other_defaults():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("actions:\n  - {at: 1, scale: {kind: ReplicaSet, name: web, replicas: -1}}\n",
-         "actions[0].scale.replicas: must be >= 0"),
+        (
+            "actions:\n  - {at: 1, scale: {kind: ReplicaSet, name: web, replicas: -1}}\n",
+            "actions[0].scale.replicas: must be >= 0",
+        ),
         ("actions:\n  - {at: 1}\n  - {at: 2, explode: {}}\n", "actions[0]: needs one verb"),
         ("actions:\n  - {at: 2, explode: {}}\n", "actions[0].explode: unknown verb"),
-        ("actions:\n  - {at: 2, scale: {kind: ReplicaSet, name: w, replicas: 1}, delete: {kind: Pod, name: p}}\n",
-         "actions[0]: has more than one verb"),
+        (
+            "actions:\n  - {at: 2, scale: {kind: ReplicaSet, name: w, replicas: 1}, delete: {kind: Pod, name: p}}\n",
+            "actions[0]: has more than one verb",
+        ),
         ("actions:\n  - {scale: {kind: ReplicaSet, name: w, replicas: 1}}\n", "actions[0].at: required"),
         ("config: {workers: 0}\n", "config.workers: must be >= 1"),
         ("config: {workers: two}\n", "config.workers: must be an integer, not string"),
@@ -63,13 +67,19 @@ def test_partial_feature_gates_keep_the_other_defaults():
         ("objects:\n  - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n", "objects[0].kind: must be one of"),
         ("actions:\n  - {at: 0, podFault: {selector: 'app in (', fault: crash}}\n", "actions[0].podFault.selector:"),
         ("actions:\n  - {at: 0, podFault: {name: p, fault: melt}}\n", "actions[0].podFault.fault: must be one of"),
-        ("actions:\n  - {at: 0, apiFault: {verb: create, resource: pods, code: 200}}\n",
-         "actions[0].apiFault.code: must be an HTTP error code"),
-        ("actions:\n  - {at: 0, apiFault: {verb: create, resource: pods, code: 500, count: 2, rate: 0.5}}\n",
-         "actions[0].apiFault: count and rate exclude each other"),
+        (
+            "actions:\n  - {at: 0, apiFault: {verb: create, resource: pods, code: 200}}\n",
+            "actions[0].apiFault.code: must be an HTTP error code",
+        ),
+        (
+            "actions:\n  - {at: 0, apiFault: {verb: create, resource: pods, code: 500, count: 2, rate: 0.5}}\n",
+            "actions[0].apiFault: count and rate exclude each other",
+        ),
         ("actions:\n  - {at: 0, watchFault: {resource: nodes, fault: pause}}\n", "actions[0].watchFault.resource"),
-        ("actions:\n  - {at: 0, controllerFault: {controller: deployment, fault: restart}}\n",
-         "actions[0].controllerFault.controller"),
+        (
+            "actions:\n  - {at: 0, controllerFault: {controller: deployment, fault: restart}}\n",
+            "actions[0].controllerFault.controller",
+        ),
         ("actions: [\n", "not valid YAML at line"),
     ],
 )
@@ -80,8 +90,9 @@ def test_invalid_scenarios_name_the_field(text, message):
 def run_cli(tmp_path, text, *args):
     path = tmp_path / "s.yaml"
     path.write_text(textwrap.dedent(text))
-    return subprocess.run([sys.executable, "-m", "controlplane", "run", str(path), *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "controlplane", "run", str(path), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_exits_2_with_one_line_naming_the_field(tmp_path):
@@ -101,8 +112,12 @@ def test_cli_exits_2_when_the_api_server_rejects_a_starting_object(tmp_path):
 
 
 def test_cli_exits_2_for_a_missing_file(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "controlplane", "run", str(tmp_path / "nope.yaml")],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "controlplane", "run", str(tmp_path / "nope.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert "no such file" in result.stderr
 
@@ -110,7 +125,11 @@ def test_cli_exits_2_for_a_missing_file(tmp_path):
 def test_a_rejected_action_is_recorded_and_the_run_goes_on(tmp_path):
     import json
 
-    text = "objects:" + RS + "actions:\n  - {at: 1, patch: {kind: ReplicaSet, name: web, patch: {spec: {replicas: -2}}}}\nuntil: 5\n"
+    text = (
+        "objects:"
+        + RS
+        + "actions:\n  - {at: 1, patch: {kind: ReplicaSet, name: web, patch: {spec: {replicas: -2}}}}\nuntil: 5\n"
+    )
     result = run_cli(tmp_path, text)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)

@@ -15,7 +15,9 @@ SHIPPED = [entry["id"] for entry in library()]
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "controlplane", "run", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "controlplane", "run", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,8 @@ def reports():
 def owned_active(report, owner):
     uid = owner["metadata"]["uid"]
     return [
-        p for p in report["objects"]["Pod"]
+        p
+        for p in report["objects"]["Pod"]
         if (ref := controller_ref(p)) is not None and ref["uid"] == uid and is_pod_active(p)
     ]
 
@@ -36,8 +39,16 @@ def calls(report, **match):
 
 
 def test_the_library_has_the_scenarios_the_issue_names():
-    assert {"demo", "scale-up-and-down", "quota-slow-start", "orphan-adoption", "node-loss",
-            "stale-cache-expectations", "stale-cache-no-expectations", "controller-restart"} <= set(SHIPPED)
+    assert {
+        "demo",
+        "scale-up-and-down",
+        "quota-slow-start",
+        "orphan-adoption",
+        "node-loss",
+        "stale-cache-expectations",
+        "stale-cache-no-expectations",
+        "controller-restart",
+    } <= set(SHIPPED)
 
 
 def test_cli_prints_the_report_with_the_documented_keys():
@@ -176,7 +187,9 @@ def test_expectations_prevent_over_creation_on_a_stale_cache(reports):
 def test_without_expectations_a_stale_cache_over_creates(reports):
     report = reports["stale-cache-no-expectations"]
     creates = calls(report, client="replicaset-controller", verb="create", resource="pods")
-    deletes = [c for c in calls(report, client="replicaset-controller", verb="delete", resource="pods") if c["code"] == 200]
+    deletes = [
+        c for c in calls(report, client="replicaset-controller", verb="delete", resource="pods") if c["code"] == 200
+    ]
     assert len(creates) > 6
     assert len(creates) - len(deletes) == 6
 

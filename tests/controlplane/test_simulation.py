@@ -42,9 +42,21 @@ def test_same_seed_gives_an_identical_trace():
 def test_the_trace_shows_every_step_the_debugger_needs():
     kinds = {r["kind"] for r in trace_of(sim(), 20)}
     assert {
-        "queue.add", "queue.get", "queue.done", "queue.forget", "queue.add_rate_limited",
-        "informer.deliver", "informer.event", "api.request", "api.response", "expectations",
-        "sync.start", "sync.stage", "sync.end", "pod.transition", "event",
+        "queue.add",
+        "queue.get",
+        "queue.done",
+        "queue.forget",
+        "queue.add_rate_limited",
+        "informer.deliver",
+        "informer.event",
+        "api.request",
+        "api.response",
+        "expectations",
+        "sync.start",
+        "sync.stage",
+        "sync.end",
+        "pod.transition",
+        "event",
     } <= kinds
 
 
