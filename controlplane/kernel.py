@@ -109,6 +109,38 @@ class Future:
         self._exception = exc
         self._wake()
 
+    def set_result_inline(self, value: Any = None) -> None:
+        """Resolve and resume the waiters right now, not in a later callback of the same instant.
+
+        Only for a future resolved by a plain kernel callback that exists to deliver it (an API
+        response arriving): the waiter would run next at the same instant anyway, and this saves a
+        heap round trip on the hottest path. Inside a task it falls back to `set_result`, so one
+        task never runs inside another.
+        """
+        if self.kernel._task_depth:
+            self.set_result(value)
+            return
+        if self._done:
+            raise RuntimeError("future already done")
+        self._done = True
+        self._result = value
+        waiters, self._waiters = self._waiters, []
+        for fn in waiters:
+            fn(self)
+
+    def set_exception_inline(self, exc: BaseException) -> None:
+        """`set_exception` with the waking rule of `set_result_inline`."""
+        if self.kernel._task_depth:
+            self.set_exception(exc)
+            return
+        if self._done:
+            raise RuntimeError("future already done")
+        self._done = True
+        self._exception = exc
+        waiters, self._waiters = self._waiters, []
+        for fn in waiters:
+            fn(self)
+
     def add_done_callback(self, fn: Callable[[Future], None]) -> None:
         """Call `fn(self)` (scheduled at the instant of resolution) once the future is done."""
         if self._done:
@@ -184,6 +216,8 @@ class Task(Future):
             return
         self._timer = None
         self.state = "ready"
+        kernel = self.kernel
+        kernel._task_depth += 1
         try:
             if self._cancel_requested:
                 self._cancel_requested = False
@@ -193,18 +227,22 @@ class Task(Future):
             else:
                 yielded = self.coro.send(fut._result if fut is not None else None)
         except StopIteration as stop:
+            kernel._task_depth -= 1
             self.state = "done"
             self.set_result(stop.value)
             return
         except Cancelled as exc:
+            kernel._task_depth -= 1
             self.state = "cancelled"
             self.set_exception(exc)
             return
         except Exception as exc:
+            kernel._task_depth -= 1
             self.state = "failed"
             self.set_exception(exc)
             self.kernel.task_failed(self, exc)
             return
+        kernel._task_depth -= 1
         if type(yielded) is _Sleep:
             self.state = "sleeping"
             self._timer = self.kernel.call_later(yielded.delay, self._resume, None)
@@ -233,6 +271,7 @@ class Kernel:
         self._heap: list[list[Any]] = []
         self._seq = 0
         self.failures: list[tuple[Task, BaseException]] = []
+        self._task_depth = 0  # > 0 while a task's coroutine is running
         # When True (the default), a task that dies with an exception re-raises it out of
         # step()/advance(): a bug in a process must not silently stop part of the simulation.
         self.raise_task_failures = True

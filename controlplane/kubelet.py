@@ -201,6 +201,7 @@ class Kubelet:
         # pod key → record, in admission order.
         self.pods: dict[str, _PodRecord] = {}
         self.host_ip = node_host_ip(node_index)
+        self.host_ips = [{"ip": self.host_ip}]  # shared by every pod status of this node
         self._pod_net = pod_cidr_base(node_index)
         self._ips_in_use: set[int] = set()
         self._next_ip = 2
@@ -581,10 +582,10 @@ class Kubelet:
             ("Ready", ready_cond),
             ("ContainersReady", ready_cond),
         ):
-            conditions.append(_condition(ctype, fields, by_type.get(ctype), generation, now_s))
+            conditions.append(shared(_condition(ctype, fields, by_type.get(ctype), generation, now_s)))
         scheduled = by_type.get("PodScheduled")
         if scheduled is None or scheduled.get("status") != "True":
-            scheduled = _condition("PodScheduled", {"status": "True"}, scheduled, generation, now_s)
+            scheduled = shared(_condition("PodScheduled", {"status": "True"}, scheduled, generation, now_s))
         conditions.append(scheduled)
 
         status: Obj = {}
@@ -596,7 +597,7 @@ class Kubelet:
             status["message"] = rec.message
             status["reason"] = rec.reason
         status["hostIP"] = self.host_ip
-        status["hostIPs"] = [{"ip": self.host_ip}]
+        status["hostIPs"] = self.host_ips
         pod_ip = old.get("podIP")
         if rec.pod_ip is not None:
             pod_ip = self._format_ip(rec.pod_ip)
@@ -613,11 +614,11 @@ class Kubelet:
     def _container_status(self, rec: _PodRecord, container: Obj) -> Obj:
         image, image_id = image_refs(container.get("image", ""))
         state: Obj
-        last: Obj = {}
+        last: Obj = _EMPTY
         ready = False
         started = False
         if rec.state == RUNNING or (rec.state == STOPPING and rec.container_id):
-            state = {"running": {"startedAt": timestamp(rec.started_at)}}
+            state = {"running": shared({"startedAt": timestamp(rec.started_at)})}
             ready = rec.ready and rec.state == RUNNING
             started = True
             if rec.last_state is not None:
@@ -780,6 +781,31 @@ def _grace_period(pod: Obj) -> float:
     if grace is None:
         grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
     return float(grace)
+
+
+_EMPTY: Obj = {}
+_SHARED: dict[tuple[Any, ...], Obj] = {}
+_SHARED_LIMIT = 50_000
+
+
+def shared(obj: Obj) -> Obj:
+    """One dict for every equal flat status fragment (a condition, a container state).
+
+    Objects are immutable by convention (nobody mutates what it did not create), so thousands of
+    pods that became Ready in the same second can share their identical condition dicts: it is
+    what keeps 100k pods within a few KB each. Only flat dicts of hashable values are shared.
+    """
+    try:
+        key = tuple(obj.items())
+        hit = _SHARED.get(key)
+    except TypeError:
+        return obj
+    if hit is not None:
+        return hit
+    if len(_SHARED) >= _SHARED_LIMIT:
+        _SHARED.clear()
+    _SHARED[key] = obj
+    return obj
 
 
 def _condition(ctype: str, fields: Obj, old: Obj | None, generation: Any, now_s: str) -> Obj:

@@ -161,9 +161,11 @@ class Client:
         try:
             result = self.server.handle(req)
         except ApiError as err:
-            future.set_exception(err)
+            future.set_exception_inline(err)
             return
-        future.set_result(result)
+        # The response arrives: the awaiting coroutine continues at once (one kernel event per
+        # request, as this module promises).
+        future.set_result_inline(result)
 
     # -- verbs ------------------------------------------------------------------------------
     async def create(self, resource: str, namespace: str | None, body: Obj, *, subresource: str | None = None) -> Any:

@@ -66,6 +66,63 @@ _UUID_SET = (0x4000 << 64) | (0x8000 << 48)
 # store.go maxNameGenerationCreateAttempts.
 MAX_NAME_GENERATION_ATTEMPTS = 8
 DEFAULT_HISTORY_LIMIT = 100_000
+REQUEST_FIELDS = ("time", "client", "verb", "resource", "namespace", "name", "code")
+
+
+class RequestRecord:
+    """One line of the request log (the report's `apiCalls`), readable like the dict it prints
+    as (`record["code"]`, `dict(record)`, `record == {...}`). A slotted object rather than a dict:
+    a long run logs hundreds of thousands of requests."""
+
+    __slots__ = REQUEST_FIELDS
+
+    def __init__(
+        self, time: float, client: str, verb: str, resource: str, namespace: str | None, name: str | None
+    ) -> None:
+        self.time = time
+        self.client = client
+        self.verb = verb
+        self.resource = resource
+        self.namespace = namespace
+        self.name = name
+        self.code: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in REQUEST_FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in REQUEST_FIELDS:
+            raise KeyError(key)
+        setattr(self, key, value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in REQUEST_FIELDS else default
+
+    def keys(self) -> tuple[str, ...]:
+        return REQUEST_FIELDS
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(REQUEST_FIELDS)
+
+    def __len__(self) -> int:
+        return len(REQUEST_FIELDS)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in REQUEST_FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RequestRecord):
+            return self.to_dict() == other.to_dict()
+        if isinstance(other, dict):
+            return self.to_dict() == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.to_dict())
 
 BOOTSTRAP_NAMESPACES = ("default", "kube-system")
 # NamespaceLifecycle refuses to delete these.
@@ -128,7 +185,7 @@ class APIServer:
         self.trace = trace if trace is not None else NULL_TRACE
         self.revision = 0
         # One record per handled request, in handle order (see handle()).
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[RequestRecord] = []
         # Run before every operation; the first ApiError returned is the answer (fault injection).
         self.interceptors: list[Interceptor] = []
         # Extra seconds of latency a Client adds to a request (fault injection).
@@ -161,15 +218,14 @@ class APIServer:
         """Record, intercept and perform one request; returns the answer or raises ApiError."""
         index = len(self.requests)
         resource = f"{req.resource}/{req.subresource}" if req.subresource else req.resource
-        record: dict[str, Any] = {
-            "time": float(req.sent_at if req.sent_at is not None else self.kernel.now),
-            "client": req.client,
-            "verb": req.verb,
-            "resource": resource,
-            "namespace": req.namespace,
-            "name": req.name,
-            "code": None,
-        }
+        record = RequestRecord(
+            float(req.sent_at if req.sent_at is not None else self.kernel.now),
+            req.client,
+            req.verb,
+            resource,
+            req.namespace,
+            req.name,
+        )
         self.requests.append(record)
         trace = self.trace
         if trace.enabled:
