@@ -98,6 +98,8 @@ class FaultInjector:
         sim.server.latency_hooks.append(self._latency)
 
     def _intercept(self, req: Any) -> ApiError | None:
+        if not self.api_rules:
+            return None
         for rule in self.api_rules:
             err = rule.intercept(req)
             if err is not None:
@@ -105,6 +107,8 @@ class FaultInjector:
         return None
 
     def _latency(self, req: Any) -> float:
+        if not self.api_rules:
+            return 0.0
         return sum(rule.extra_latency(req) for rule in self.api_rules)
 
     # -- verbs ------------------------------------------------------------------------------
