@@ -79,5 +79,9 @@ LANGUAGE_CODE = "en-us"
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# A local tool: WhiteNoise serves straight from the app and project static folders, so the page
+# works without a collectstatic step (and offline: every asset is vendored, no CDN).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
