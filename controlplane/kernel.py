@@ -257,6 +257,12 @@ class Task(Future):
             self.set_exception(error)
             self.kernel.task_failed(self, error)
 
+    def __del__(self) -> None:
+        # A simulation dropped before this task's first step: close the coroutine quietly
+        # (otherwise Python warns that it was never awaited).
+        if not self._done:
+            self.coro.close()
+
     def __repr__(self) -> str:
         return f"<Task {self.name} {self.state}>"
 
