@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from controlplane.apiserver.errors import ApiError
-from controlplane.apiserver.server import Request
+from controlplane.apiserver.server import Request, query_options
 
 if TYPE_CHECKING:
     from controlplane.apiserver.server import APIServer
@@ -184,11 +184,7 @@ class Client:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> Any:
-        options: dict[str, Any] = {}
-        if label_selector:
-            options["labelSelector"] = label_selector
-        if field_selector:
-            options["fieldSelector"] = field_selector
+        options = query_options(label_selector=label_selector or None, field_selector=field_selector or None)
         return await self.request(Request(self.user_agent, "list", resource, None, namespace, None, None, options))
 
     async def update(
@@ -220,13 +216,11 @@ class Client:
         grace_period_seconds: int | None = None,
         preconditions: dict[str, str] | None = None,
     ) -> Any:
-        options: dict[str, Any] = {}
-        if propagation_policy is not None:
-            options["propagationPolicy"] = propagation_policy
-        if grace_period_seconds is not None:
-            options["gracePeriodSeconds"] = grace_period_seconds
-        if preconditions is not None:
-            options["preconditions"] = preconditions
+        options = query_options(
+            propagation_policy=propagation_policy,
+            grace_period_seconds=grace_period_seconds,
+            preconditions=preconditions,
+        )
         return await self.request(Request(self.user_agent, "delete", resource, None, namespace, name, None, options))
 
     def watch(

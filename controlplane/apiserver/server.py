@@ -175,6 +175,24 @@ class Request:
     sent_at: float | None = None
 
 
+def query_options(**params: Any) -> dict[str, Any]:
+    """Request options from keyword arguments, leaving out the unset ones:
+    `query_options(label_selector="app=web")` → `{"labelSelector": "app=web"}`. The one place the
+    Python argument names meet the API's query parameter names (server methods and Client)."""
+    return {_OPTION_NAMES[key]: value for key, value in params.items() if value is not None}
+
+
+_OPTION_NAMES = {
+    "label_selector": "labelSelector",
+    "field_selector": "fieldSelector",
+    "resource_version": "resourceVersion",
+    "propagation_policy": "propagationPolicy",
+    "grace_period_seconds": "gracePeriodSeconds",
+    "preconditions": "preconditions",
+    "latency": "latency",
+}
+
+
 class APIServer:
     """The store, the request handler and the watch hub. See the module docstring."""
 
@@ -286,11 +304,7 @@ class APIServer:
         field_selector: str | None = None,
         client: str = "user",
     ) -> Obj:
-        options: dict[str, Any] = {}
-        if label_selector:
-            options["labelSelector"] = label_selector
-        if field_selector:
-            options["fieldSelector"] = field_selector
+        options = query_options(label_selector=label_selector or None, field_selector=field_selector or None)
         result: Obj = self.handle(Request(client, "list", resource, None, namespace, None, None, options))
         return result
 
@@ -332,13 +346,11 @@ class APIServer:
         preconditions: dict[str, str] | None = None,
         client: str = "user",
     ) -> Any:
-        options: dict[str, Any] = {}
-        if propagation_policy is not None:
-            options["propagationPolicy"] = propagation_policy
-        if grace_period_seconds is not None:
-            options["gracePeriodSeconds"] = grace_period_seconds
-        if preconditions is not None:
-            options["preconditions"] = preconditions
+        options = query_options(
+            propagation_policy=propagation_policy,
+            grace_period_seconds=grace_period_seconds,
+            preconditions=preconditions,
+        )
         return self.handle(Request(client, "delete", resource, None, namespace, name, None, options))
 
     def watch(
