@@ -201,3 +201,32 @@ def test_restart_mid_scale_up_creates_only_the_remainder(reports):
     lists = calls(report, client="replicaset-controller", verb="list", resource="pods")
     assert len(lists) == 2  # the relist after the restart
     assert Counter(c["code"] for c in creates) == {201: 20}
+
+
+def test_replicaset_deletion_leaves_pods_to_the_garbage_collector(reports):
+    report = reports["replicaset-deletion"]
+    assert [rs["metadata"]["name"] for rs in report["objects"]["ReplicaSet"]] == ["api-v2"]
+    # Foreground: the collector deletes web's pods; the controller never deletes a pod here.
+    gc_deletes = {c["name"] for c in calls(report, client="garbage-collector", verb="delete", resource="pods")}
+    assert gc_deletes and all(name.startswith("web-") for name in gc_deletes)
+    assert calls(report, client="replicaset-controller", verb="delete", resource="pods") == []
+    # Orphan: api's pods survive and api-v2 adopts them instead of creating new ones.
+    api_pods = [p for p in report["objects"]["Pod"] if p["metadata"]["labels"]["app"] == "api"]
+    assert len(api_pods) == 2
+    creates = calls(report, client="replicaset-controller", verb="create", resource="pods")
+    assert len(creates) == 5  # 3 for web and 2 for api at the start, none for api-v2
+    v2 = report["objects"]["ReplicaSet"][0]
+    assert {controller_ref(p)["uid"] for p in api_pods} == {v2["metadata"]["uid"]}
+
+
+def test_foreground_deletion_keeps_the_owner_until_its_pods_are_gone():
+    from controlplane.simulation import Simulation
+
+    sim = Simulation.from_file("replicaset-deletion")
+    sim.run_until(10.01)
+    web = sim.server.get("replicasets", "default", "web")
+    assert web["metadata"]["deletionTimestamp"]
+    assert "foregroundDeletion" in web["metadata"]["finalizers"]
+    sim.run_until(20)
+    assert sim.server.peek("replicasets", "default", "web") is None
+    assert not [p for p in sim.server.objects("pods") if p["metadata"]["name"].startswith("web-")]
