@@ -59,6 +59,9 @@ _DELETE = "delete"
 _ORPHAN = "orphan"
 
 
+_NO_DEPENDENTS: dict[str, None] = {}  # shared, never written: see _Node.dependents
+
+
 class _Node:
     """One object of the dependency graph (observed, or virtual: only named by a dependent)."""
 
@@ -87,13 +90,20 @@ class _Node:
         info = resources.for_kind(api_version, kind)
         self.resource = info.plural if info is not None else None
         self.owners: list[Obj] = []
-        # Insertion-ordered set of dependent uids: processing order follows first sight.
-        self.dependents: dict[str, None] = {}
+        # Insertion-ordered set of dependent uids: processing order follows first sight. Starts
+        # as the shared empty _NO_DEPENDENTS (most nodes are pods, which own nothing): add with
+        # `add_dependent`, never by item assignment.
+        self.dependents: dict[str, None] = _NO_DEPENDENTS
         self.virtual = True
         self.being_deleted = False
         self.deleting_dependents = False
         self.has_orphan = False
         self.has_foreground = False
+
+    def add_dependent(self, uid: str) -> None:
+        if self.dependents is _NO_DEPENDENTS:
+            self.dependents = {}
+        self.dependents[uid] = None
 
 
 class GarbageCollector:
@@ -256,11 +266,11 @@ class GarbageCollector:
                 owner_uid, ref.get("apiVersion", ""), ref.get("kind", ""), dependent.namespace, ref.get("name", "")
             )
             self._nodes[owner_uid] = owner
-            owner.dependents[dependent.uid] = None
+            owner.add_dependent(dependent.uid)
             # Verify the virtual owner with a live lookup.
             self._add((_DELETE, owner_uid))
         else:
-            owner.dependents[dependent.uid] = None
+            owner.add_dependent(dependent.uid)
 
     def _update_owners(self, node: _Node, refs: list[Obj]) -> None:
         old = {ref.get("uid"): ref for ref in node.owners}

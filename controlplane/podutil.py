@@ -21,6 +21,7 @@ Guarantees
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -197,7 +198,9 @@ def new_controller_ref(owner: dict[str, Any], api_version: str, kind: str) -> di
     }
 
 
+@functools.lru_cache(maxsize=4096)
 def _pods_prefix(controller_name: str) -> str:
+    # Memoised: every pod of a controller then shares one generateName string.
     # Upstream uses "<name>-" to make pod names prettier, unless that is not a valid pod name
     # prefix (e.g. the name is already at the length limit).
     from controlplane.validation import name_is_dns_subdomain
@@ -214,9 +217,10 @@ def get_pod_from_template(
     """The pod a controller creates from its `template` (upstream `GetPodFromTemplate`).
 
     Labels, annotations and finalizers are copied from the template's metadata, `generateName`
-    derives from the parent's name, `ownerReferences` is ``[controller_ref]`` and the spec is the
-    template's spec itself (shared, not copied). Raises ValueError("unable to create pods, no
-    labels") when the template has no labels, as upstream's `createPods` does before any request.
+    derives from the parent's name, `ownerReferences` is ``[controller_ref]`` (one list shared by
+    the pods created with the same ref) and the spec is the template's spec itself (shared, not
+    copied). Raises ValueError("unable to create pods, no labels") when the template has no
+    labels, as upstream's `createPods` does before any request.
     """
     template_meta = template.get("metadata") or {}
     labels = template_meta.get("labels")
@@ -235,11 +239,27 @@ def get_pod_from_template(
     if annotations:
         metadata["annotations"] = dict(annotations)
     if controller_ref is not None:
-        metadata["ownerReferences"] = [controller_ref]
+        metadata["ownerReferences"] = _owner_references(controller_ref)
     finalizers = template_meta.get("finalizers")
     if finalizers:
         metadata["finalizers"] = list(finalizers)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template.get("spec") or {}}
+
+
+_owner_reference_lists: dict[int, list[dict[str, Any]]] = {}
+_OWNER_REFERENCE_LISTS_LIMIT = 1024
+
+
+def _owner_references(controller_ref: dict[str, Any]) -> list[dict[str, Any]]:
+    """``[controller_ref]``, one list shared by every pod created with this same ref object (a
+    sync creates its whole batch with one ref). Keyed by identity; the list holds the ref, so
+    the id cannot be reused while the entry exists."""
+    refs = _owner_reference_lists.get(id(controller_ref))
+    if refs is None or refs[0] is not controller_ref:
+        if len(_owner_reference_lists) >= _OWNER_REFERENCE_LISTS_LIMIT:
+            _owner_reference_lists.clear()
+        refs = _owner_reference_lists[id(controller_ref)] = [controller_ref]
+    return refs
 
 
 # -- availability requeue helpers ([M], spec §11.3) ----------------------------------------------

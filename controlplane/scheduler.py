@@ -30,6 +30,7 @@ Guarantees
 from __future__ import annotations
 
 import heapq
+import sys
 from collections import deque
 from typing import Any
 
@@ -164,7 +165,7 @@ class Scheduler:
 
     def on_pod_event(self, kind: str, pod: Obj) -> None:
         meta = pod["metadata"]
-        key = f"{meta.get('namespace', '')}/{meta['name']}"
+        key = sys.intern(f"{meta.get('namespace', '')}/{meta['name']}")  # shared with the other caches
         if kind == "DELETED":
             self._drop_pending(key)
             self._release(key)

@@ -12,7 +12,8 @@ Guarantees
 * Lengths are measured in UTF-8 bytes, as Go's `len` does.
 * Regexes match the whole string (Go's `^...$` without a multi-line flag never accepts a
   trailing newline; Python's `$` would, so everything here uses `fullmatch`).
-* Nothing here has state; the functions are safe to call from anywhere.
+* The functions are safe to call from anywhere. The only state is a bounded memo of the label
+  sets `validate_labels` found valid, which saves work and never changes a result.
 
 `field_invalid` and `error_string` mirror `field.Invalid` and `field.Error.Error()`: the API
 server turns a cause into a Status cause, and labels.py uses them to build the messages of
@@ -269,6 +270,11 @@ def error_string(cause: Cause) -> str:
     return f"{cause['field'] or '<nil>'}: {cause['message']}"
 
 
+# Label sets found valid before (every pod of a ReplicaSet has the same labels); bounded.
+_valid_label_sets: set[tuple[tuple[str, str], ...]] = set()
+_VALID_LABEL_SETS_LIMIT = 4096
+
+
 def validate_labels(labels: Mapping[str, str] | None, field_path: str) -> list[Cause]:
     """Upstream `ValidateLabels`: one cause per message, key messages before value messages.
 
@@ -277,9 +283,19 @@ def validate_labels(labels: Mapping[str, str] | None, field_path: str) -> list[C
     causes: list[Cause] = []
     if not labels:
         return causes
+    try:
+        known = tuple(labels.items())
+        if known in _valid_label_sets:
+            return causes
+    except TypeError:  # an unhashable value: invalid anyway, checked below
+        known = None
     for key, value in labels.items():
         for msg in is_qualified_name(key):
             causes.append(field_invalid(field_path, key, msg))
         for msg in is_valid_label_value(value):
             causes.append(field_invalid(field_path, value, msg))
+    if not causes and known is not None:
+        if len(_valid_label_sets) >= _VALID_LABEL_SETS_LIMIT:
+            _valid_label_sets.clear()
+        _valid_label_sets.add(known)
     return causes

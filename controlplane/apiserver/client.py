@@ -108,6 +108,8 @@ class Client:
         self._limiter: TokenBucketRateLimiter | None = None
         self._qps: float | None = None
         self.qps = qps
+        # Bound once: a bound method per request would live until the response arrives.
+        self._deliver_callback = self._deliver
 
     # -- knobs ------------------------------------------------------------------------------
     @property
@@ -152,9 +154,12 @@ class Client:
         delay = self.latency
         hooks = self.server.latency_hooks
         if hooks:
-            delay += sum(hook(req) for hook in hooks)
+            extra: float = 0  # summed as sum() would (from int 0), without a generator per request
+            for hook in hooks:
+                extra += hook(req)
+            delay += extra
         future = kernel.create_future()
-        kernel.call_later(delay, self._deliver, req, future)
+        kernel.call_later(delay, self._deliver_callback, req, future)
         return await future
 
     def _deliver(self, req: Request, future: Future) -> None:

@@ -36,6 +36,7 @@ Guarantees
 from __future__ import annotations
 
 import builtins
+import functools
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from controlplane.apiserver import errors, fields
 from controlplane.apiserver import patch as patches
 from controlplane.apiserver import validation as v
 from controlplane.apiserver.errors import ApiError
+from controlplane.apiserver.request_log import RequestLog
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo, lookup
 from controlplane.apiserver.strategy import ORPHAN_DEPENDENTS, Strategy, strategy_for
 from controlplane.apiserver.watch import ADDED, DELETED, MODIFIED, Watch
@@ -66,64 +68,8 @@ _UUID_SET = (0x4000 << 64) | (0x8000 << 48)
 # store.go maxNameGenerationCreateAttempts.
 MAX_NAME_GENERATION_ATTEMPTS = 8
 DEFAULT_HISTORY_LIMIT = 100_000
-REQUEST_FIELDS = ("time", "client", "verb", "resource", "namespace", "name", "code")
-
-
-class RequestRecord:
-    """One line of the request log (the report's `apiCalls`), readable like the dict it prints
-    as (`record["code"]`, `dict(record)`, `record == {...}`). A slotted object rather than a dict:
-    a long run logs hundreds of thousands of requests."""
-
-    __slots__ = REQUEST_FIELDS
-
-    def __init__(
-        self, time: float, client: str, verb: str, resource: str, namespace: str | None, name: str | None
-    ) -> None:
-        self.time = time
-        self.client = client
-        self.verb = verb
-        self.resource = resource
-        self.namespace = namespace
-        self.name = name
-        self.code: int | None = None
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in REQUEST_FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        if key not in REQUEST_FIELDS:
-            raise KeyError(key)
-        setattr(self, key, value)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in REQUEST_FIELDS else default
-
-    def keys(self) -> tuple[str, ...]:
-        return REQUEST_FIELDS
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(REQUEST_FIELDS)
-
-    def __len__(self) -> int:
-        return len(REQUEST_FIELDS)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in REQUEST_FIELDS}
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, RequestRecord):
-            return self.to_dict() == other.to_dict()
-        if isinstance(other, dict):
-            return self.to_dict() == other
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return repr(self.to_dict())
-
+SCHEDULED_STATUS_CACHE_SIZE = 1024
+SHARED_LABEL_SETS = 4096
 BOOTSTRAP_NAMESPACES = ("default", "kube-system")
 # NamespaceLifecycle refuses to delete these.
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -193,6 +139,40 @@ _OPTION_NAMES = {
 }
 
 
+class _History:
+    """The bounded event history, kept as columns: a tuple per event would be one more object for
+    Python's GC to traverse on every collection, and 100k of them hold ~8 MB. resourceVersions
+    are consecutive (one event per revision), so they are implied by position, not stored."""
+
+    __slots__ = ("_objects", "_olds", "_resources", "_types")
+
+    def __init__(self, limit: int) -> None:
+        self._types: deque[str] = deque(maxlen=limit)
+        self._resources: deque[str] = deque(maxlen=limit)
+        self._objects: deque[Obj] = deque(maxlen=limit)
+        self._olds: deque[Obj | None] = deque(maxlen=limit)
+
+    def __len__(self) -> int:
+        return len(self._types)
+
+    def append(self, event_type: str, resource: str, obj: Obj, old: Obj | None) -> None:
+        self._types.append(event_type)
+        self._resources.append(resource)
+        self._objects.append(obj)
+        self._olds.append(old)
+
+    def latest(self, revision: int, count: int) -> list[tuple[int, str, str, Obj, Obj | None]]:
+        """The newest `count` events `(rv, type, resource, object, old)`, newest first, when the
+        newest is at `revision`."""
+        events: list[tuple[int, str, str, Obj, Obj | None]] = []
+        columns = zip(
+            reversed(self._types), reversed(self._resources), reversed(self._objects), reversed(self._olds), strict=True
+        )
+        for rv, (event_type, resource, obj, old) in zip(range(revision, revision - count, -1), columns, strict=False):
+            events.append((rv, event_type, resource, obj, old))
+        return events
+
+
 class APIServer:
     """The store, the request handler and the watch hub. See the module docstring."""
 
@@ -203,19 +183,21 @@ class APIServer:
         self.trace = trace if trace is not None else NULL_TRACE
         self.revision = 0
         # One record per handled request, in handle order (see handle()).
-        self.requests: list[RequestRecord] = []
+        self.requests = RequestLog()
         # Run before every operation; the first ApiError returned is the answer (fault injection).
         self.interceptors: list[Interceptor] = []
         # Extra seconds of latency a Client adds to a request (fault injection).
         self.latency_hooks: list[LatencyHook] = []
         # resource -> namespace ("" for cluster-scoped) -> name -> object.
         self._store: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in RESOURCES}
-        self._history: deque[tuple[int, str, str, Obj, Obj | None]] = deque(maxlen=history_limit)
+        self._history = _History(history_limit)
         self._watches: dict[str, list[Watch]] = {plural: [] for plural in RESOURCES}
         self._watch_seq = 0
         self._strategies: dict[str, Strategy] = {plural: strategy_for(info) for plural, info in RESOURCES.items()}
         self._terminating: set[str] = set()
         self._stamp_from = -1.0
+        self._scheduled: dict[tuple[int, str], tuple[Obj, Obj]] = {}  # see _scheduled_status
+        self._label_sets: dict[tuple[tuple[str, str], ...], Obj] = {}  # see _shared_labels
         self._stamp = ""
         self._handlers: dict[str, Callable[[Request], tuple[Any, int]]] = {
             "get": self._handle_get,
@@ -235,8 +217,8 @@ class APIServer:
     def handle(self, req: Request) -> Any:
         """Record, intercept and perform one request; returns the answer or raises ApiError."""
         index = len(self.requests)
-        resource = f"{req.resource}/{req.subresource}" if req.subresource else req.resource
-        record = RequestRecord(
+        resource = _resource_path(req.resource, req.subresource) if req.subresource else req.resource
+        record = self.requests.append(
             float(req.sent_at if req.sent_at is not None else self.kernel.now),
             req.client,
             req.verb,
@@ -244,7 +226,6 @@ class APIServer:
             req.namespace,
             req.name,
         )
-        self.requests.append(record)
         trace = self.trace
         if trace.enabled:
             trace.emit(
@@ -403,7 +384,9 @@ class APIServer:
 
     def history(self) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
         """A copy of the retained events `(rv, type, resource, object, old)`, oldest first."""
-        return list(self._history)
+        events = self._history.latest(self.revision, len(self._history))
+        events.reverse()
+        return events
 
     # -- handlers -----------------------------------------------------------------------------
     def _handle_get(self, req: Request) -> tuple[Any, int]:
@@ -449,9 +432,7 @@ class APIServer:
             if since < floor:
                 # watchCache.getAllEventsSinceLocked: older than the oldest retained event - 1.
                 raise errors.resource_expired(f"too old resource version: {since} ({floor})")
-            for rv, event_type, resource, obj, old in reversed(self._history):
-                if rv <= since:
-                    break
+            for rv, event_type, resource, obj, old in self._history.latest(self.revision, self.revision - since):
                 if resource == info.plural:
                     replay.append((rv, event_type, obj, old))
             replay.reverse()
@@ -513,9 +494,10 @@ class APIServer:
                     f"UID in object meta: {existing['metadata'].get('uid')}",
                 ),
             )
-        new = self._decode(info, body, namespace, name)
+        status = req.subresource == "status"
+        new = self._decode(info, body, namespace, name, status)
         self._check_resource_version(info, existing, new)
-        return self._update_existing(info, existing, new, req.subresource == "status", dry_run), 200
+        return self._update_existing(info, existing, new, status, dry_run), 200
 
     def _handle_patch(self, req: Request) -> tuple[Any, int]:
         info = lookup(req.resource)
@@ -546,9 +528,10 @@ class APIServer:
         patched = self._apply_patch(patch_type, existing, req.body)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
-        new = self._decode(info, patched, namespace, name)
+        status = req.subresource == "status"
+        new = self._decode(info, patched, namespace, name, status)
         self._check_resource_version(info, existing, new)
-        return self._update_existing(info, existing, new, req.subresource == "status", dry_run), 200
+        return self._update_existing(info, existing, new, status, dry_run), 200
 
     def _handle_delete(self, req: Request) -> tuple[Any, int]:
         info = lookup(req.resource)
@@ -594,12 +577,14 @@ class APIServer:
             else:
                 meta.pop("namespace", None)
             _drop_empty_meta(meta)
+            if "labels" in meta:
+                meta["labels"] = self._shared_labels(meta["labels"])
             # rest.FillObjectMetaSystemFields, then the generated name (store.create order).
             meta["uid"] = self._new_uid()
             meta["creationTimestamp"] = self._timestamp()
             if generate:
                 meta["name"] = self._generate_name(meta["generateName"])
-            strategy.default(obj)
+            strategy.default_for_create(obj)
             strategy.prepare_for_create(obj)
             causes = strategy.validate(obj)
             if causes:
@@ -617,6 +602,20 @@ class APIServer:
                     err.message = f"object is being deleted: {err.message}"
                 raise err
         raise errors.generate_name_conflict(info.group_resource, name)
+
+    def _shared_labels(self, labels: Any) -> Any:
+        """An equal, server-owned labels dict, one per distinct label set: every pod of a
+        ReplicaSet has the same labels (objects are immutable by convention). Bounded."""
+        try:
+            key = tuple(labels.items())
+            shared = self._label_sets.get(key)
+        except (AttributeError, TypeError):  # not a dict of strings: validation will say so
+            return labels
+        if shared is None:
+            if len(self._label_sets) >= SHARED_LABEL_SETS:
+                self._label_sets.clear()
+            shared = self._label_sets[key] = dict(labels)
+        return shared
 
     def _new_uid(self) -> str:
         # uuid4 layout (version 4, RFC 4122 variant) over 128 bits of the seeded rng; formatted
@@ -652,8 +651,9 @@ class APIServer:
             )
 
     # -- update ---------------------------------------------------------------------------
-    def _decode(self, info: ResourceInfo, body: Obj, namespace: str, name: str) -> Obj:
-        """The object a PUT body / patched object decodes to (checkName, namespace, defaults)."""
+    def _decode(self, info: ResourceInfo, body: Obj, namespace: str, name: str, status: bool) -> Obj:
+        """The object a PUT body / patched object decodes to (checkName, namespace, defaults);
+        `status`: the write is to the status subresource."""
         self._check_kind(info, body)
         meta_in = body.get("metadata") or {}
         if not isinstance(meta_in, dict):
@@ -678,7 +678,11 @@ class APIServer:
         else:
             meta.pop("namespace", None)
         _drop_empty_meta(meta)
-        self._strategies[info.plural].default(obj)
+        strategy = self._strategies[info.plural]
+        if status:
+            strategy.default_for_status_update(obj)
+        else:
+            strategy.default(obj)
         return obj
 
     def _check_resource_version(self, info: ResourceInfo, existing: Obj, new: Obj) -> None:
@@ -830,10 +834,26 @@ class APIServer:
             new_meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
         new["spec"] = {**spec, "nodeName": binding["target"]["name"]}
         status = existing.get("status") or {}
-        new["status"] = {**status, "conditions": _set_pod_scheduled(status.get("conditions"), rfc3339(self.kernel.now))}
+        new["status"] = self._scheduled_status(status)
         if not _dry_run(req.options):
             self._commit(info, MODIFIED, new, existing)
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    def _scheduled_status(self, status: Obj) -> Obj:
+        """`status` with PodScheduled True as of now. Pods bound in the same second from the same
+        status object (the shared initial one) share the result: immutable by convention, and
+        one dict, list and condition fewer per pod for the GC and the watch history to hold.
+        Keyed by identity; the entry holds `status`, so the id cannot be reused meanwhile."""
+        now = rfc3339(self.kernel.now)
+        key = (id(status), now)
+        entry = self._scheduled.get(key)
+        if entry is not None and entry[0] is status:
+            return entry[1]
+        scheduled = {**status, "conditions": _set_pod_scheduled(status.get("conditions"), now)}
+        if len(self._scheduled) >= SCHEDULED_STATUS_CACHE_SIZE:
+            self._scheduled.clear()
+        self._scheduled[key] = (status, scheduled)
+        return scheduled
 
     # -- delete ---------------------------------------------------------------------------
     def _delete_object(self, info: ResourceInfo, existing: Obj, options: dict[str, Any]) -> Obj:
@@ -1008,7 +1028,7 @@ class APIServer:
             if bucket is None:
                 bucket = buckets[namespace] = {}
             bucket[meta["name"]] = obj
-        self._history.append((rv, event_type, info.plural, obj, old))
+        self._history.append(event_type, info.plural, obj, old)
         watches = self._watches[info.plural]
         if watches:
             for watch in watches:
@@ -1122,6 +1142,12 @@ class APIServer:
         watches = self._watches[watch.resource]
         if watch in watches:
             watches.remove(watch)
+
+
+@functools.lru_cache(maxsize=64)
+def _resource_path(resource: str, subresource: str) -> str:
+    # "pods/status": one shared string per path, not one per logged request.
+    return f"{resource}/{subresource}"
 
 
 def _drop_empty_meta(meta: Obj) -> None:

@@ -81,10 +81,14 @@ def _default_container(container: Any) -> Any:
 def _default_containers(containers: Any) -> Any:
     if not isinstance(containers, list):
         return containers
-    defaulted = [_default_container(c) for c in containers]
-    if all(a is b for a, b in zip(defaulted, containers, strict=True)):
-        return containers
-    return defaulted
+    defaulted: list[Any] | None = None  # a copy only once some container changes
+    for i, container in enumerate(containers):
+        changed = _default_container(container)
+        if changed is not container:
+            if defaulted is None:
+                defaulted = list(containers)
+            defaulted[i] = changed
+    return containers if defaulted is None else defaulted
 
 
 def default_pod_spec(spec: Any, *, is_pod: bool) -> Any:
@@ -170,6 +174,76 @@ def qos_class(pod: Obj) -> str:
     return "Burstable"
 
 
+# -- pod specs seen before -------------------------------------------------------------------
+
+
+class _SpecFacts:
+    """What the pod strategy derives from one spec object: its defaulted form and, for a
+    defaulted spec, its QoS class and validation causes (computed on first use)."""
+
+    __slots__ = ("causes", "defaulted", "qos", "snapshot", "spec")
+
+    def __init__(self, spec: Obj, snapshot: Obj | None) -> None:
+        self.spec = spec
+        self.snapshot = snapshot
+        self.defaulted: Obj = spec
+        self.qos: str | None = None
+        self.causes: list[Cause] | None = None
+
+
+class _SpecMemo:
+    """Facts about the pod specs created recently, keyed by the spec object's identity.
+
+    Every pod a controller creates carries its template's spec object, so defaulting, the QoS
+    class and spec validation run once per template, not once per pod. An entry holds its spec,
+    so the id cannot be reused while the entry exists. A spec the caller handed in is also kept
+    as a deep copy and its entry used only while the two are equal: a caller that mutated a spec
+    after sending it gets fresh results, never a stale verdict. The defaulted spec the memo builds
+    itself is the server's own object (stored, never mutated) and needs no copy.
+    """
+
+    __slots__ = ("_entries", "_limit")
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._entries: dict[int, _SpecFacts] = {}
+        self._limit = limit
+
+    def facts(self, spec: Obj) -> _SpecFacts:
+        facts = self._entries.get(id(spec))
+        if facts is not None and facts.spec is spec and (facts.snapshot is None or facts.snapshot == spec):
+            return facts
+        if len(self._entries) + 2 > self._limit:
+            self._entries.clear()
+        facts = self._entries[id(spec)] = _SpecFacts(spec, _deep_copy(spec))
+        defaulted = default_pod_spec(spec, is_pod=True)
+        if defaulted is not spec:
+            facts.defaulted = defaulted
+            if default_pod_spec(defaulted, is_pod=True) is defaulted:
+                self._entries[id(defaulted)] = _SpecFacts(defaulted, None)
+        return facts
+
+    def qos(self, spec: Obj) -> str:
+        facts = self.facts(spec)
+        if facts.qos is None:
+            facts.qos = qos_class({"spec": spec})
+        return facts.qos
+
+    def causes(self, spec: Obj) -> list[Cause]:
+        facts = self.facts(spec)
+        if facts.causes is None:
+            facts.causes = v.validate_pod_spec(spec, "spec")
+        return list(facts.causes)
+
+
+def _deep_copy(value: Any) -> Any:
+    # JSON-shaped values only (dicts, lists, scalars); copy.deepcopy is several times slower.
+    if isinstance(value, dict):
+        return {key: _deep_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(item) for item in value]
+    return value
+
+
 # -- strategies ----------------------------------------------------------------------------
 
 
@@ -187,6 +261,15 @@ class Strategy:
 
     def default(self, obj: Obj) -> None:
         """Apply SetDefaults_* to an object whose top-level dict the server owns."""
+
+    def default_for_create(self, obj: Obj) -> None:
+        """`default` on the body of a create (a strategy may remember results per template)."""
+        self.default(obj)
+
+    def default_for_status_update(self, obj: Obj) -> None:
+        """`default` on the body of a status update. A strategy whose defaults touch only the
+        spec skips it: `prepare_for_status_update` puts the stored spec back anyway."""
+        self.default(obj)
 
     def prepare_for_create(self, obj: Obj) -> None:
         if self.has_generation:
@@ -227,15 +310,36 @@ class PodStrategy(Strategy):
     has_generation = True
     has_status = True
 
+    def __init__(self, info: ResourceInfo) -> None:
+        super().__init__(info)
+        self._specs = _SpecMemo()
+        # One initial status per QoS class, shared by every pod created (immutable by convention).
+        self._pending: dict[str, Obj] = {}
+
     def default(self, obj: Obj) -> None:
         spec = obj.get("spec")
         defaulted = default_pod_spec(spec, is_pod=True)
         if defaulted is not spec:
             obj["spec"] = defaulted
 
+    def default_for_create(self, obj: Obj) -> None:
+        spec = obj.get("spec")
+        if isinstance(spec, dict):
+            obj["spec"] = self._specs.facts(spec).defaulted
+        else:
+            self.default(obj)
+
+    def default_for_status_update(self, obj: Obj) -> None:
+        pass  # only the spec has defaults, and pods/status keeps the stored spec
+
     def prepare_for_create(self, obj: Obj) -> None:
         obj["metadata"]["generation"] = 1
-        obj["status"] = {"phase": "Pending", "qosClass": qos_class(obj)}
+        spec = obj.get("spec")
+        qos = self._specs.qos(spec) if isinstance(spec, dict) else qos_class(obj)
+        status = self._pending.get(qos)
+        if status is None:
+            status = self._pending[qos] = {"phase": "Pending", "qosClass": qos}
+        obj["status"] = status
 
     def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
         _keep(new, old, "spec")
@@ -251,7 +355,13 @@ class PodStrategy(Strategy):
             new["status"] = {**status, "qosClass": old_qos}
 
     def validate(self, obj: Obj) -> list[Cause]:
-        return v.validate_pod(obj)
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return v.validate_pod(obj)
+        # validate_pod, with the spec's causes remembered per spec object (see _SpecMemo).
+        causes = v.validate_object_meta(obj["metadata"], True, names.name_is_dns_subdomain)
+        causes.extend(self._specs.causes(spec))
+        return causes
 
     def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
         return v.validate_pod_update(new, old)
@@ -291,6 +401,9 @@ class ReplicaSetStrategy(Strategy):
         if missing:
             obj["spec"] = {**spec, **missing}
 
+    def default_for_status_update(self, obj: Obj) -> None:
+        pass  # only the spec has defaults, and replicasets/status keeps the stored spec
+
     def prepare_for_create(self, obj: Obj) -> None:
         obj["metadata"]["generation"] = 1
         obj["status"] = {"replicas": 0}
@@ -317,6 +430,9 @@ class ReplicaSetStrategy(Strategy):
 class ReplicationControllerStrategy(ReplicaSetStrategy):
     # v1 ReplicationControllers orphan their pods unless told otherwise (rcStrategy, back compat).
     gc_policy = ORPHAN_DEPENDENTS
+
+    def default_for_status_update(self, obj: Obj) -> None:
+        self.default(obj)  # empty labels default to the template's: not only the spec
 
     def default(self, obj: Obj) -> None:
         # SetDefaults_ReplicationController.

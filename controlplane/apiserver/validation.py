@@ -236,13 +236,34 @@ def validate_annotations(annotations: Any, field: str) -> list[Cause]:
     return causes
 
 
+# (name function, value, prefix) found valid before: generateNames and namespaces recur on
+# every create; bounded.
+_valid_names: set[tuple[NameFunc, str, bool]] = set()
+_VALID_NAMES_LIMIT = 4096
+
+
+def _recurring_name_errors(name_fn: NameFunc, value: str, prefix: bool) -> list[str]:
+    """`name_fn(value, prefix)`, remembering the values found valid."""
+    if not isinstance(value, str):
+        return name_fn(value, prefix)
+    key = (name_fn, value, prefix)
+    if key in _valid_names:
+        return []
+    errors = name_fn(value, prefix)
+    if not errors:
+        if len(_valid_names) >= _VALID_NAMES_LIMIT:
+            _valid_names.clear()
+        _valid_names.add(key)
+    return errors
+
+
 def validate_object_meta(meta: Obj, namespaced: bool, name_fn: NameFunc) -> list[Cause]:
     """ValidateObjectMeta (+ the accessor checks of BeforeCreate), field path `metadata`."""
     causes: list[Cause] = []
     name = meta.get("name") or ""
     generate_name = meta.get("generateName") or ""
     if generate_name:
-        for msg in name_fn(generate_name, True):
+        for msg in _recurring_name_errors(name_fn, generate_name, True):
             causes.append(invalid("metadata.generateName", generate_name, msg))
     if not name:
         causes.append(required("metadata.name", "name or generateName is required"))
@@ -254,7 +275,7 @@ def validate_object_meta(meta: Obj, namespaced: bool, name_fn: NameFunc) -> list
         if not namespace:
             causes.append(required("metadata.namespace"))
         else:
-            for msg in names.name_is_dns_label(namespace, False):
+            for msg in _recurring_name_errors(names.name_is_dns_label, namespace, False):
                 causes.append(invalid("metadata.namespace", namespace, msg))
     elif namespace:
         causes.append(forbidden("metadata.namespace", "not allowed on this type"))
@@ -287,9 +308,14 @@ def validate_object_meta_update(new: Obj, old: Obj) -> list[Cause]:
         causes.append(invalid("metadata.resourceVersion", 0, "must be specified for an update"))
     if (new.get("generation") or 0) < (old.get("generation") or 0):
         causes.append(invalid("metadata.generation", new.get("generation") or 0, "must not be decremented"))
-    for key in ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
-        causes.extend(validate_immutable(new.get(key), old.get(key), f"metadata.{key}"))
+    for key in _IMMUTABLE_META:
+        value = new.get(key)
+        if value != old.get(key):
+            causes.append(invalid(f"metadata.{key}", value, FIELD_IMMUTABLE_ERROR_MSG))
     return causes
+
+
+_IMMUTABLE_META = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 
 
 # -- label selectors -----------------------------------------------------------------------

@@ -41,6 +41,7 @@ MODIFIED = "MODIFIED"
 DELETED = "DELETED"
 
 _NEVER = float("-inf")
+_ALWAYS = float("inf")
 
 
 class Watch:
@@ -87,8 +88,8 @@ class Watch:
         self.client = client
         self.id = watch_id
         self._unregister = unregister
-        # (due time, resourceVersion, type, object), in commit order.
-        self._queue: deque[tuple[float, int, str, Obj]] = deque()
+        # Events committed and not yet delivered, in commit order.
+        self._queue = _EventQueue()
         # The latest instant a delivery timer is scheduled for (-inf: none outstanding).
         self._armed_until = _NEVER
         self._on_events: EventsConsumer | None = None
@@ -104,8 +105,8 @@ class Watch:
             raise RuntimeError("watch already started")
         self._on_events = on_events
         self._on_close = on_close
-        if self._queue and not self._paused and not self._closed:
-            self._arm(self._queue[0][0])
+        if self._queue.due and not self._paused and not self._closed:
+            self._arm(self._queue.due[0])
 
     def stop(self) -> None:
         """The consumer ends the watch. Pending events are discarded; no close callback."""
@@ -124,7 +125,7 @@ class Watch:
         if not self._paused:
             return
         self._paused = False
-        if self._queue and not self._closed and self._on_events is not None:
+        if self._queue.due and not self._closed and self._on_events is not None:
             self._kernel.call_soon(self._flush)
 
     def drop(self) -> None:
@@ -148,13 +149,13 @@ class Watch:
 
     def pending(self) -> int:
         """Events committed and selected but not yet handed to the consumer."""
-        return len(self._queue)
+        return len(self._queue.due)
 
     # -- server side (the commit path) -------------------------------------------------------
     def push(self, rv: int, event_type: str, obj: Obj) -> None:
         """Queue one committed event for delivery `latency` seconds from now."""
         due = self._kernel.now + self.latency
-        self._queue.append((due, rv, event_type, obj))
+        self._queue.append(due, rv, event_type, obj)
         if due > self._armed_until and not self._paused and self._on_events is not None:
             self._arm(due)
 
@@ -189,37 +190,71 @@ class Watch:
             self._armed_until = _NEVER
         if self._closed or self._paused or self._on_events is None:
             return
-        queue = self._queue
-        if not queue or queue[0][0] > now:
+        due = self._queue.due
+        if not due or due[0] > now:
             self._rearm()
             return
-        batch: list[Event] = []
-        popleft = queue.popleft
-        rv = self.last_delivered_rv
-        while queue and queue[0][0] <= now:
-            _, rv, event_type, obj = popleft()
-            batch.append((event_type, obj))
-        self.last_delivered_rv = rv
+        batch, self.last_delivered_rv = self._queue.take(now)
         self._rearm()
         self._on_events(batch)
 
     def _rearm(self) -> None:
         # Needed only after a start/resume/latency change left events without a timer.
-        queue = self._queue
-        if queue and queue[0][0] > self._armed_until:
-            self._arm(queue[0][0])
+        due = self._queue.due
+        if due and due[0] > self._armed_until:
+            self._arm(due[0])
 
     def _flush(self) -> None:
-        if self._closed or self._paused or self._on_events is None or not self._queue:
+        if self._closed or self._paused or self._on_events is None or not self._queue.due:
             return
-        batch = [(event_type, obj) for _, _, event_type, obj in self._queue]
-        self.last_delivered_rv = self._queue[-1][1]
-        self._queue.clear()
+        batch, self.last_delivered_rv = self._queue.take(_ALWAYS)
         self._on_events(batch)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "paused" if self._paused else "open"
-        return f"<Watch {self.id} {self.resource} ns={self.namespace} {state} pending={len(self._queue)}>"
+        return f"<Watch {self.id} {self.resource} ns={self.namespace} {state} pending={len(self._queue.due)}>"
+
+
+class _EventQueue:
+    """A watch's undelivered events as columns: due time, resourceVersion, type, object.
+
+    A tuple per event would live through the watch latency, long enough for Python's GC to
+    promote it to its oldest generation (~6 per pod at 100k pods), where only the full
+    collections that it brings forward reclaim it; the (type, object) pairs handed to the
+    consumer are built at delivery and die young.
+    """
+
+    __slots__ = ("due", "objects", "rvs", "types")
+
+    def __init__(self) -> None:
+        self.due: deque[float] = deque()
+        self.rvs: deque[int] = deque()
+        self.types: deque[str] = deque()
+        self.objects: deque[Obj] = deque()
+
+    def append(self, due: float, rv: int, event_type: str, obj: Obj) -> None:
+        self.due.append(due)
+        self.rvs.append(rv)
+        self.types.append(event_type)
+        self.objects.append(obj)
+
+    def take(self, until: float) -> tuple[list[Event], int]:
+        """Remove the events due by `until` (there must be one) and return them as (type,
+        object) pairs, oldest first, with the last one's resourceVersion."""
+        due, rvs, types, objects = self.due, self.rvs, self.types, self.objects
+        batch: list[Event] = []
+        rv = 0
+        while due and due[0] <= until:
+            due.popleft()
+            rv = rvs.popleft()
+            batch.append((types.popleft(), objects.popleft()))
+        return batch, rv
+
+    def clear(self) -> None:
+        self.due.clear()
+        self.rvs.clear()
+        self.types.clear()
+        self.objects.clear()
 
 
 def _with_resource_version(obj: Obj, rv: str) -> Obj:

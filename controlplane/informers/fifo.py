@@ -110,8 +110,9 @@ class RealFIFO:
         indexer = self._indexer
         handler = self._handler
         if kind is ADDED or kind is UPDATED:
-            old = indexer.get_by_key(meta_namespace_key(payload))
-            indexer.update(payload)
+            key = meta_namespace_key(payload)
+            old = indexer.get_by_key(key)
+            indexer.update_key(key, payload)
             if old is not None:
                 handler.on_update(old, payload)
             else:

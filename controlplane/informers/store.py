@@ -15,6 +15,7 @@ Guarantees
 from __future__ import annotations
 
 import builtins
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,10 +39,12 @@ class DeletedFinalStateUnknown:
 
 
 def meta_namespace_key(obj: Obj) -> str:
-    """`<namespace>/<name>`, or `<name>` for cluster-scoped objects (MetaNamespaceKeyFunc)."""
+    """`<namespace>/<name>`, or `<name>` for cluster-scoped objects (MetaNamespaceKeyFunc).
+
+    Interned: every cache keyed by it then shares one string per object."""
     meta = obj["metadata"]
     ns = meta.get("namespace")
-    return f"{ns}/{meta['name']}" if ns else meta["name"]
+    return sys.intern(f"{ns}/{meta['name']}") if ns else meta["name"]
 
 
 def deletion_handling_meta_namespace_key(obj: Obj | DeletedFinalStateUnknown) -> str:
@@ -94,6 +97,10 @@ class Indexer:
         self._put(meta_namespace_key(obj), obj)
 
     update = add
+
+    def update_key(self, key: str, obj: Obj) -> None:
+        """`update(obj)` for a caller that has already computed `key` (meta_namespace_key)."""
+        self._put(key, obj)
 
     def delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         key = deletion_handling_meta_namespace_key(obj)
