@@ -58,7 +58,6 @@ class RealConsistencyStore:
     def __init__(self, read_versions: dict[str, Callable[[], str]]) -> None:
         self._read_versions = read_versions
         self._records: dict[str, tuple[str, dict[str, str]]] = {}
-        self.stale_sync_skips: dict[str, int] = {}
 
     def wrote_at(self, owner: str, owner_uid: str, group_resource: str, rv: str) -> None:
         record = self._records.get(owner)
@@ -87,7 +86,6 @@ class RealConsistencyStore:
                 continue
             try:
                 if compare_resource_version(wrote_rv, read_rv) > 0:
-                    self.stale_sync_skips[group_resource] = self.stale_sync_skips.get(group_resource, 0) + 1
                     return ConsistencyError(read_rv, wrote_rv, group_resource)
             except ValueError:
                 continue

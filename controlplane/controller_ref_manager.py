@@ -17,6 +17,7 @@ from typing import Any
 
 from controlplane.apiserver import ApiError
 from controlplane.apiserver.errors import is_invalid, is_not_found
+from controlplane.kernel import EPOCH, parse_rfc3339
 from controlplane.labels import Selector
 from controlplane.pod_control import RealPodControl
 from controlplane.podutil import controller_ref
@@ -29,10 +30,9 @@ class ClaimError(Exception):
 
     def __init__(self, errors: list[Exception]) -> None:
         self.errors = errors
-        if len(errors) == 1:
-            super().__init__(str(errors[0]))
-        else:
-            super().__init__("[" + ", ".join(str(e) for e in errors) + "]")
+        # aggregate.Error(): identical messages once each; brackets only for several.
+        messages = list(dict.fromkeys(str(e) for e in errors))
+        super().__init__(messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]")
 
 
 class PodControllerRefManager:
@@ -161,17 +161,26 @@ def recheck_deletion_timestamp(
         try:
             fresh = await get_object()
         except ApiError as exc:
-            return exc
+            return Exception(f"can't recheck DeletionTimestamp: {exc}")
         fresh_meta = fresh["metadata"]
         if fresh_meta["uid"] != meta["uid"]:
+            # The controller's getFresh returns this as an error, so it carries the same prefix.
             return Exception(
-                f"original {original.get('kind', 'ReplicaSet')} {meta['namespace']}/{meta['name']} is gone: "
-                f"got uid {fresh_meta['uid']}, wanted {meta['uid']}"
+                f"can't recheck DeletionTimestamp: original {original.get('kind', 'ReplicaSet')} "
+                f"{meta['namespace']}/{meta['name']} is gone: got uid {fresh_meta['uid']}, wanted {meta['uid']}"
             )
         if fresh_meta.get("deletionTimestamp"):
             return Exception(
-                f"{meta['namespace']}/{meta['name']} has just been deleted at {fresh_meta['deletionTimestamp']}"
+                f"{meta['namespace']}/{meta['name']} has just been deleted at "
+                f"{go_time(fresh_meta['deletionTimestamp'])}"
             )
         return None
 
     return can_adopt
+
+
+def go_time(timestamp: str) -> str:
+    """A metav1.Time as Go's `%v` prints it: "2026-01-01 00:00:10 +0000 UTC"."""
+    from datetime import timedelta
+
+    return (EPOCH + timedelta(seconds=parse_rfc3339(timestamp))).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")

@@ -6,13 +6,14 @@ Guarantees
   later through the recorder's client (same client, and so the same token bucket, as the
   controller — as in kube-controller-manager), one request at a time, in order.
 * The correlator behaves as upstream's `EventCorrelator` (events_cache.go, spec §1), in its order:
-  1. aggregate: after 10 events with the same source, object, type and reason but different
-     messages within 600 s, further ones become one event with message
-     "(combined from similar events): <message>";
-  2. dedup: an event identical to one already posted (same key) becomes a PATCH of `count` and
-     `lastTimestamp` instead of a new object;
+  1. aggregate: once 10 different messages with the same source, object, type and reason have
+     been seen, with no gap of more than 600 s between them, further ones become one event with
+     message "(combined from similar events): <message>";
+  2. observe: an event identical to one seen before (same key) becomes a PATCH of `count`,
+     `lastTimestamp` and `message`; the count includes occurrences the spam filter dropped;
   3. spam filter: per source+object a token bucket of burst 25 refilled 1 token / 300 s; an event
-     without a token is dropped.
+     without a token is not sent.
+  A patch of an event that does not exist (never sent, or deleted) falls back to a create.
 * A failed post is dropped (upstream retries up to 12 times, 10 s apart; not modelled — noted in
   docs/architecture.md).
 """
@@ -95,20 +96,50 @@ class EventRecorder:
                 message=message,
             )
         obj_key = (involved["kind"], involved["namespace"], involved["name"], involved["uid"])
-        # 1. aggregate
+        stamp = rfc3339(now)
+        # 1. aggregate (EventAggregate): the similar-event record resets after 600 s of quiet.
         agg_key = (self.component, *obj_key, event_type, reason)
-        started, messages = self._aggregate.get(agg_key, (now, {}))
-        if now - started > AGGREGATE_INTERVAL:
-            started, messages = now, {}
+        last, messages = self._aggregate.get(agg_key, (None, {}))
+        if last is None or now - last > AGGREGATE_INTERVAL:
+            messages = {}
         messages[message] = None
-        self._aggregate[agg_key] = (started, messages)
+        self._aggregate[agg_key] = (now, messages)
         dedup_key: tuple[str, ...]
         if len(messages) >= AGGREGATE_MAX_EVENTS:
+            # Keep the set from growing (upstream PopAny; here the oldest, deterministically).
+            del messages[next(iter(messages))]
             message = COMBINED_PREFIX + message
             dedup_key = agg_key
         else:
             dedup_key = (*agg_key, message)
-        # 3. spam filter (applies to creates and patches alike)
+        # 2. observe (eventObserve): every occurrence counts, even one the spam filter drops next.
+        body = self._posted.get(dedup_key)
+        if body is not None:
+            body["count"] += 1
+            body["lastTimestamp"] = stamp
+            body["message"] = message
+            verb = "patch"
+        else:
+            self._names += 1
+            name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names:x}"
+            body = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": involved["namespace"] or "default"},
+                "involvedObject": involved,
+                "reason": reason,
+                "message": message,
+                "source": {"component": self.component},
+                "firstTimestamp": stamp,
+                "lastTimestamp": stamp,
+                "count": 1,
+                "type": event_type,
+                "reportingComponent": self.component,
+                "reportingInstance": "",
+            }
+            self._posted[dedup_key] = body
+            verb = "create"
+        # 3. spam filter (creates and patches alike): per source+object, burst 25, 1 per 300 s.
         spam_key = (self.component, *obj_key)
         bucket = self._spam.get(spam_key)
         if bucket is None:
@@ -116,36 +147,8 @@ class EventRecorder:
         if not bucket.take(now):
             self.dropped += 1
             return
-        # 2. dedup
-        previous = self._posted.get(dedup_key)
-        stamp = rfc3339(now)
-        if previous is not None:
-            previous["count"] += 1
-            previous["lastTimestamp"] = stamp
-            previous["message"] = message
-            patch = {"count": previous["count"], "lastTimestamp": stamp, "message": message}
-            self._enqueue("patch", {"namespace": previous["namespace"], "name": previous["name"], "patch": patch})
-            return
-        self._names += 1
-        name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names:x}"
-        namespace = involved["namespace"] or "default"
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": involved,
-            "reason": reason,
-            "message": message,
-            "source": {"component": self.component},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "type": event_type,
-            "reportingComponent": self.component,
-            "reportingInstance": "",
-        }
-        self._posted[dedup_key] = {"namespace": namespace, "name": name, "count": 1}
-        self._enqueue("create", body)
+        # The outbox holds a copy: later occurrences keep updating the observation record.
+        self._enqueue(verb, {**body, "metadata": dict(body["metadata"])})
 
     def _enqueue(self, verb: str, payload: dict[str, Any]) -> None:
         self._outbox.append((verb, payload))
@@ -154,21 +157,29 @@ class EventRecorder:
             self.kernel.spawn(self._post_all(), name=f"events/{self.component}")
 
     async def _post_all(self) -> None:
-        from controlplane.apiserver import ApiError
+        from controlplane.apiserver import ApiError, is_not_found
 
         while self._outbox:
-            verb, payload = self._outbox.popleft()
+            verb, event = self._outbox.popleft()
+            namespace = event["metadata"]["namespace"]
             try:
-                if verb == "create":
-                    await self.client.create("events", payload["metadata"]["namespace"], payload)
-                else:
-                    await self.client.patch(
-                        "events",
-                        payload["namespace"],
-                        payload["name"],
-                        payload["patch"],
-                        patch_type="strategic",
-                    )
+                if verb == "patch":
+                    patch = {
+                        "count": event["count"],
+                        "lastTimestamp": event["lastTimestamp"],
+                        "message": event["message"],
+                    }
+                    try:
+                        await self.client.patch(
+                            "events", namespace, event["metadata"]["name"], patch, patch_type="strategic"
+                        )
+                        continue
+                    except ApiError as err:
+                        if not is_not_found(err):
+                            raise
+                        # The event was never created (spam-filtered) or is gone: create it
+                        # instead, as client-go's recordEvent does.
+                await self.client.create("events", namespace, event)
             except ApiError:
                 self.dropped += 1
         self._posting = False

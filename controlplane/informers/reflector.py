@@ -8,8 +8,10 @@ Guarantees
 * A watch that times out (random in [300 s, 600 s) from the kernel rng, as upstream's
   `TimeoutSeconds`) is re-opened from the last synced resourceVersion without a relist.
 * A watch that cannot start (410 Gone: the resourceVersion is older than the server's history) or
-  that is dropped relists, after the upstream back-off (0.8 s doubling to 30 s, jitter 1.0, reset
-  after 2 min of calm). That relist is where `DeletedFinalStateUnknown` tombstones come from.
+  that is dropped — the server ends it with an error, which is what `Watch.drop()` models —
+  relists, after the upstream back-off (0.8 s doubling to 30 s, jitter 1.0, reset after 2 min of
+  calm). That relist is where `DeletedFinalStateUnknown` tombstones come from. (A watch that ends
+  cleanly, like ours at their timeout, is re-opened without a relist, as upstream.)
 * Pausing is a property of the reflector, not of one watch: a paused informer stays paused across
   re-watches until resumed (the "stale view" fault).
 """

@@ -25,7 +25,7 @@ class ControllerKind:
     kind: str  # "ReplicaSet"
     api_version: str  # ownerReferences apiVersion
     resource: str  # API resource (plural)
-    group_resource: str  # for the consistency store and messages
+    group_resource: str  # GroupResource.String(): "replicasets.apps" (consistency store, metrics)
     queue_name: str
     component: str  # Event source and client user agent
     enable_status_terminating_replicas: bool
@@ -63,7 +63,7 @@ REPLICA_SET = ControllerKind(
     kind="ReplicaSet",
     api_version="apps/v1",
     resource="replicasets",
-    group_resource="apps/replicasets",
+    group_resource="replicasets.apps",
     queue_name="replicaset",
     component="replicaset-controller",
     enable_status_terminating_replicas=True,

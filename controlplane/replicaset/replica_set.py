@@ -48,6 +48,7 @@ from controlplane.podutil import (
     pod_key,
 )
 from controlplane.replicaset.kinds import REPLICA_SET, ControllerKind
+from controlplane.replicaset.metrics import ReplicaSetMetrics
 from controlplane.replicaset.replica_set_utils import calculate_status, update_replica_set_status
 from controlplane.trace import NULL_TRACE, Trace
 from controlplane.workqueue import RateLimitingQueue, default_controller_rate_limiter
@@ -163,6 +164,7 @@ class ReplicaSetController:
         self.expectations.enabled = cfg.expectations
         self.consistency: RealConsistencyStore | NoopConsistencyStore = NoopConsistencyStore()
         self.set_consistency_gate(cfg.stale_controller_consistency)
+        self.metrics = ReplicaSetMetrics()  # process metrics: a restart starts them from zero
         self.recorder = EventRecorder(kernel, self.client, kind.component, trace=trace)
         self.pod_control = RealPodControl(self.client, self.recorder, on_write=self._on_pod_write)
         self.workers: list[WorkerState] = []
@@ -180,9 +182,7 @@ class ReplicaSetController:
             pods_rv = self.pod_informer.indexer.last_store_sync_resource_version
             rs_rv = self.rs_informer.indexer.last_store_sync_resource_version
             if not isinstance(self.consistency, RealConsistencyStore):
-                self.consistency = RealConsistencyStore(
-                    {"pods": pods_rv, self.kind.group_resource: rs_rv}
-                )
+                self.consistency = RealConsistencyStore({"pods": pods_rv, self.kind.group_resource: rs_rv})
         else:
             self.consistency = NoopConsistencyStore()
 
@@ -430,6 +430,7 @@ class ReplicaSetController:
             return exc
         stale = self.consistency.ensure_ready(key)
         if stale is not None:
+            self.metrics.observe_stale_sync_skip(stale.group_resource)
             self._stage(ctx, "consistency", ready=False, error=str(stale))
             return stale
         rs = self.rs_informer.indexer.get(namespace, name)
@@ -499,7 +500,8 @@ class ReplicaSetController:
         if manage_err is not None:
             self._stage(ctx, "requeue", decision="rate-limited", error=str(manage_err))
             return manage_err
-        min_ready = rs["spec"].get("minReadySeconds", 0) or 0
+        # The server's spec as UpdateStatus returned it, not the (possibly older) cached one.
+        min_ready = (updated.get("spec") or {}).get("minReadySeconds", 0) or 0
         ustatus = updated.get("status") or {}
         if min_ready > 0 and (ustatus.get("readyReplicas") or 0) != (ustatus.get("availableReplicas") or 0):
             delay = float(min_ready)
@@ -590,6 +592,8 @@ class ReplicaSetController:
             victims = get_pods_to_delete(
                 filtered_pods, related, n, self.kernel.now, deletion_cost_enabled=self.config.pod_deletion_cost
             )
+            if n < len(filtered_pods):
+                self.metrics.report_sorting_deletion_age_ratio(filtered_pods, victims, self.kernel.now)
             victim_keys = [pod_key(p) for p in victims]
             self.expectations.expect_deletions(key, victim_keys)
             self._stage(
@@ -691,6 +695,7 @@ class ReplicaSetController:
                 self.rs_informer.snapshot(server_rev),
             ],
             "consistency": self.consistency.snapshot(),
+            "metrics": self.metrics.snapshot(),
             "restarts": self.restarts,
             "lastSync": None
             if self.last_sync is None

@@ -443,8 +443,8 @@ def test_sync_is_refused_until_the_cache_has_seen_the_controllers_own_writes():
     w.run(1.2)  # delivered at 1.0 + sync + creates
     w.controller.queue.add("default/web")
     w.run(0.3)
-    stale_errors = w.controller.consistency.stale_sync_skips
-    assert stale_errors.get("pods", 0) + stale_errors.get("apps/replicasets", 0) >= 1
+    skips = w.controller.metrics.stale_sync_skips_total
+    assert skips.get(("", "pods"), 0) + skips.get(("apps", "replicasets"), 0) >= 1
     w.run(5)
     assert len(w.creates()) == 2
 
@@ -523,3 +523,50 @@ def test_restart_mid_slow_start_abandons_in_flight_creates():
     w.controller.restart()
     w.run(10)
     assert len([p for p in w.pods()]) == 20  # the new incarnation counts what exists and creates the rest
+
+
+def test_scale_down_reports_the_sorting_deletion_age_ratio_of_ready_victims():
+    w = World().start()
+    w.server.create("replicasets", "default", rs_manifest(replicas=4))
+    w.run()
+    for pod in w.pods():  # make them ready: created at t=0 (whole seconds), now ~5.5 s
+        status = {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": rfc3339(1)}],
+        }
+        w.server.update("pods", "default", pod["metadata"]["name"], {**pod, "status": status}, subresource="status")
+    w.run(1)
+    w.server.patch("replicasets", "default", "web", {"spec": {"replicas": 1}}, subresource="scale")
+    w.run()
+    histogram = w.controller.metrics.sorting_deletion_age_ratio
+    assert histogram.count == 3
+    assert histogram.sum == 3.0  # every pod is the same age: ratio 1 (integer division)
+
+
+def test_claim_errors_collapse_identical_messages():
+    from controlplane.controller_ref_manager import ClaimError
+
+    assert str(ClaimError([RuntimeError("boom"), RuntimeError("boom")])) == "boom"
+    assert str(ClaimError([RuntimeError("a"), RuntimeError("b"), RuntimeError("a")])) == "[a, b]"
+
+
+def test_adoption_is_refused_with_upstreams_message_when_the_controller_is_gone():
+    from controlplane.controller_ref_manager import recheck_deletion_timestamp
+
+    w = World()
+    original = {"kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default", "uid": "old"}}
+
+    async def gone():
+        return await w.client.get("replicasets", "default", "web")
+
+    task = w.kernel.spawn(recheck_deletion_timestamp(gone, original)())
+    w.kernel.run()
+    assert str(task.result()) == 'can\'t recheck DeletionTimestamp: replicasets.apps "web" not found'
+    deleted = {"metadata": {"name": "web", "namespace": "default", "uid": "old", "deletionTimestamp": rfc3339(10)}}
+
+    async def deleting():
+        return deleted
+
+    task = w.kernel.spawn(recheck_deletion_timestamp(deleting, original)())
+    w.kernel.run()
+    assert str(task.result()) == "default/web has just been deleted at 2026-01-01 00:00:10 +0000 UTC"

@@ -1,0 +1,104 @@
+"""The Event recorder's correlator (client-go tools/record events_cache.go, spec §1 and §15)."""
+
+from controlplane.apiserver import APIServer, Client
+from controlplane.events import EventRecorder
+from controlplane.kernel import Kernel
+
+RS = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web", "namespace": "default", "uid": "u1"}}
+
+
+def world():
+    k = Kernel()
+    server = APIServer(k)
+    recorder = EventRecorder(
+        k, Client(server, k, "replicaset-controller", qps=None, latency=0.0), "replicaset-controller"
+    )
+    return k, server, recorder
+
+
+def events(server):
+    return sorted(server.objects("events"), key=lambda e: e["metadata"]["name"])
+
+
+def test_an_event_is_posted_with_its_source_and_involved_object():
+    k, server, rec = world()
+    rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: web-abcde")
+    k.run()
+    (event,) = events(server)
+    assert event["source"] == {"component": "replicaset-controller"}
+    assert event["involvedObject"]["kind"] == "ReplicaSet"
+    assert (event["reason"], event["message"], event["count"], event["type"]) == (
+        "SuccessfulCreate",
+        "Created pod: web-abcde",
+        1,
+        "Normal",
+    )
+
+
+def test_identical_events_become_a_count_patch():
+    k, server, rec = world()
+    for _ in range(3):
+        rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    k.run()
+    (event,) = events(server)
+    assert event["count"] == 3
+    verbs = [r["verb"] for r in server.requests if r["resource"] == "events"]
+    assert verbs == ["create", "patch", "patch"]
+
+
+def test_the_tenth_different_message_is_combined_into_one_event():
+    k, server, rec = world()
+    for i in range(12):
+        rec.event(RS, "Normal", "SuccessfulCreate", f"Created pod: web-{i}")
+        k.advance(100)  # a rolling window: 100 s apart is never a 600 s gap
+    combined = [e for e in events(server) if e["message"].startswith("(combined from similar events): ")]
+    assert len(events(server)) == 10
+    assert len(combined) == 1
+    assert combined[0]["count"] == 3
+    assert combined[0]["message"] == "(combined from similar events): Created pod: web-11"
+
+
+def test_a_quiet_gap_of_more_than_600_s_restarts_aggregation():
+    k, server, rec = world()
+    for i in range(9):
+        rec.event(RS, "Normal", "SuccessfulCreate", f"Created pod: web-{i}")
+    k.advance(601)
+    rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: web-9")
+    k.run()
+    assert not [e for e in events(server) if e["message"].startswith("(combined")]
+
+
+def test_spam_filter_drops_after_25_but_the_count_keeps_every_occurrence():
+    k, server, rec = world()
+    for _ in range(30):
+        rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    k.run()
+    assert events(server)[0]["count"] == 25
+    assert rec.dropped == 5
+    k.advance(301)  # one token refilled
+    rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    k.run()
+    assert events(server)[0]["count"] == 31
+
+
+def test_a_patch_of_a_missing_event_falls_back_to_a_create():
+    k, server, rec = world()
+    rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    k.run()
+    name = events(server)[0]["metadata"]["name"]
+    server.delete("events", "default", name)
+    rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    k.run()
+    (event,) = events(server)
+    assert event["count"] == 2
+    codes = [(r["verb"], r["code"]) for r in server.requests if r["resource"] == "events" and r["client"] != "user"]
+    assert codes == [("create", 201), ("patch", 404), ("create", 201)]
+
+
+def test_a_stopped_recorder_posts_nothing_more():
+    k, server, rec = world()
+    rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: a")
+    rec.stop()
+    rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: b")
+    k.run()
+    assert events(server) == []
