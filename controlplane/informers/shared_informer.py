@@ -187,10 +187,11 @@ class SharedInformer:
                 self.trace.emit("informer.synced", informer=self.name, items=len(self.indexer))
 
     # -- inspection -------------------------------------------------------------------------
-    def lag(self, server_revision: int) -> int:
-        """How many store revisions the cache is behind the server (0 = caught up)."""
-        rv = self.indexer.last_store_sync_resource_version()
-        return max(0, server_revision - int(rv)) if rv else server_revision
+    def lag(self) -> int:
+        """Changes to this informer's resource committed by the server but not yet in its cache:
+        events waiting in the watch (latency, or a paused watch) plus entries waiting in the FIFO.
+        (Not the distance to the server's global revision, which other resources also advance.)"""
+        return self.reflector.pending() + len(self.fifo)
 
     def snapshot(self, server_revision: int) -> dict[str, Any]:
         return {
@@ -200,7 +201,7 @@ class SharedInformer:
             "items": len(self.indexer),
             "resourceVersion": self.indexer.last_store_sync_resource_version(),
             "serverRevision": server_revision,
-            "lag": self.lag(server_revision),
+            "lag": self.lag(),
             "pendingDeliveries": self.reflector.pending(),
             "fifo": len(self.fifo),
             "paused": self.reflector.paused,

@@ -183,7 +183,7 @@ def test_informer_lists_then_watches_and_reports_synced():
     k.advance(0.1)
     assert events == [("add", "a"), ("add", "b")]
     assert informer.indexer.list_keys() == ["default/a", "default/b"]
-    assert informer.lag(server.revision) == 0
+    assert informer.lag() == 0
 
 
 def test_watch_latency_keeps_the_cache_behind_the_store_until_delivery():
@@ -208,7 +208,7 @@ def test_paused_informer_goes_stale_and_catches_up_on_resume():
     create_pod(server, "a")
     k.advance(30)
     assert len(informer.indexer) == 0
-    assert informer.lag(server.revision) > 0
+    assert informer.lag() == 1
     informer.reflector.resume()
     k.advance(0.1)
     assert events == [("add", "a")]
@@ -244,6 +244,29 @@ def test_rewatch_from_a_resource_version_older_than_history_gets_410_and_relists
     assert informer.reflector.relists == 1
     assert informer.indexer.list_keys() == [f"default/p{i}" for i in range(6)]
     assert [e for e in events if e[0] == "add"] == [("add", f"p{i}") for i in range(6)]
+
+
+def test_lag_ignores_writes_to_other_resources():
+    k, server, client = world()
+    informer, _ = make_informer(k, client)
+    informer.start()
+    k.advance(0.1)
+    server.create(
+        "replicasets",
+        "default",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "r"},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+            },
+        },
+    )
+    k.advance(0.1)
+    assert informer.lag() == 0
 
 
 def test_namespace_index_is_always_present():
