@@ -8,29 +8,12 @@ from controlplane.kernel import Kernel
 from controlplane.trace import Trace
 
 # -- helpers (imported by the other test_apiserver_* files) --------------------------------
+from tests.controlplane.factories import rs_manifest
 
 
 def make_server(seed=0, **kwargs):
     kernel = Kernel(seed)
     return kernel, APIServer(kernel, **kwargs)
-
-
-def rs_manifest(name="web", replicas=3, labels=None, template_labels=None, **spec):
-    labels = labels or {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": dict(labels)},
-            "template": {
-                "metadata": {"labels": dict(template_labels or labels)},
-                "spec": {"containers": [{"name": "app", "image": "nginx"}]},
-            },
-            **spec,
-        },
-    }
 
 
 def pod_manifest(name="web-1", labels=None, node=None, owner=None, namespace="default", **meta):

@@ -8,23 +8,10 @@ from controlplane.apiserver import APIServer
 from controlplane.kernel import Kernel
 from controlplane.nodes import NodeSimulator, eviction_delay, pod_display_state
 from controlplane.trace import Trace
+from tests.controlplane.factories import bare_pod, node_world
 
-
-def make_world(trace=None, **config):
-    kernel = Kernel(seed=1)
-    server = APIServer(kernel)
-    sim = NodeSimulator(server, kernel, trace, config)
-    sim.start()
-    return kernel, server, sim
-
-
-def pod(name, **spec):
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": "nginx"}], **spec},
-    }
+make_world = node_world
+pod = bare_pod
 
 
 def node(server, name="node-1"):
@@ -68,7 +55,9 @@ def test_node_down_turns_the_node_unknown_after_the_grace_period():
     n1 = node(server)
     for cond in n1["status"]["conditions"]:
         assert (cond["status"], cond["reason"], cond["message"]) == (
-            "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status."
+            "Unknown",
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
         )
     assert ready_condition(n1)["lastTransitionTime"] == "2026-01-01T00:00:40Z"
     assert [(t["key"], t["effect"]) for t in n1["spec"]["taints"]] == [
@@ -136,8 +125,9 @@ def test_node_up_before_the_grace_period_changes_nothing():
     kernel.advance(100)
     assert ready_condition(node(server))["status"] == "True"
     assert ready_condition(server.get("pods", "default", "web-0"))["status"] == "True"
-    assert not [r for r in server.requests if r["client"] == "node-controller" and r["verb"] != "list"
-                and r["verb"] != "watch"]
+    assert not [
+        r for r in server.requests if r["client"] == "node-controller" and r["verb"] != "list" and r["verb"] != "watch"
+    ]
 
 
 def test_node_up_before_eviction_makes_the_pods_ready_again():
@@ -206,7 +196,8 @@ def test_snapshot_lists_nodes_and_pod_states():
         ("node-3", "Ready", "running", 2),
     ]
     assert snap["nodes"][1]["taints"] == [
-        "node.kubernetes.io/unreachable:NoExecute", "node.kubernetes.io/unreachable:NoSchedule"
+        "node.kubernetes.io/unreachable:NoExecute",
+        "node.kubernetes.io/unreachable:NoSchedule",
     ]
     assert snap["nodes"][1]["podStates"] == {"NotReady": 2}
     assert len(snap["pods"]) == 6
@@ -245,11 +236,29 @@ def test_a_dropped_pods_watch_is_relisted_and_nothing_is_missed():
     ("tolerations", "expected"),
     [
         ([], 300.0),
-        ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-           "tolerationSeconds": 30}], 30.0),
+        (
+            [
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 30,
+                }
+            ],
+            30.0,
+        ),
         ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}], None),
-        ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-           "tolerationSeconds": 0}], 0.0),
+        (
+            [
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 0,
+                }
+            ],
+            0.0,
+        ),
     ],
 )
 def test_eviction_delay_follows_the_pod_tolerations(tolerations, expected):
@@ -257,8 +266,11 @@ def test_eviction_delay_follows_the_pod_tolerations(tolerations, expected):
 
 
 def test_display_state_separates_not_ready_from_starting():
-    running = {"metadata": {"name": "p"}, "spec": {"nodeName": "n"},
-               "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]}}
+    running = {
+        "metadata": {"name": "p"},
+        "spec": {"nodeName": "n"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]},
+    }
     assert pod_display_state(running, "Scheduled") == "Running"
     assert pod_display_state(running, "Ready") == "NotReady"
 

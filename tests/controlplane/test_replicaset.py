@@ -9,37 +9,7 @@ from controlplane.labels import selector_from_set
 from controlplane.replicaset import REPLICATION_CONTROLLER, ControllerConfig, ReplicaSetController
 from controlplane.replicaset.replica_set import SyncContext
 from controlplane.replicaset.replica_set_utils import calculate_status, update_replica_set_status
-
-
-def rs_manifest(name="web", replicas=3, labels=None, **spec):
-    labels = labels or {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
-            **spec,
-        },
-    }
-
-
-def rc_manifest(name="legacy", replicas=2):
-    return {
-        "apiVersion": "v1",
-        "kind": "ReplicationController",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"app": name},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-            },
-        },
-    }
+from tests.controlplane.factories import rc_manifest, rs_manifest
 
 
 class World:

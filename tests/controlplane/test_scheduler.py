@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from controlplane.apiserver import APIServer
-from controlplane.kernel import Kernel
-from controlplane.nodes import NodeSimulator
 from controlplane.scheduler import find_untolerated_taint, toleration_tolerates
+from tests.controlplane.factories import bare_pod, node_world
 
 UNREACHABLE_MESSAGE = (
     "0/3 nodes are available: 3 node(s) had untolerated taint(s). no new claims to deallocate, "
@@ -15,21 +13,8 @@ UNREACHABLE_MESSAGE = (
 )
 
 
-def make_world(**config):
-    kernel = Kernel(seed=1)
-    server = APIServer(kernel)
-    sim = NodeSimulator(server, kernel, None, config)
-    sim.start()
-    return kernel, server, sim
-
-
-def pod(name, **spec):
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "app", "image": "nginx"}], **spec},
-    }
+make_world = node_world
+pod = bare_pod
 
 
 def node_of(server, name):
