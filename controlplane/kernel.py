@@ -416,5 +416,8 @@ class Kernel:
         return n
 
     def pending(self) -> int:
-        """Number of scheduled callbacks (cancelled ones included until they are skipped)."""
-        return len(self._heap) + len(self._ready)
+        """Number of live scheduled callbacks (cancelled ones excluded). O(n): for display, not
+        for the hot path."""
+        return sum(1 for entry in self._heap if entry[2] is not None) + sum(
+            1 for entry in self._ready if entry[2] is not None
+        )

@@ -158,3 +158,12 @@ def test_cancel_after_the_awaited_future_resolved_cancels_once():
     task.cancel()
     k.advance(0)
     assert task.state == "cancelled"
+
+
+def test_pending_counts_only_live_callbacks():
+    k = Kernel()
+    keep = k.call_later(1, print)
+    k.call_later(2, print).cancel()
+    k.call_soon(print).cancel()
+    assert k.pending() == 1
+    assert keep.active
