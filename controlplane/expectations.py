@@ -17,7 +17,9 @@ Guarantees
   counts each of them once, so a pod's graceful-deletion update and its final delete event do
   not lower `del` twice.
 * Every change emits one trace record of kind ``expectations`` (fields controller, key, op, add,
-  del: the counts after the change). Calls that change nothing emit nothing.
+  del: the counts after the change). Calls that change nothing emit nothing, except that the
+  first `satisfied_expectations` call to find an unfulfilled record expired emits op
+  ``expired`` (with its `age`): the instant the record stops blocking syncs.
 
 Time is virtual: the clock is anything with a float `.now` (the Kernel is one). Upstream reads
 the wall clock here (spec §18); the simulator drives it from the one virtual clock.
@@ -40,13 +42,14 @@ class Clock(Protocol):
 class ControlleeExpectations:
     """The expectations of one controller key. Live: later calls on the store change it."""
 
-    __slots__ = ("add", "dele", "key", "timestamp")
+    __slots__ = ("add", "dele", "expiry_seen", "key", "timestamp")
 
     def __init__(self, key: str, add: int, dele: int, timestamp: float) -> None:
         self.key = key
         self.add = add
         self.dele = dele
         self.timestamp = timestamp
+        self.expiry_seen = False  # an `expired` record was emitted for this record
 
     def get_expectations(self) -> tuple[int, int]:
         """``(add, del)``: creations and deletions still expected."""
@@ -89,7 +92,17 @@ class ControllerExpectations:
         record = self._records.get(key)
         if record is None:
             return True
-        return record.fulfilled() or record.expired(self.clock.now)
+        if record.fulfilled():
+            return True
+        if not record.expired(self.clock.now):
+            return False
+        # Upstream logs "Controller expectations expired" here: the moment an unfulfilled record
+        # stops blocking a sync. The trace says so once per record.
+        if not record.expiry_seen:
+            record.expiry_seen = True
+            if self.trace.enabled:
+                self._emit(key, "expired", record.add, record.dele, age=self.clock.now - record.timestamp)
+        return True
 
     def keys(self) -> list[str]:
         """Every key that has a record, sorted."""

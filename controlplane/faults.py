@@ -43,7 +43,9 @@ class ApiFaultRule:
     let `after` matching requests through, then fail the next `count` (default 1), or fail each
     with probability `rate`; `latency` delays every matching request. `code: 0` = latency only."""
 
-    def __init__(self, spec: Obj, sim: Simulation) -> None:
+    def __init__(self, spec: Obj, sim: Simulation, rule_id: int = 1) -> None:
+        self.id = rule_id
+        self.lifted = False
         self.spec = spec
         self.verb = spec["verb"]
         self.resource = spec["resource"]
@@ -71,8 +73,14 @@ class ApiFaultRule:
     def exhausted(self) -> bool:
         return self.count is not None and self.failed >= self.count
 
+    @property
+    def in_force(self) -> bool:
+        """Still able to fail or slow a request: not lifted, and not used up (a rule with
+        latency stays in force after its failures are used up, as its latency does)."""
+        return not self.lifted and (not self.exhausted or self.latency > 0)
+
     def intercept(self, req: Any) -> ApiError | None:
-        if self.code == 0 or self.exhausted or not self.matches(req):
+        if self.lifted or self.code == 0 or self.exhausted or not self.matches(req):
             return None
         self.matched += 1
         if self.matched <= self.after:
@@ -84,10 +92,18 @@ class ApiFaultRule:
         return ApiError(self.code, self.reason, self.message, details)
 
     def extra_latency(self, req: Any) -> float:
-        return self.latency if self.latency and self.matches(req) else 0.0
+        return self.latency if self.latency and not self.lifted and self.matches(req) else 0.0
 
     def describe(self) -> Obj:
-        return {**self.spec, "matched": self.matched, "failed": self.failed, "exhausted": self.exhausted}
+        return {
+            **self.spec,
+            "id": self.id,
+            "matched": self.matched,
+            "failed": self.failed,
+            "exhausted": self.exhausted,
+            "lifted": self.lifted,
+            "inForce": self.in_force,
+        }
 
 
 class FaultInjector:
@@ -113,9 +129,25 @@ class FaultInjector:
 
     # -- verbs ------------------------------------------------------------------------------
     def api_fault(self, spec: Obj) -> Obj:
-        rule = ApiFaultRule(spec, self.sim)
+        """Add a rule; its `id` (1, 2, ... in order of injection) is what `liftFault` names."""
+        rule = ApiFaultRule(spec, self.sim, len(self.api_rules) + 1)
         self.api_rules.append(rule)
-        return {"rule": len(self.api_rules) - 1}
+        return {"rule": rule.id - 1, "id": rule.id}
+
+    def lift_fault(self, spec: Obj) -> Obj:
+        """`liftFault {apiFault: ID | all}`: the rule stops failing and slowing requests."""
+        target = spec["apiFault"]
+        if target == "all":
+            lifted = [rule.id for rule in self.api_rules if not rule.lifted]
+        else:
+            if not 1 <= target <= len(self.api_rules):
+                return {"error": f"no apiFault rule {target} (there are {len(self.api_rules)})"}
+            if self.api_rules[target - 1].lifted:
+                return {"error": f"apiFault rule {target} is already lifted"}
+            lifted = [target]
+        for rule_id in lifted:
+            self.api_rules[rule_id - 1].lifted = True
+        return {"lifted": lifted}
 
     def clear_api_faults(self) -> None:
         self.api_rules.clear()

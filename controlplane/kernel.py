@@ -12,6 +12,10 @@ Guarantees
   the points where upstream's goroutines could be preempted by the things we model (an API
   round trip, a watch delivery, a timer).
 * `rng` is the only randomness: a `Random` seeded with the kernel's seed.
+* `call_at_end_of_instant(t, fn)` runs `fn` at `t` after every other callback due at `t`,
+  including the ones those schedule for `t`: the well-defined point at which actions (a
+  scenario's timeline, a dashboard button, a kubectl write) are applied, so that an action taken
+  live at `t` and the same action replayed from a file at `t` see the same world.
 
 This is the hot loop of every benchmark: entries are `Timer`s, lists `[time, seq, fn, args]`
 (a list so the heap compares them natively and a timer can be cancelled in place by clearing
@@ -34,6 +38,7 @@ from random import Random
 from typing import Any
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+END_OF_INSTANT = 1 << 62  # sequence offset of `call_at_end_of_instant` entries
 
 
 def rfc3339(t: float) -> str:
@@ -324,6 +329,18 @@ class Kernel:
         else:
             timer = Timer((self.now, self._seq, fn, args))
             self._ready.append(timer)
+        return timer
+
+    def call_at_end_of_instant(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
+        """Run `fn` at `when` (the current instant if earlier) once every other callback due at
+        `when` has run, including those scheduled meanwhile for `when`. Several such callbacks at
+        one instant run in scheduling order, each after the regular callbacks the previous one
+        scheduled for that instant."""
+        self._seq += 1
+        # The same heap, with a sequence number above every regular one: (time, seq) order puts
+        # the entry after all regular entries of its instant, and the hot loop pays nothing.
+        timer = Timer((max(when, self.now), END_OF_INSTANT + self._seq, fn, args))
+        heapq.heappush(self._heap, timer)
         return timer
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> Timer:

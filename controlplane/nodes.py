@@ -645,9 +645,14 @@ class NodeSimulator:
             self._pod_states[key] = state
         if self.trace.enabled:
             meta = pod["metadata"]
+            owner = None
+            for ref in meta.get("ownerReferences") or ():
+                if ref.get("controller"):
+                    owner = f"{ref.get('kind')}/{ref.get('name')}"
+                    break
             self.trace.emit(
                 "pod.transition",
-                namespace=meta.get("namespace"), name=meta["name"], node=node,
+                namespace=meta.get("namespace"), name=meta["name"], node=node, owner=owner,
                 **{"from": previous, "to": state},
             )
 

@@ -64,6 +64,7 @@ def default_config() -> dict[str, Any]:
     config["featureGates"] = dict(FEATURE_GATES)
     config["whatIf"] = dict(WHAT_IF)
     config["controllers"] = list(CONTROLLERS)
+    config["manualWorkers"] = []
     return config
 
 
@@ -155,7 +156,7 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
     """Validate a config mapping; returns it normalised (numbers as floats where documented)."""
     value = _mapping(raw, path)
     out: dict[str, Any] = {}
-    allowed = (*CONFIG_SCALARS, "featureGates", "whatIf", "controllers")
+    allowed = (*CONFIG_SCALARS, "featureGates", "whatIf", "controllers", "manualWorkers")
     _keys(value, path, (), allowed)
     for key, item in value.items():
         where = f"{path}.{key}"
@@ -171,10 +172,12 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
             knobs = _mapping(item, where)
             _keys(knobs, where, (), tuple(WHAT_IF))
             out[key] = {knob: _bool(v, f"{where}.{knob}") for knob, v in knobs.items()}
-        elif key == "controllers":
+        elif key in ("controllers", "manualWorkers"):
             if not isinstance(item, list):
                 raise _fail(where, f"must be a list, not {_type_name(item)}")
-            out[key] = [_string(c, f"{where}[{i}]", CONTROLLERS) for i, c in enumerate(item)]
+            names = [_string(c, f"{where}[{i}]", CONTROLLERS) for i, c in enumerate(item)]
+            # manualWorkers is a set of names: canonical order, no repeats.
+            out[key] = names if key == "controllers" else [c for c in CONTROLLERS if c in names]
     if partial:
         return out
     merged = default_config()
@@ -306,6 +309,18 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         _keys(value, path, ("controller", "fault"), ())
         _string(value["controller"], f"{path}.controller", CONTROLLERS)
         _string(value["fault"], f"{path}.fault", ("restart",))
+    elif verb == "sync":
+        _keys(value, path, ("controller",), ("key",))
+        _string(value["controller"], f"{path}.controller", CONTROLLERS)
+        if "key" in value:
+            key = _string(value["key"], f"{path}.key")
+            if key.count("/") != 1 or not all(key.split("/")):
+                raise _fail(f"{path}.key", f"must be namespace/name (got {key!r})")
+    elif verb == "liftFault":
+        _keys(value, path, ("apiFault",), ())
+        target = value["apiFault"]
+        if target != "all":
+            _number(target, f"{path}.apiFault", 1, integer=True)
 
 
 ACTION_VERBS = (
@@ -319,6 +334,8 @@ ACTION_VERBS = (
     "watchFault",
     "controllerFault",
     "config",
+    "sync",
+    "liftFault",
 )
 
 

@@ -30,7 +30,7 @@ from controlplane.replicaset import (
     ControllerConfig,
     ReplicaSetController,
 )
-from controlplane.scenario import Scenario, ScenarioError, check_config, check_verb, load_file
+from controlplane.scenario import ACTION_VERBS, Scenario, ScenarioError, check_config, check_verb, load_file
 from controlplane.trace import Record, Trace
 
 Obj = dict[str, Any]
@@ -96,10 +96,11 @@ class Simulation:
         for name in self.config["controllers"]:
             kind = CONTROLLER_KINDS[name]
             self.controllers[name] = ReplicaSetController(
-                self.kernel, self._client(kind.component), kind, self._controller_config(), trace=self.trace
+                self.kernel, self._client(kind.component), kind, self._controller_config(name), trace=self.trace
             )
         self.faults = FaultInjector(self)
         self.started = False
+        self._timeline_pending: set[int] = set()  # indexes of the file's actions not yet applied
 
     @classmethod
     def from_file(cls, name_or_path: str, *, seed: int | None = None) -> Simulation:
@@ -124,7 +125,7 @@ class Simulation:
     def _node_config(self) -> Obj:
         return {key: self.config[key] for key in NODE_CONFIG_KEYS}
 
-    def _controller_config(self) -> ControllerConfig:
+    def _controller_config(self, name: str) -> ControllerConfig:
         cfg = self.config
         return ControllerConfig(
             workers=cfg["workers"],
@@ -136,6 +137,7 @@ class Simulation:
             stale_controller_consistency=cfg["featureGates"]["StaleControllerConsistencyReplicaSet"],
             terminating_replicas=cfg["featureGates"]["DeploymentReplicaSetTerminatingReplicas"],
             pod_deletion_cost=cfg["featureGates"]["PodDeletionCost"],
+            manual_workers=name in cfg["manualWorkers"],
         )
 
     def _record(self, record: Record) -> None:
@@ -167,29 +169,95 @@ class Simulation:
         self.gc.start()
         for controller in self.controllers.values():
             controller.start()
-        for action in self.scenario.actions:
-            self.kernel.call_at(float(action["at"]), self.apply, action)
+        for i, action in enumerate(self.scenario.actions):
+            self._timeline_pending.add(i)
+            self.kernel.call_at_end_of_instant(float(action["at"]), self._apply_timeline, i)
 
     # -- actions ----------------------------------------------------------------------------
-    def apply(self, action: Obj) -> Obj:
-        """Apply one action (`{verb: body}`, an `at` key is ignored). Returns {"ok": bool, ...}."""
+    def apply(self, action: Obj, source: str | None = None) -> Obj:
+        """Apply one action (`{verb: body}`, an `at` key is ignored) right now, wherever the
+        kernel is (a scenario's timeline calls it at the end of the action's instant; live
+        callers use `act`). Returns {"ok": bool, ...}. A malformed action is refused without
+        entering the action log (it never happened); one the world rejects (an API error, a pod
+        that does not exist) is logged with its error, as it replays identically. `source` (who
+        acted: "scenario", "user", a kubectl user agent ...) is kept in the log entry."""
+        problem = self.check_action(action)
+        if problem is not None:
+            if self.trace.enabled:
+                self.trace.emit("action", action=action, ok=False, error=problem)
+            return {"ok": False, "error": problem}
+        verb = next(k for k in action if k != "at")
+        try:
+            result = getattr(self, f"_do_{verb}")(action[verb])
+        except ApiError as exc:
+            return self._done(action, {"ok": False, "error": exc.message, "code": exc.code}, source)
+        return self._done(action, {"ok": "error" not in result, **result}, source)
+
+    def _apply_timeline(self, index: int) -> None:
+        self._timeline_pending.discard(index)
+        self.apply(self.scenario.actions[index], "scenario")
+
+    @staticmethod
+    def check_action(action: Any) -> str | None:
+        """None for a well-formed action, else the one-line reason (`scale.replicas: must be >= 0`)."""
+        if not isinstance(action, dict):
+            return "an action must be a mapping of one verb to its body"
         verbs = [k for k in action if k != "at"]
         if len(verbs) != 1:
-            return self._done(action, {"ok": False, "error": "an action needs exactly one verb"})
+            return "an action needs exactly one verb"
         verb = verbs[0]
-        body = action[verb]
+        if verb not in ACTION_VERBS:
+            return f"{verb}: unknown verb (one of {', '.join(ACTION_VERBS)})"
         try:
-            check_verb(verb, body, verb)
+            check_verb(verb, action[verb], verb)
         except ScenarioError as exc:
-            return self._done(action, {"ok": False, "error": str(exc)})
-        try:
-            result = getattr(self, f"_do_{verb}")(body)
-        except ApiError as exc:
-            return self._done(action, {"ok": False, "error": exc.message, "code": exc.code})
-        return self._done(action, {"ok": "error" not in result, **result})
+            return str(exc)
+        return None
 
-    def _done(self, action: Obj, result: Obj) -> Obj:
+    def act(self, action: Obj, source: str = "user") -> Obj:
+        """Apply `action` live at the current virtual time, at the point a scenario file's action
+        with this `at` is applied: once every event due at this instant has run (so the events
+        left of this instant run first). A malformed action changes nothing, not even time."""
+        problem = self.check_action(action)
+        if problem is not None:
+            return self.apply(action, source)
+        self.start()
+        box: list[Obj] = []
+        self.kernel.call_at_end_of_instant(self.kernel.now, lambda: box.append(self.apply(action, source)))
+        self.kernel.run_until(self.kernel.now)
+        return box[0]
+
+    def finish_instant(self) -> None:
+        """Run every event left at the current instant (after a `step`, some may be)."""
+        self.start()
+        self.kernel.run_until(self.kernel.now)
+
+    def export_scenario(self) -> Obj:
+        """This session as scenario data (DESIGN §2.2): the starting objects, the initial config,
+        the seed, every action applied so far with its `at` (in application order), then the
+        file's actions still to come; `until` is now. Call `finish_instant` first: run headless,
+        it then gives the report this simulation gives now, byte for byte."""
+        now = self.kernel.now
+        actions: list[Obj] = [{"at": entry["time"], **copy.deepcopy(entry["action"])} for entry in self.actions]
+        timeline = self.scenario.actions
+        pending = sorted(self._timeline_pending, key=lambda i: (float(timeline[i]["at"]), i))
+        actions += [copy.deepcopy(timeline[i]) for i in pending]
+        description = self.scenario.description
+        note = f"Exported from a ctrlscope session at t={now:.3f} s."
+        return {
+            "name": self.scenario.name,
+            "description": f"{description} {note}".strip(),
+            "seed": self.seed,
+            "config": copy.deepcopy(self.scenario.config),
+            "objects": copy.deepcopy(self.scenario.objects),
+            "actions": actions,
+            "until": now,
+        }
+
+    def _done(self, action: Obj, result: Obj, source: str | None) -> Obj:
         entry = {"time": self.kernel.now, "action": {k: v for k, v in action.items() if k != "at"}, **result}
+        if source is not None:
+            entry["source"] = source
         self.actions.append(entry)
         if self.trace.enabled:
             self.trace.emit("action", **{k: v for k, v in entry.items() if k != "time"})
@@ -267,6 +335,18 @@ class Simulation:
     def _do_controllerFault(self, body: Obj) -> Obj:
         return self.faults.controller_fault(body)
 
+    def _do_liftFault(self, body: Obj) -> Obj:
+        return self.faults.lift_fault(body)
+
+    def _do_sync(self, body: Obj) -> Obj:
+        controller = self.controllers.get(body["controller"])
+        if controller is None:
+            return {"error": f"controller {body['controller']} is not running in this simulation"}
+        try:
+            return controller.sync_next(body.get("key"))
+        except ValueError as exc:
+            return {"error": str(exc)}
+
     def _do_config(self, body: Obj) -> Obj:
         changes = check_config(body, "config", partial=True)
         for key, value in changes.items():
@@ -285,8 +365,8 @@ class Simulation:
             client.burst = cfg["kubeApiBurst"]
             client.latency = cfg["apiLatency"]
         self.nodes.apply_config(self._node_config())
-        for controller in self.controllers.values():
-            new = self._controller_config()
+        for name, controller in self.controllers.items():
+            new = self._controller_config(name)
             controller.config.burst_replicas = new.burst_replicas
             controller.config.slow_start = new.slow_start
             controller.config.expectations = new.expectations
@@ -300,6 +380,8 @@ class Simulation:
                 controller.rs_informer.reflector.set_watch_latency(new.watch_latency)
             if "workers" in changes:
                 controller.set_workers(new.workers)
+            if new.manual_workers != controller.config.manual_workers:
+                controller.set_manual_workers(new.manual_workers)
 
     # -- time -------------------------------------------------------------------------------
     @property

@@ -15,13 +15,18 @@ Kinds (the vocabulary; fields after the colon):
   watch.fault: resource, fault, informers
   api.request: id, client, verb, resource, namespace, name
   api.response: id, code [, reason]
-  expectations: controller, key, op, add, del [, uids, pod, clobbered]
+  expectations: controller, key, op, add, del [, uids, pod, clobbered, age]
+              (op: set, expect_deletions, creation_observed, deletion_observed, raise, lower,
+              delete, expired)
   sync.start: controller, key, worker
   sync.stage: controller, key, worker, stage (consistency, get, expectations, selector, list,
               claim, manage, batch, delete, status, requeue), and the stage's own fields
+  sync.request: controller, key, worker, verb (create/delete), n, pod (the n-th pod write a
+              sync issues, before the API server has it)
   sync.end: controller, key, worker, start, error
   controller.restart: controller
-  pod.transition: namespace, name, node, from, to     node.transition: name, from, to
+  pod.transition: namespace, name, node, owner ("Kind/name" of its controller or None), from, to
+  node.transition: name, from, to
   event: component, type, reason, object, message (a Kubernetes Event was recorded)
   action: action, ok, ... (a user or scenario action was applied, with its result)
 """

@@ -91,6 +91,7 @@ class ControllerConfig:
     stale_controller_consistency: bool = True  # gate StaleControllerConsistencyReplicaSet
     terminating_replicas: bool = True  # gate DeploymentReplicaSetTerminatingReplicas
     pod_deletion_cost: bool = True  # gate PodDeletionCost (ranking key 4)
+    manual_workers: bool = False  # what-if: workers dequeue only when `sync_next` says so
 
 
 @dataclass
@@ -110,6 +111,9 @@ class SyncContext:
     worker: int | None
     start: float
     stages: list[dict[str, Any]] = field(default_factory=list)
+    # Names of the active pods this sync counted (after claiming); None until it listed them.
+    counted: list[str] | None = None
+    requests: int = 0  # pod creates and deletes issued so far (numbers `sync.request` records)
 
 
 class ReplicaSetController:
@@ -174,6 +178,8 @@ class ReplicaSetController:
         self._caches_synced = False
         self._selectors: dict[str, tuple[str, Selector | None]] = {}
         self.last_sync: SyncContext | None = None
+        # The latest sync of each key (kept while the trace is on): the cache-vs-truth view.
+        self.last_syncs: dict[str, SyncContext] = {}
 
     def set_consistency_gate(self, enabled: bool) -> None:
         """Feature gate StaleControllerConsistencyReplicaSet: a real store, or the no-op one."""
@@ -208,23 +214,34 @@ class ReplicaSetController:
             pass
 
     def set_workers(self, n: int) -> None:
-        """Grow or shrink the worker pool; a removed worker finishes its current sync first."""
+        """Grow or shrink the worker pool; a removed worker finishes its current sync first.
+        With manual workers the slots exist but no loop runs (see `sync_next`)."""
         self.config.workers = n
         if not self._running or not self._caches_synced:
             return
+        manual = self.config.manual_workers
         for wid in range(n):
             if wid == len(self.workers):
                 self.workers.append(WorkerState(wid))
                 self._worker_tasks.append(None)
             task = self._worker_tasks[wid]
             if task is None or task.done():
-                self.workers[wid].stage = "idle"
-                self._worker_tasks[wid] = self.kernel.spawn(self._worker(wid), name=f"{self.kind.name}/worker-{wid}")
-        for wid in range(n, len(self.workers)):
+                self.workers[wid].key = None
+                if manual:
+                    self.workers[wid].stage = "manual"
+                else:
+                    self.workers[wid].stage = "idle"
+                    self._worker_tasks[wid] = self.kernel.spawn(
+                        self._worker(wid), name=f"{self.kind.name}/worker-{wid}"
+                    )
+        for wid in range(len(self.workers)):
             task = self._worker_tasks[wid]
-            # An idle surplus worker stops now; a busy one after its current sync (loop condition).
-            if task is not None and not task.done() and self.workers[wid].key is None:
+            # An idle surplus (or now manual) worker stops now; a busy one after its current
+            # sync (loop condition).
+            if (wid >= n or manual) and task is not None and not task.done() and self.workers[wid].key is None:
                 task.cancel()
+            elif wid >= n and (task is None or task.done()):
+                self.workers[wid].stage = "stopped"
 
     def stop(self) -> None:
         """Shut down: the queue stops handing out keys, informers stop, workers are cancelled."""
@@ -371,26 +388,72 @@ class ReplicaSetController:
         self.queue.add(key)
 
     # -- the worker loop (spec §5) ----------------------------------------------------------
-    async def _worker(self, wid: int) -> None:
+    async def _worker(self, wid: int, first: str | None = None) -> None:
+        """`processNextWorkItem` in a loop while automatic; `first` is a key a manual `sync`
+        already took from the queue (the loop then continues only if workers went automatic)."""
         queue = self.queue
         state = self.workers[wid]
         try:
-            while wid < self.config.workers:
+            if first is not None:
+                await self._process(wid, first)
+            while wid < self.config.workers and not self.config.manual_workers:
                 key, quit_ = await queue.get_async(worker=str(wid))
                 if quit_ or key is None:
                     return
-                state.key, state.stage, state.since = key, "sync", self.kernel.now
-                err = await self.sync_handler(key, wid)
-                if err is None:
-                    queue.forget(key)
-                else:
-                    queue.add_rate_limited(key)
-                queue.done(key, worker=str(wid))
-                state.key, state.stage, state.since = None, "idle", self.kernel.now
-                state.syncs += 1
-            state.stage = "stopped"
+                await self._process(wid, key)
+            state.stage = self._parked_stage(wid)
         except Cancelled:
-            state.key, state.stage = None, "stopped"
+            state.key, state.stage = None, self._parked_stage(wid)
+
+    async def _process(self, wid: int, key: str) -> None:
+        queue = self.queue
+        state = self.workers[wid]
+        state.key, state.stage, state.since = key, "sync", self.kernel.now
+        err = await self.sync_handler(key, wid)
+        if err is None:
+            queue.forget(key)
+        else:
+            queue.add_rate_limited(key)
+        queue.done(key, worker=str(wid))
+        state.key, state.since = None, self.kernel.now
+        state.stage = "idle" if not self.config.manual_workers else self._parked_stage(wid)
+        state.syncs += 1
+
+    def _parked_stage(self, wid: int) -> str:
+        """What a worker with no running loop shows: waiting for a click, or stopped."""
+        return "manual" if self.config.manual_workers and wid < self.config.workers else "stopped"
+
+    # -- manual workers (a ctrlscope what-if: a debugger's "step") ---------------------------
+    def set_manual_workers(self, manual: bool) -> None:
+        """Manual: no worker dequeues until `sync_next` tells one to; automatic again: the
+        configured number of workers resume their loops."""
+        self.config.manual_workers = manual
+        self.set_workers(self.config.workers)
+
+    def sync_next(self, key: str | None = None) -> dict[str, Any]:
+        """Manual workers only: the lowest-numbered idle worker takes the head of the queue (as
+        `Get()` would) or, as a what-if, the queued `key` out of order, and syncs it. Returns
+        `{key, worker}`; raises ValueError (nothing changed) when that cannot be done."""
+        if not self.config.manual_workers:
+            raise ValueError(f"the {self.kind.name} workers are automatic: switch them to manual first")
+        if not self._caches_synced:
+            raise ValueError(f"the {self.kind.name} controller is still waiting for its caches to sync")
+        idle = [w.id for w in self.workers[: self.config.workers] if w.key is None]
+        if not idle:
+            raise ValueError(f"all {self.config.workers} {self.kind.name} workers are busy")
+        wid = idle[0]
+        if key is None:
+            if len(self.queue) == 0:
+                raise ValueError(f"the {self.kind.name} queue is empty")
+            taken, _ = self.queue.get(worker=str(wid))
+            assert taken is not None
+            key = taken
+        elif not self.queue.take(key, worker=str(wid)):
+            raise ValueError(f"{key} is not queued in the {self.kind.name} queue")
+        state = self.workers[wid]
+        state.key, state.stage, state.since = key, "sync", self.kernel.now
+        self._worker_tasks[wid] = self.kernel.spawn(self._worker(wid, key), name=f"{self.kind.name}/worker-{wid}")
+        return {"key": key, "worker": wid}
 
     def _stage(self, ctx: SyncContext, stage: str, **fields: Any) -> None:
         if ctx.worker is not None and ctx.worker < len(self.workers):
@@ -400,10 +463,27 @@ class ReplicaSetController:
             ctx.stages.append({"time": self.kernel.now, **record})
             self.trace.emit("sync.stage", controller=self.kind.name, key=ctx.key, worker=ctx.worker, **record)
 
+    def _request(self, ctx: SyncContext, verb: str, pod: str | None = None) -> None:
+        """One `sync.request` record as manage_replicas issues a pod create or delete: the
+        n-th of this sync, before the API server has it (breakpoints stop here)."""
+        ctx.requests += 1
+        if self.trace.enabled:
+            self.trace.emit(
+                "sync.request",
+                controller=self.kind.name,
+                key=ctx.key,
+                worker=ctx.worker,
+                verb=verb,
+                n=ctx.requests,
+                pod=pod,
+            )
+
     # -- syncReplicaSet (spec §6) -----------------------------------------------------------
     async def sync_replica_set(self, key: str, worker: int | None = None) -> Exception | None:
         ctx = SyncContext(key, worker, self.kernel.now)
         self.last_sync = ctx
+        if self.trace.enabled:
+            self.last_syncs[key] = ctx
         if self.trace.enabled:
             self.trace.emit("sync.start", controller=self.kind.name, key=key, worker=worker)
         err: Exception | None
@@ -454,6 +534,8 @@ class ReplicaSetController:
         all_active = filter_active_pods(all_rs_pods)
         self._stage(ctx, "list", pods=len(all_rs_pods), active=len(all_active))
         active_pods, claim_err = await self.claim_pods(rs, selector, all_active, ctx)
+        if self.trace.enabled:
+            ctx.counted = [p["metadata"]["name"] for p in active_pods]
         if claim_err is not None:
             return claim_err
         terminating: list[Obj] | None = None
@@ -569,6 +651,7 @@ class ReplicaSetController:
             namespace = rs["metadata"]["namespace"]
 
             async def create_one() -> Exception | None:
+                self._request(ctx, "create")
                 try:
                     await self.pod_control.create_pods(namespace, template, rs, ref)
                 except ApiError as exc:
@@ -608,6 +691,7 @@ class ReplicaSetController:
             namespace = rs["metadata"]["namespace"]
 
             async def delete_one(victim: Obj) -> Exception | None:
+                self._request(ctx, "delete", victim["metadata"]["name"])
                 try:
                     await self.pod_control.delete_pod(namespace, victim["metadata"]["name"], rs)
                 except (ApiError, PodControlError) as exc:

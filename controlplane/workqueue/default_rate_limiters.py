@@ -2,8 +2,9 @@
 
 A rate limiter answers `when(item)`: how many seconds to wait before retrying `item`, counting
 the failure as it does; `forget(item)` clears the item's history; `num_requeues(item)` reports
-it. `requeue_counts()` (ctrlscope's addition, for the UI) lists every item with a non-zero
-count.
+it. `requeue_counts()` and `next_delay(item)` (ctrlscope's additions, for the UI) list every
+item with a non-zero count and tell the delay the item's next failure would get, without
+counting it (pure reads: looking never changes what the limiter will answer).
 
 Guarantees
 ----------
@@ -62,6 +63,12 @@ class ItemExponentialFailureRateLimiter:
         failures = self._failures
         exp = failures.get(item, 0)
         failures[item] = exp + 1
+        return self._delay(exp)
+
+    def next_delay(self, item: Hashable) -> float:
+        return self._delay(self._failures.get(item, 0))
+
+    def _delay(self, exp: int) -> float:
         # Upstream guards the float product against overflowing int64 and returns max_delay;
         # 2^63 ns is 292 years, far above any max_delay, so a large exponent is simply max.
         if exp >= 63:
@@ -97,6 +104,10 @@ class ItemFastSlowRateLimiter:
         self._failures[item] = n
         return self.fast_delay if n <= self.max_fast_attempts else self.slow_delay
 
+    def next_delay(self, item: Hashable) -> float:
+        n = self._failures.get(item, 0) + 1
+        return self.fast_delay if n <= self.max_fast_attempts else self.slow_delay
+
     def num_requeues(self, item: Hashable) -> int:
         return self._failures.get(item, 0)
 
@@ -124,27 +135,35 @@ class BucketRateLimiter:
         self._last = clock.now
 
     def when(self, item: Hashable) -> float:
+        delay, tokens = self._reserve()
+        self._tokens = tokens
+        if self.qps > 0 and self.qps != math.inf and self.burst >= 1:
+            self._last = self._clock.now
+        return delay
+
+    def next_delay(self, item: Hashable) -> float:
+        return self._reserve()[0]
+
+    def _reserve(self) -> tuple[float, float]:
+        """(delay, tokens left) of a reservation made now; changes nothing."""
         qps = self.qps
         if qps == math.inf:
-            return 0.0
+            return 0.0, self._tokens
         if qps <= 0:
             # rate.Limit(0): only the initial burst is ever granted; afterwards the reservation
             # is not OK and Delay() is InfDuration.
             if self._tokens >= 1:
-                self._tokens -= 1
-                return 0.0
-            return math.inf
+                return 0.0, self._tokens - 1
+            return math.inf, self._tokens
         if self.burst < 1:
-            return math.inf  # reserving more than the burst is never OK
+            return math.inf, self._tokens  # reserving more than the burst is never OK
         now = self._clock.now
         last = self._last if self._last <= now else now
         tokens = min(self._tokens + (now - last) * qps, float(self.burst)) - 1
-        self._tokens = tokens
-        self._last = now
         if tokens >= 0:
-            return 0.0
+            return 0.0, tokens
         # durationFromTokens truncates to whole nanoseconds.
-        return int(-tokens / qps * _NS) / _NS
+        return int(-tokens / qps * _NS) / _NS, tokens
 
     def num_requeues(self, item: Hashable) -> int:
         return 0
@@ -171,6 +190,9 @@ class MaxOfRateLimiter:
             if delay > worst:
                 worst = delay
         return worst
+
+    def next_delay(self, item: Hashable) -> float:
+        return max((next_delay(limiter, item) for limiter in self.limiters), default=0.0)
 
     def num_requeues(self, item: Hashable) -> int:
         return max((limiter.num_requeues(item) for limiter in self.limiters), default=0)
@@ -201,6 +223,9 @@ class WithMaxWaitRateLimiter:
         delay = self.limiter.when(item)
         return self.max_delay if delay > self.max_delay else delay
 
+    def next_delay(self, item: Hashable) -> float:
+        return min(next_delay(self.limiter, item), self.max_delay)
+
     def num_requeues(self, item: Hashable) -> int:
         return self.limiter.num_requeues(item)
 
@@ -217,6 +242,13 @@ def requeue_counts(limiter: RateLimiter) -> dict[Hashable, int]:
     if method is None:
         return {}
     return {item: n for item, n in method().items() if n}
+
+
+def next_delay(limiter: RateLimiter, item: Hashable) -> float:
+    """The delay `limiter.when(item)` would return now, without counting a failure; 0.0 for a
+    foreign limiter that cannot tell."""
+    method = getattr(limiter, "next_delay", None)
+    return float(method(item)) if method is not None else 0.0
 
 
 def default_controller_rate_limiter(clock: Clock) -> MaxOfRateLimiter:

@@ -87,8 +87,14 @@ class DelayingQueue(Queue[T]):
         self._promote()
         return Queue.shut_down_with_drain(self)
 
-    def snapshot(self) -> dict[str, Any]:
+    def take(self, item: T, *, worker: str | None = None) -> bool:
         self._promote()
+        return Queue.take(self, item, worker=worker)
+
+    def snapshot(self) -> dict[str, Any]:
+        # No promotion here: a snapshot is a pure read (a promotion would add the item at another
+        # point of the instant than its timer does, and the run would diverge from a replay). An
+        # entry that is due but not yet promoted is listed as waiting with `readyAt <= now`.
         return Queue.snapshot(self)
 
     def add_after(self, item: T, seconds: float) -> None:

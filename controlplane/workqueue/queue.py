@@ -145,6 +145,21 @@ class Queue(Generic[T]):
             self._emit_with_worker("queue.get", item, worker)
         return item, False
 
+    def take(self, item: T, *, worker: str | None = None) -> bool:
+        """What-if, not in client-go: hand out the queued `item` now, out of FIFO order, as `get`
+        would hand it out (dirty -> processing). False, changing nothing, when `item` is not
+        queued (absent, or processing). You must call `done(item)` as after `get`."""
+        if item not in self._dirty or item in self._processing:
+            return False
+        self._queue.remove(item)
+        now = self._clock.now
+        self._processing[item] = now
+        self._dirty.discard(item)
+        self.metrics.get(item, now)
+        if self._trace.enabled:
+            self._emit_with_worker("queue.get", item, worker)
+        return True
+
     def done(self, item: T, *, worker: str | None = None) -> None:
         """Mark `item` as finished. If it was added again while processing, it is queued now, at
         the back. Calling it for an item that is not processing does nothing (upstream would
@@ -246,7 +261,8 @@ class Queue(Generic[T]):
             self._trace.emit(kind, queue=self.name, key=item, worker=worker)
 
     def snapshot(self) -> dict[str, Any]:
-        """The queue's state for the UI: plain, JSON-ready data, deterministic order."""
+        """The queue's state for the UI: plain, JSON-ready data, deterministic order. A pure
+        read: taking a snapshot never changes what the queue does next."""
         return {
             "name": self.name,
             "queue": list(self._queue),

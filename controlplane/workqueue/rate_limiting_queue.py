@@ -14,11 +14,13 @@ Guarantees
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import Any
 
 from controlplane.trace import Clock, Trace
 from controlplane.workqueue.default_rate_limiters import (
     RateLimiter,
     default_controller_rate_limiter,
+    next_delay,
     requeue_counts,
 )
 from controlplane.workqueue.delaying_queue import DelayingQueue
@@ -80,3 +82,9 @@ class RateLimitingQueue(DelayingQueue[T]):
     def _requeues_snapshot(self) -> dict[Hashable, int]:
         counts = requeue_counts(self.rate_limiter)
         return {item: counts[item] for item in sorted(counts, key=str)}
+
+    def snapshot(self) -> dict[str, Any]:
+        """Adds `backoff`: for each key with requeues, the delay its next failure would get."""
+        snap = DelayingQueue.snapshot(self)
+        snap["backoff"] = {item: next_delay(self.rate_limiter, item) for item in snap["requeues"]}
+        return snap

@@ -337,3 +337,17 @@ def test_plain_snapshot_has_no_uids():
     exp = ControllerExpectations(Kernel())
     exp.expect_deletions(KEY, 1)
     assert "uids" not in exp.snapshot(KEY)
+
+
+def test_the_first_check_to_find_an_unfulfilled_record_expired_traces_it_once(make):
+    kernel = Kernel()
+    exp, records = traced(kernel, make)
+    exp.expect_creations(KEY, 2)
+    kernel.advance(EXPECTATIONS_TIMEOUT)
+    assert exp.satisfied_expectations(KEY) is False
+    kernel.advance(1.0)
+    assert exp.satisfied_expectations(KEY) is True
+    assert exp.satisfied_expectations(KEY) is True
+    expired = [r for r in records if r["op"] == "expired"]
+    assert len(expired) == 1
+    assert (expired[0]["add"], expired[0]["del"], expired[0]["age"]) == (2, 0, EXPECTATIONS_TIMEOUT + 1.0)

@@ -167,3 +167,34 @@ def test_pending_counts_only_live_callbacks():
     k.call_soon(print).cancel()
     assert k.pending() == 1
     assert keep.active
+
+
+def test_end_of_instant_callback_runs_after_every_callback_of_its_instant():
+    k = Kernel()
+    order = []
+    k.call_at(1.0, order.append, "a")
+    k.call_at_end_of_instant(1.0, order.append, "end")
+    # Scheduled after the end-of-instant entry, and during the instant itself: still first.
+    k.call_at(1.0, lambda: (order.append("b"), k.call_soon(order.append, "c")))
+    k.call_at(2.0, order.append, "later")
+    k.run_until(1.5)
+    assert order == ["a", "b", "c", "end"]
+    assert k.now == 1.5
+
+
+def test_end_of_instant_callbacks_run_in_order_each_after_what_the_previous_scheduled():
+    k = Kernel()
+    order = []
+    k.call_at_end_of_instant(0.0, lambda: (order.append("x"), k.call_soon(order.append, "x's effect")))
+    k.call_at_end_of_instant(0.0, order.append, "y")
+    k.run_until(0.0)
+    assert order == ["x", "x's effect", "y"]
+
+
+def test_end_of_instant_in_the_past_means_the_current_instant():
+    k = Kernel()
+    k.advance(5.0)
+    seen = []
+    k.call_at_end_of_instant(1.0, lambda: seen.append(k.now))
+    k.run_until(5.0)
+    assert seen == [5.0]

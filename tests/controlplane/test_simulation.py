@@ -165,3 +165,11 @@ def test_api_fault_fails_matching_requests_then_lets_them_through():
     codes = [r["code"] for r in s.server.requests if r["verb"] == "create" and r["resource"] == "pods"]
     assert codes[:3] == [201, 500, 500]
     assert codes.count(201) == 3
+
+
+def test_pod_transitions_name_the_owner_and_syncs_number_their_pod_writes():
+    records = trace_of(sim(), 10)
+    owners = {r["owner"] for r in records if r["kind"] == "pod.transition"}
+    assert owners == {"ReplicaSet/web"}
+    requests = [(r["verb"], r["n"]) for r in records if r["kind"] == "sync.request"]
+    assert requests == [("create", 1), ("create", 2), ("create", 3)]

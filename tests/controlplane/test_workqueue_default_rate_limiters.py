@@ -236,3 +236,22 @@ def test_requeue_counts_lists_items_with_failures(make):
     limiter.when("a")
     limiter.when("a")
     assert limiter.requeue_counts() == {"b": 1, "a": 2}
+
+
+def test_next_delay_tells_the_next_failures_delay_without_counting_it():
+    clock = FakeClock()
+    limiter = default_controller_rate_limiter(clock)
+    for _ in range(3):
+        limiter.when("k")
+    assert limiter.next_delay("k") == 0.04
+    assert limiter.next_delay("k") == 0.04
+    assert limiter.num_requeues("k") == 3
+    assert limiter.when("k") == 0.04
+
+
+def test_next_delay_of_a_spent_bucket_is_its_deficit():
+    clock = FakeClock()
+    bucket = BucketRateLimiter(10.0, 1, clock)
+    bucket.when("a")
+    assert bucket.next_delay("b") == 0.1
+    assert bucket.when("b") == 0.1

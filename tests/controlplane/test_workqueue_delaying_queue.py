@@ -216,3 +216,12 @@ def test_no_timer_remains_once_nothing_waits(make_queue):
     q.add_after("a", 1.0)
     q.shut_down()
     assert kernel.peek() is None
+
+
+def test_snapshot_is_a_pure_read_and_lists_a_due_item_as_waiting(q, clock):
+    q.add_after("a", 1.0)
+    clock.now = 2.0
+    snap = q.snapshot()
+    assert snap["queue"] == []
+    assert snap["waiting"] == [{"key": "a", "readyAt": 1.0}]
+    assert len(q) == 1  # the next real operation promotes it

@@ -351,3 +351,24 @@ def test_shut_down_cancels_a_drain_wait(make_queue):
     fut = q.shut_down_with_drain()
     q.shut_down()
     assert fut.done()
+
+
+def test_take_hands_out_a_queued_item_out_of_order():
+    q = Queue()
+    for item in ("a", "b", "c"):
+        q.add(item)
+    assert q.take("b") is True
+    assert q.get() == ("a", False)
+    assert q.get() == ("c", False)
+    q.done("b")
+    assert len(q) == 0
+
+
+def test_take_refuses_an_item_that_is_not_queued():
+    q = Queue()
+    q.add("a")
+    q.get()
+    assert q.take("a") is False  # processing
+    assert q.take("zzz") is False  # absent
+    q.add("a")  # dirty while processing: still not queued
+    assert q.take("a") is False
