@@ -544,7 +544,9 @@ def _replicas(manifest: Any) -> int | None:
     replicas = spec.get("replicas") if isinstance(spec, dict) else None
     if replicas is None:
         return 1
-    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 0 else 0
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 0 < replicas <= limits.MAX_INT32:
+        return 0  # the API server refuses what is not an int32
+    return replicas
 
 
 @dataclass
@@ -603,7 +605,7 @@ def demand(scenario: Scenario) -> Demand:
             else:
                 spec = body["patch"].get("spec")
                 replicas = spec.get("replicas") if isinstance(spec, dict) else None
-                if isinstance(replicas, int) and not isinstance(replicas, bool):
+                if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas <= limits.MAX_INT32:
                     want(key, replicas, f"{where}.patch.spec.replicas")
     return out
 

@@ -37,13 +37,15 @@ from __future__ import annotations
 
 import builtins
 import functools
+import hashlib
+import json
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane import labels
-from controlplane.apiserver import errors, fields
+from controlplane.apiserver import decode, errors, fields
 from controlplane.apiserver import patch as patches
 from controlplane.apiserver import validation as v
 from controlplane.apiserver.errors import ApiError
@@ -75,6 +77,7 @@ BOOTSTRAP_NAMESPACES = ("default", "kube-system")
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
+POD_CEILING_QUOTA = "ctrlscope-pod-ceiling"  # the quota named when RunLimits.pods refuses a pod
 FINALIZER_ORPHAN = v.FINALIZER_ORPHAN_DEPENDENTS
 FINALIZER_FOREGROUND = v.FINALIZER_DELETE_DEPENDENTS
 
@@ -188,6 +191,9 @@ class APIServer:
         self.interceptors: list[Interceptor] = []
         # Extra seconds of latency a Client adds to a request (fault injection).
         self.latency_hooks: list[LatencyHook] = []
+        # A ceiling on live pods (RunLimits.pods): creates beyond it are refused with 403, as an
+        # exhausted ResourceQuota refuses them. None: no ceiling.
+        self.max_pods: int | None = None
         # resource -> namespace ("" for cluster-scoped) -> name -> object.
         self._store: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in RESOURCES}
         self._history = _History(history_limit)
@@ -465,6 +471,7 @@ class APIServer:
         body = req.body
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
+        decode.check_body(info, body)
         namespace = self._namespace(info, req.namespace, body=body)
         return self._create_object(info, namespace, body, dry_run=_dry_run(req.options)), 201
 
@@ -477,6 +484,7 @@ class APIServer:
         body = req.body
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
+        decode.check_body(info, body, req.subresource if req.subresource == "scale" else None, existing)
         dry_run = _dry_run(req.options)
         if req.subresource == "scale":
             return self._update_scale(info, existing, body, dry_run), 200
@@ -508,6 +516,7 @@ class APIServer:
         patch_type = PATCH_TYPES.get(raw_type)
         if patch_type is None:
             raise errors.unsupported_media_type()
+        decode.check_patch_body(req.body)
         dry_run = _dry_run(req.options)
         existing = self._store[info.plural].get(namespace, {}).get(name)
         if existing is None:
@@ -520,14 +529,18 @@ class APIServer:
                         f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
                     )
                 meta["name"] = name
-                return self._create_object(info, namespace, {**body, "metadata": meta}, dry_run=dry_run), 201
+                body = {**body, "metadata": meta}
+                decode.check_body(info, body)
+                return self._create_object(info, namespace, body, dry_run=dry_run), 201
             raise errors.not_found(info.group_resource, name)
         if req.subresource == "scale":
             patched_scale = self._apply_patch(patch_type, self._scale_of(info, existing), req.body)
+            decode.check_patched(info, patched_scale, "scale")
             return self._update_scale(info, existing, patched_scale, dry_run), 200
         patched = self._apply_patch(patch_type, existing, req.body)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
+        decode.check_patched(info, patched, None, existing)
         status = req.subresource == "status"
         new = self._decode(info, patched, namespace, name, status)
         self._check_resource_version(info, existing, new)
@@ -590,6 +603,8 @@ class APIServer:
             if causes:
                 raise errors.invalid(info.group_kind, meta.get("name") or "", causes)
             name = meta["name"]
+            if self.max_pods is not None and info.plural == "pods":
+                self._admit_pod_ceiling(info, name)
             existing = self._store[info.plural].get(namespace, {}).get(name)
             if existing is None:
                 if dry_run:
@@ -602,6 +617,27 @@ class APIServer:
                     err.message = f"object is being deleted: {err.message}"
                 raise err
         raise errors.generate_name_conflict(info.group_resource, name)
+
+    def _admit_pod_ceiling(self, info: ResourceInfo, name: str) -> None:
+        # The run's pod ceiling, in the words of the ResourceQuota admission plugin (which, like
+        # this check, runs after validation, so the generated name is known).
+        used = self.count("pods")
+        limit = self.max_pods
+        if limit is not None and used >= limit:
+            raise errors.forbidden(
+                info.group_resource,
+                name,
+                f"exceeded quota: {POD_CEILING_QUOTA}, requested: pods=1, used: pods={used}, limited: pods={limit}",
+            )
+
+    def digest(self) -> str:
+        """A fingerprint of the store: the revision and every stored object, in key order. Equal
+        digests mean nothing was written (tests assert a refused request changed nothing)."""
+        hasher = hashlib.sha256(str(self.revision).encode())
+        for plural in sorted(self._store):
+            for obj in self._iter(RESOURCES[plural], None):
+                hasher.update(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
+        return hasher.hexdigest()
 
     def _shared_labels(self, labels: Any) -> Any:
         """An equal, server-owned labels dict, one per distinct label set: every pod of a
@@ -789,6 +825,7 @@ class APIServer:
     def _bind(self, req: Request) -> Obj:
         info = RESOURCES["pods"]
         binding = req.body if isinstance(req.body, dict) else {}
+        decode.check_body(info, binding, "binding")
         binding_meta = binding.get("metadata") or {}
         namespace = self._namespace(info, req.namespace, body=binding)
         name = req.name or binding_meta.get("name") or ""
