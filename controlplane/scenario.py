@@ -615,25 +615,30 @@ def load_scenario(text: str) -> Scenario:
         data = safeyaml.load(text)
     except safeyaml.YAMLInputError as exc:
         raise ScenarioError(str(exc)) from None
+    if data is None:  # empty, or only comments: surely not what the author meant to run
+        raise ScenarioError("the file is empty: a scenario is a YAML mapping (name, config, objects, actions, until)")
     return parse_scenario(data)
 
 
 def resolve(name_or_path: str) -> Path:
     """A path, or the name of a shipped scenario (`demo` → controlplane/scenarios/demo.yaml)."""
     path = Path(name_or_path)
+    shipped = SCENARIO_DIR / f"{name_or_path}.yaml"
+    shown = name_or_path if name_or_path.isprintable() else repr(name_or_path[:100])
     try:
-        if path.is_file():
-            return path
-        if path.is_dir():
-            raise ScenarioError(f"{name_or_path}: is a directory, not a scenario file")
-        if path.exists():
-            raise ScenarioError(f"{name_or_path}: not a regular file")
-        shipped = SCENARIO_DIR / f"{name_or_path}.yaml"
-        if shipped.is_file():
-            return shipped
+        is_file, is_dir, exists = path.is_file(), path.is_dir(), path.exists()
+        is_shipped = not exists and shipped.is_file()
     except (OSError, ValueError) as exc:  # a name the OS cannot take (too long, a NUL byte)
         raise ScenarioError(f"{name_or_path[:100]!r}: not a usable file name ({exc})") from None
-    raise ScenarioError(f"{name_or_path}: no such file, and no shipped scenario of that name")
+    if is_file:
+        return path
+    if is_dir:
+        raise ScenarioError(f"{shown}: is a directory, not a scenario file")
+    if exists:
+        raise ScenarioError(f"{shown}: not a regular file")
+    if is_shipped:
+        return shipped
+    raise ScenarioError(f"{shown}: no such file, and no shipped scenario of that name")
 
 
 def read_text(path: Path) -> str:

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apiserver import ApiError, APIServer, Client
+from controlplane.apiserver import ApiError, APIServer, Client, decode
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -379,9 +379,17 @@ class Simulation:
         resource = self._resource(manifest["kind"])
         meta = manifest.get("metadata") or {}
         namespace = None if resource in CLUSTER_SCOPED else meta.get("namespace", "default")
+        if namespace is not None and not isinstance(namespace, str):
+            namespace = None  # the body's bad namespace is the API server's to refuse (400)
         manifest = self._with_owner_uids(manifest, namespace)
+        try:
+            decode.check_json(manifest)
+        except ApiError:
+            # Not JSON (too deep, too big, NaN ...): not safe to deep-copy. Sent as it is, for
+            # the API server to refuse and log like any bad request.
+            return dict(self.server.create(resource, namespace, manifest, client="user"))
         name = meta.get("name")
-        if name:
+        if name and isinstance(name, str) and (namespace is not None or resource in CLUSTER_SCOPED):
             try:
                 current = self.server.get(resource, namespace, name, client="user")
             except ApiError as exc:

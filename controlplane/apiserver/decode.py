@@ -7,7 +7,9 @@ Guarantees
   a field typed int32 holds an integer in int32's range (not 1.5, not "three", not true), a
   string field a string, a struct field an object, a list field a list, map values their type,
   timestamps RFC 3339 strings, quantities strings or numbers in Quantity's syntax. JSON null
-  is accepted anywhere (Go leaves the zero value). The answer is upstream's 400 BadRequest,
+  is accepted for a struct field (Go leaves the zero value) but refused as the value of a typed
+  map or the element of a typed list (Go would store "" or an empty struct; refusing it keeps a
+  None out of every label set and container list). The answer is upstream's 400 BadRequest,
   `ReplicaSet in version "v1" cannot be handled as a ReplicaSet: json: cannot unmarshal string
   into Go struct field ReplicaSetSpec.spec.replicas of type int32`, with one cause per field
   (`reason: FieldValueTypeInvalid`, `field: spec.replicas` with list indexes) — upstream's
@@ -482,6 +484,8 @@ _VALID_TIMES_LIMIT = 4096
 def _json_name(value: Any, into_int: bool = False) -> str:
     """How Go's UnmarshalTypeError names the JSON value it met (`number 1.5` when the target is
     an integer type, whose parse of the literal failed; `number` otherwise)."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, int | float):
@@ -510,6 +514,10 @@ class _Problem(Exception):
 
 
 _MEMO_END = GoType(-1, "")  # a frame popped once a memoised value's whole subtree is checked
+# A null map value or list element of a typed map or list. Go would store the zero value ("",
+# an empty struct); ctrlscope refuses it instead (400), so no code meets a None there.
+_NOT_NULL_CODE = -2
+_NOT_NULL = GoType(_NOT_NULL_CODE, "")
 
 # Where a value sits, kept cheap until an error needs it: None for the root, else
 # (parent trail, key or list index, the enclosing Go struct's name — None for a map's key).
@@ -557,7 +565,9 @@ class _Walk:
 
     def limit(self, trail: Trail, depth: int) -> None:
         if depth > MAX_OBJECT_DEPTH:
-            raise _Problem(_bad_request(f"json: exceeded max depth {MAX_OBJECT_DEPTH} at {_paths(trail)[1]}"))
+            path = _paths(trail)[1]
+            shown = path if len(path) <= 120 else f"{path[:60]}…{path[-40:]}"
+            raise _Problem(_bad_request(f"json: exceeded max depth {MAX_OBJECT_DEPTH} at {shown}"))
         raise _Problem(_too_large())
 
     def run(self, root: Any, root_type: GoType, stored: Obj | None = None) -> None:
@@ -580,6 +590,8 @@ class _Walk:
                 if depth > MAX_OBJECT_DEPTH or size > MAX_REQUEST_BYTES:
                     self.limit(trail, depth)
                 if value is None:
+                    if code == _NOT_NULL_CODE:  # `old` holds the element type
+                        self.mismatch(trail, None, old.name if old.code != _STRUCT else f"v1.{old.name}")
                     size += 4
                     continue
                 kind = type(value)
@@ -648,14 +660,16 @@ class _Walk:
                     size += 2 + len(value)
                     item_type = go_type.item if code == _LIST else ANY
                     assert item_type is not None
-                    if item_type is STRING and all(type(item) is str for item in value):
+                    if (item_type is STRING or item_type is ANY) and all(type(item) is str for item in value):
                         size += sum(map(len, value))
                         continue
                     old_items = old if type(old) is list else ()
                     for i in range(len(value) - 1, -1, -1):
                         item = value[i]
                         old_item = old_items[i] if i < len(old_items) else None
-                        if old_item is not item:
+                        if item is None and item_type is not ANY:
+                            push((None, _NOT_NULL, (trail, i, ""), depth + 1, item_type))
+                        elif old_item is not item:
                             push((item, item_type, (trail, i, ""), depth + 1, old_item))
                 elif code in (_MAP, _OBJECT) or (code == _ANY and kind is dict):
                     if kind is not dict:
@@ -675,8 +689,13 @@ class _Walk:
                             size += len(item) + 2
                             continue
                         old_item = old_fields.get(key) if old_fields is not None else None
-                        if old_item is not item or item is None:
-                            push((item, item_type, (trail, key, None), depth + 1, old_item))
+                        if item is None and item_type is not ANY:
+                            push((None, _NOT_NULL, (trail, key, None), depth + 1, item_type))
+                        elif old_item is not item:
+                            # A typed map's key is a Key in the path (`labels[app]`); an
+                            # untyped object's key a field (`affinity.deep`).
+                            owner = None if code == _MAP else ""
+                            push((item, item_type, (trail, key, owner), depth + 1, old_item))
                 elif code == _STRING:
                     if kind is str:
                         size += len(value) + 2
@@ -809,12 +828,22 @@ def check_body(info: ResourceInfo, body: Any, subresource: str | None = None, st
         raise _bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {first}', walk.causes)
 
 
-def check_patch_body(body: Any) -> None:
-    """400 unless a patch is JSON (413 if too large): checked before it is applied, so applying
-    it (recursively) is safe."""
-    walk = _walk(body, ANY)
+def check_json(value: Any, what: str = "body") -> None:
+    """400 unless `value` is JSON (413 if too large, 400 if too deep): after it, recursive code
+    (a deep copy, a merge patch, json.dumps) is safe on it."""
+    try:
+        walk = _walk(value, ANY)
+    except ApiError as err:
+        if err.code == 400:
+            err.message = f"invalid {what}: {err.message}"
+        raise
     if walk.causes:
-        raise _bad_request(f"invalid patch: {walk.causes[0]['message']}", walk.causes)
+        raise _bad_request(f"invalid {what}: {walk.causes[0]['message']}", walk.causes)
+
+
+def check_patch_body(body: Any) -> None:
+    """A patch must be JSON (see check_json) before it is applied."""
+    check_json(body, "patch")
 
 
 def check_patched(info: ResourceInfo, obj: Any, subresource: str | None = None, stored: Obj | None = None) -> None:

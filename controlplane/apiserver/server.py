@@ -224,6 +224,12 @@ class APIServer:
         """Record, intercept and perform one request; returns the answer or raises ApiError."""
         index = len(self.requests)
         resource = _resource_path(req.resource, req.subresource) if req.subresource else req.resource
+        # A namespace and a name are parts of a URL: strings. Anything else is refused (and
+        # logged without it), before it can reach a dict lookup.
+        malformed = not isinstance(req.namespace, str | None) or not isinstance(req.name, str | None)
+        if malformed:
+            req.namespace = req.namespace if isinstance(req.namespace, str) else None
+            req.name = req.name if isinstance(req.name, str) else None
         record = self.requests.append(
             float(req.sent_at if req.sent_at is not None else self.kernel.now),
             req.client,
@@ -244,6 +250,8 @@ class APIServer:
                 name=req.name,
             )
         try:
+            if malformed:
+                raise errors.bad_request("the namespace and the name of a request must be strings")
             for interceptor in self.interceptors:
                 refusal = interceptor(req)
                 if refusal is not None:
@@ -274,7 +282,8 @@ class APIServer:
     ) -> Any:
         name = None
         if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
-            name = body["metadata"].get("name") or None
+            found = body["metadata"].get("name")
+            name = found if isinstance(found, str) and found else None  # a bad name: the body's to refuse
         return self.handle(Request(client, "create", resource, subresource, namespace, name, body))
 
     def get(
