@@ -315,6 +315,15 @@ class Simulation:
             check_verb(verb, action[verb], verb)
         except ScenarioError as exc:
             return str(exc)
+        try:
+            # An action is JSON: finite numbers, string keys, bounded nesting and size. What is
+            # not could not be logged, traced to a browser or exported as a scenario.
+            decode.check_json(action[verb], "action")
+        except ApiError as exc:
+            message = exc.message.removeprefix("invalid action: ")
+            causes = (exc.details or {}).get("causes") or [{"field": "", "message": message}]
+            where = f"{verb}.{causes[0]['field']}" if causes[0]["field"] else verb
+            return f"{where}: {causes[0]['message']}"
         return None
 
     def act(self, action: Obj, source: str = "user") -> Obj:

@@ -725,6 +725,8 @@ class _Walk:
                         self.mismatch(trail, value, go_type.name)
                         continue
                     size += self._scalar(value, trail)
+            if size > MAX_REQUEST_BYTES:
+                raise _Problem(_too_large())
         finally:
             self.size = size
 
