@@ -200,7 +200,11 @@ class Simulation:
         try:
             result = getattr(self, f"_do_{verb}")(action[verb])
         except ApiError as exc:
-            return self._done(action, {"ok": False, "error": exc.message, "code": exc.code}, source)
+            failure: Obj = {"ok": False, "error": exc.message, "code": exc.code, "reason": exc.reason}
+            causes = (exc.details or {}).get("causes")
+            if causes:
+                failure["causes"] = causes
+            return self._done(action, failure, source)
         return self._done(action, {"ok": "error" not in result, **result}, source)
 
     def _apply_timeline(self, index: int) -> None:
