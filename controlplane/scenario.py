@@ -77,6 +77,8 @@ class Scenario:
     objects: list[dict[str, Any]] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
     until: float = 60.0
+    # The checks, as written (validated by `controlplane.checks.parse_checks`).
+    expect: list[dict[str, Any]] = field(default_factory=list)
 
 
 # -- checking helpers ---------------------------------------------------------------------------
@@ -343,7 +345,7 @@ def parse_scenario(data: Any) -> Scenario:
     if data is None:
         data = {}
     value = _mapping(data, "")
-    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until"))
+    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until", "expect"))
     scenario = Scenario()
     if "name" in value:
         scenario.name = _string(value["name"], "name")
@@ -362,6 +364,11 @@ def parse_scenario(data: Any) -> Scenario:
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]
     if "until" in value:
         scenario.until = float(_number(value["until"], "until", 0, exclusive=True))
+    if "expect" in value:
+        from controlplane.checks import parse_checks  # checks reads the vocabulary above
+
+        parse_checks(value["expect"], scenario.until)
+        scenario.expect = value["expect"]
     return scenario
 
 
