@@ -367,7 +367,7 @@ def _check_subject(subject: str, raw: Any, where: str) -> Any:
         if "component" in spec:
             _string(spec["component"], f"{where}.component")
     elif subject in ("sync", "syncs"):
-        extra = ("index",) if subject == "sync" else ("error", "consistency", "requeue", "manage")
+        extra = ("error", "consistency", "requeue", "manage", *(("index",) if subject == "sync" else ()))
         _keys(spec, where, (), ("controller", "key", "between", *extra))
         if "controller" in spec:
             _string(spec["controller"], f"{where}.controller", CONTROLLERS)
@@ -438,6 +438,7 @@ def _parse_body(value: Obj, where: str, index: int, *, never: bool) -> Check:
         raise _fail(f"{where}.oracle", "an oracle judges the whole run already: not inside never")
     if never and subject == "sync":
         raise _fail(f"{where}.sync", "one sync is not a situation: count them with syncs inside never")
+    if subject == "oracle":
         compare: Obj = {}
         for key in COMPARATORS:
             if key in value:
@@ -757,8 +758,10 @@ class CheckResult:
 
     def line(self) -> str:
         """One line for a failure: check, time, wanted, got."""
+        if not self.reached:
+            return f"{self.check.label} {self.check.describe()} @ t={self.check.at:g}: not reached, the run ended first"
         when = "never held" if self.time is None else f"t={self.time:g}"
-        got = _render(self.got) if self.reached else "not reached (the run ended first)"
+        got = _render(self.got)
         return f"{self.check.label} {self.check.describe()} @ {when}: wanted {self.wanted_text}, got {got}"
 
 

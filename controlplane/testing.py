@@ -56,7 +56,13 @@ def discover(paths: Iterable[str]) -> list[str]:
             found += sorted(str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
         else:
             found.append(str(resolve(given)))
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(_shown(path) for path in found))
+
+
+def _shown(path: str) -> str:
+    """Relative to the working directory when below it (shorter table lines and replay commands)."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def has_checks(path: str) -> bool:
