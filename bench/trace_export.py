@@ -37,7 +37,13 @@ def main() -> None:
     pods = args.replicasets * args.replicas
     config = default_config()
     config.update(
-        {"nodes": args.nodes, "kubeApiQPS": -1.0, "kubeletQPS": -1.0, "schedulerQPS": -1.0, "controllers": ["replicaset"]}
+        {
+            "nodes": args.nodes,
+            "kubeApiQPS": -1.0,
+            "kubeletQPS": -1.0,
+            "schedulerQPS": -1.0,
+            "controllers": ["replicaset"],
+        }
     )
     scenario = Scenario(
         name="converge", seed=1, config=config, objects=[replica_set(i, args.replicas) for i in range(args.replicasets)]
