@@ -50,8 +50,10 @@ def command(page: Page, cmd: dict) -> dict:
 def run_to(page: Page, t: float) -> None:
     page.fill("#run-to input", str(t))
     page.press("#run-to input", "Enter")
-    page.wait_for_function(f"() => window.ctrlscope.status && window.ctrlscope.status.t >= {t} "
-                           "&& window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal")
+    page.wait_for_function(
+        f"() => window.ctrlscope.status && window.ctrlscope.status.t >= {t} "
+        "&& window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal"
+    )
 
 
 def pod_states(page: Page) -> dict:
@@ -59,8 +61,9 @@ def pod_states(page: Page) -> dict:
 
 
 def wait_pods(page: Page, predicate_js: str, timeout: float = 15000) -> None:
-    page.wait_for_function(f"() => {{ const s = window.CtrlscopePods.states(); return ({predicate_js}); }}",
-                           timeout=timeout)
+    page.wait_for_function(
+        f"() => {{ const s = window.CtrlscopePods.states(); return ({predicate_js}); }}", timeout=timeout
+    )
 
 
 def stop(page: Page, url: str, sim_id: str) -> None:
@@ -80,7 +83,7 @@ def errors(page: Page):
 def test_the_demo_is_running_at_1x_and_draws_its_pods(page: Page, live_server_url: str, errors):
     page.goto(f"{live_server_url}/sim/demo/?token={TOKEN}")
     expect(page.locator("#st-conn")).to_have_text("live")
-    expect(page.locator("#st-mode")).to_have_text("running 1×")
+    expect(page.locator("#st-mode")).to_have_text("running 1×")  # noqa: RUF001
     first = page.evaluate("() => window.ctrlscope.status.t")
     page.wait_for_function(f"() => window.ctrlscope.status.t > {first} + 0.5")
     expect(page.locator("#owners")).to_contain_text("web")
@@ -252,7 +255,9 @@ def test_yaml_editor_applies_a_manifest_and_shows_field_errors_for_a_bad_one(pag
     page.click("#yaml-form button[type=submit]")
     expect(page.locator("#yaml-result")).to_contain_text("applied ReplicaSet/cache")
     expect(page.locator("#owners")).to_contain_text("cache")
-    bad = good.replace("name: cache}", "name: Bad_Name}").replace("app: cache}}\n  template", "app: other}}\n  template")
+    bad = good.replace("name: cache}", "name: Bad_Name}").replace(
+        "app: cache}}\n  template", "app: other}}\n  template"
+    )
     page.fill("#yaml-text", bad)
     page.click("#yaml-form button[type=submit]")
     expect(page.locator("#yaml-result .bad")).to_contain_text("422")
@@ -298,7 +303,10 @@ def test_a_thousand_pods_stay_readable(page: Page, live_server_url: str, errors)
         "spec": {
             "replicas": 1000,
             "selector": {"matchLabels": {"app": "fleet"}},
-            "template": {"metadata": {"labels": {"app": "fleet"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+            "template": {
+                "metadata": {"labels": {"app": "fleet"}},
+                "spec": {"containers": [{"name": "c", "image": "x"}]},
+            },
         },
     }
     assert command(page, {"op": "act", "action": {"apply": manifest}})["ok"]
@@ -306,8 +314,8 @@ def test_a_thousand_pods_stay_readable(page: Page, live_server_url: str, errors)
     wait_pods(page, "Object.values(s).filter(v => v === 'Ready').length >= 1000")
     lanes = page.evaluate("() => window.CtrlscopeTimeline.lanes()")
     assert any(lane["owner"] == "ReplicaSet/fleet" and lane["now"] == 1000 for lane in lanes)
-    expect(page.locator("#owners article[data-owner='ReplicaSet/fleet'] [data-k='ReplicaSet/fleet/ready']")).to_have_text(
-        "1000"
-    )
+    expect(
+        page.locator("#owners article[data-owner='ReplicaSet/fleet'] [data-k='ReplicaSet/fleet/ready']")
+    ).to_have_text("1000")
     shot(page, "dashboard-1000-pods")
     stop(page, live_server_url, sim)
