@@ -381,6 +381,14 @@ class Kernel:
             return ready.popleft()
         return heapq.heappop(heap)
 
+    def next_entry(self) -> tuple[float, Callable[..., Any], tuple[Any, ...]] | None:
+        """`(time, fn, args)` of the next live callback (dropping cancelled ones at the head)."""
+        if self.peek() is None:
+            return None
+        first = self._first()
+        assert first is not None
+        return first[0], first[2], first[3]
+
     def peek(self) -> float | None:
         """Time of the next live callback, or None when nothing is scheduled."""
         first = self._first()

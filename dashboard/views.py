@@ -180,5 +180,9 @@ async def sync_history(request: HttpRequest, sim_id: str, controller: str, names
     return HttpResponse(result["html"])
 
 
-def health(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"ok": True})
+@require_GET
+async def sim_status(request: HttpRequest, sim_id: str) -> HttpResponse:
+    """The status line as JSON (virtual time, events run, mode …): for scripts and benchmarks."""
+    await _record(sim_id)
+    result = await _ask(sim_id, {"op": "status"})
+    return JsonResponse(result["status"])

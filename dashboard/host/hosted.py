@@ -82,6 +82,7 @@ class HostedSimulation:
         self.error: str | None = None
         self.breakpoints = Breakpoints()
         self._focus: dict[str, set[tuple[str, str]]] = {}  # viewer channel -> keys it looks at
+        self.viewers: set[str] = set()  # channels of the viewers connected (frames are for them)
         self._stop: Hit | None = None
         self.stepping: tuple[str, str] | None = None  # the sync the last stage step stopped in
         self._anchor = (0.0, 0.0)  # (virtual, wall) the speed pacing counts from
@@ -103,6 +104,7 @@ class HostedSimulation:
 
     def unfocus(self, viewer: str) -> None:
         self._focus.pop(viewer, None)
+        self.viewers.discard(viewer)
 
     def focused(self) -> set[tuple[str, str]]:
         out: set[tuple[str, str]] = set()

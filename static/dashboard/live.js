@@ -33,7 +33,16 @@
     const ws = new WebSocket(`${proto}//${location.host}${app.dataset.ws}`);
     state.ws = ws;
     setConn("connecting…", "connecting");
-    ws.onmessage = (ev) => onMessage(ev.data);
+    let parts = null; // a long message arrives as {"type":"parts","n":N} and N slices
+    ws.onmessage = (ev) => {
+      if (parts) {
+        parts.got.push(ev.data);
+        if (parts.got.length === parts.n) { const text = parts.got.join(""); parts = null; onMessage(text); }
+        return;
+      }
+      if (ev.data.startsWith('{"type":"parts"')) { parts = { n: JSON.parse(ev.data).n, got: [] }; return; }
+      onMessage(ev.data);
+    };
     ws.onopen = () => {
       state.retry = 500;
       setTimeout(() => {
