@@ -73,7 +73,7 @@ SAFETY = (
 LIVENESS = ("esr-replicas", "esr-status", "esr-ownership", "esr-quiescent")
 ORACLES = (*SAFETY, *LIVENESS, "determinism", "no-crash")
 MAX_VIOLATIONS_PER_ORACLE = 20
-COUNTS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")
+STORED = ("pods", "replicasets", "replicationcontrollers", "nodes")
 
 
 @dataclass
@@ -181,7 +181,21 @@ class SafetyMonitor:
         self._unsubscribe()
 
     def flush(self) -> None:
+        """Scan the events committed since the last response, then check that every stored
+        object still carries the resourceVersion it was committed with (nobody scribbled on it)."""
         self._scan_store()
+        versions = self._versions
+        for resource in STORED:
+            for obj in self.sim.server.objects(resource):
+                meta = obj["metadata"]
+                committed = versions.get(meta.get("uid", ""))
+                if committed is not None and meta.get("resourceVersion") != str(committed):
+                    self.report.violate(
+                        "resource-versions",
+                        f"{resource} {meta.get('namespace') or ''}/{meta.get('name')}",
+                        self.sim.now,
+                        f"stored with resourceVersion {committed}, now carries {meta.get('resourceVersion')}",
+                    )
 
     def _on_record(self, record: Record) -> None:
         handler = self._handlers.get(record["kind"])
@@ -221,16 +235,22 @@ class SafetyMonitor:
         self.report.check("one-sync-per-key")
         record = self._expectations.get(name, {}).get(key)
         satisfied = record is None or (record[0] <= 0 and record[1] <= 0) or now > record[2] + EXPECTATIONS_TIMEOUT
-        cfg = controller.config
+        burst, slow_start, gate_on = self._configured()
         self._syncs[(name, key)] = _Sync(
             key=key,
             start=now,
             satisfied=satisfied,
-            gate_on=cfg.expectations,
-            burst=cfg.burst_replicas,
-            slow_start=cfg.slow_start,
+            gate_on=gate_on,
+            burst=burst,
+            slow_start=slow_start,
             expectations=record,
         )
+
+    def _configured(self) -> tuple[int, bool, bool]:
+        """burstReplicas, whatIf.slowStart, whatIf.expectations as configured now: the user's
+        settings, not the controller's copy of them (a broken controller may ignore those)."""
+        cfg = self.sim.config
+        return int(cfg["burstReplicas"]), bool(cfg["whatIf"]["slowStart"]), bool(cfg["whatIf"]["expectations"])
 
     def _on_sync_end(self, r: Record) -> None:
         sync = self._syncs.pop((r["controller"], r["key"]), None)
@@ -298,9 +318,7 @@ class SafetyMonitor:
         elif stage == "manage":
             # burstReplicas and slowStart as they are when the sync decides (a `config` action
             # may have changed them since the sync started).
-            controller = self._controller(r["controller"])
-            if controller is not None:
-                sync.burst, sync.slow_start = controller.config.burst_replicas, controller.config.slow_start
+            sync.burst, sync.slow_start, _ = self._configured()
             if r.get("action") != "create":
                 return
             if not sync.slow_start:
@@ -488,12 +506,22 @@ def faithful_stall_risk(sim: Simulation) -> str | None:
 
 
 def check_liveness(sim: Simulation, report: OracleReport, bound: str = "") -> None:
-    """ESR at this instant (call it after the quiet period). Violations name the bound."""
+    """ESR at this instant (call it after the quiet period). Violations name the bound. Without
+    a resync, a failure that a faithful upstream stall may explain voids the oracles instead."""
     risk = faithful_stall_risk(sim)
-    if risk is not None:
-        for oracle in LIVENESS:
-            report.void(oracle, risk)
+    if risk is None:
+        _check_liveness(sim, report, bound)
         return
+    trial = OracleReport()
+    _check_liveness(sim, trial, bound)
+    report.checked |= trial.checked
+    for oracle, reason in trial.voided.items():
+        report.void(oracle, reason)
+    for oracle in {v.oracle for v in trial.violations}:
+        report.void(oracle, risk)
+
+
+def _check_liveness(sim: Simulation, report: OracleReport, bound: str) -> None:
     suffix = f" [{bound}]" if bound else ""
     now = sim.now
     server = sim.server

@@ -48,6 +48,8 @@ LIFT_GAP = 1.0
 
 APPS = ("web", "api", "db")
 TIERS = ("front", "back")
+TEAM = "team"
+NAMESPACE_MANIFEST: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": TEAM}}
 JOB_OWNER_UID = "0b5e5a7e-0000-4000-8000-00000000{:04d}"
 API_CODES = (409, 422, 429, 500, 403, 404, 0)
 API_VERBS = ("create", "update", "patch", "delete", "get", "list", "watch", "*")
@@ -185,7 +187,7 @@ class _Controller:
     name: str
     app: str
     tier: str | None
-    live: bool = True
+    namespace: str = "default"
 
     @property
     def labels(self) -> dict[str, str]:
@@ -203,6 +205,7 @@ class _Generator:
     nodes: int = 3
     api_faults: int = 0
     serial: int = 0
+    namespaced: bool = False
 
     def chance(self, p: float) -> bool:
         return self.rng.random() < p
@@ -259,13 +262,13 @@ class _Generator:
             manifest = {"apiVersion": "v1", "kind": "ReplicationController"}
         if min_ready:
             spec["minReadySeconds"] = min_ready
-        return {**manifest, "metadata": {"name": ctl.name, "namespace": "default"}, "spec": spec}
+        return {**manifest, "metadata": {"name": ctl.name, "namespace": ctl.namespace}, "spec": spec}
 
-    def new_controller(self) -> _Controller:
+    def new_controller(self, namespace: str = "default") -> _Controller:
         kind = "ReplicaSet" if self.chance(0.65) else "ReplicationController"
         prefix = "rs" if kind == "ReplicaSet" else "rc"
         ctl = _Controller(
-            kind, f"{prefix}-{len(self.controllers)}", self.rng.choice(APPS), self.rng.choice((None, *TIERS))
+            kind, f"{prefix}-{len(self.controllers)}", self.rng.choice(APPS), self.rng.choice((None, *TIERS)), namespace
         )
         self.controllers.append(ctl)
         return ctl
@@ -319,6 +322,15 @@ class _Generator:
             min_ready = rng.choice((0, 0, 0, 5, 30))
             controllers.append(self.controller_manifest(ctl, self.replicas(), min_ready))
         objects = pods + controllers if chance(0.5) else controllers + pods
+        if chance(0.25):
+            # A second namespace that the chaos may delete (its content goes with it; creates in a
+            # terminating namespace are refused with the NamespaceTerminating cause, spec §8).
+            self.namespaced = True
+            ctl = self.new_controller(TEAM)
+            team = [NAMESPACE_MANIFEST, self.controller_manifest(ctl, self.replicas())]
+            if chance(0.5):
+                team.append(self.bare_pod("orphan-team", namespace=TEAM))
+            objects = team + objects
         return objects
 
     # -- the chaos ------------------------------------------------------------------------------
@@ -373,7 +385,18 @@ class _Generator:
         ctl = self.pick_controller()
         if ctl is None:
             return None
-        return {"scale": {"kind": ctl.kind, "name": ctl.name, "replicas": self.replicas()}}
+        if self.chance(0.2):
+            # The same through a merge patch of spec.replicas (a new generation) instead of /scale.
+            patch = {"spec": {"replicas": self.replicas()}}
+            return {"patch": {**self.target(ctl), "patch": patch}}
+        return {"scale": {**self.target(ctl), "replicas": self.replicas()}}
+
+    @staticmethod
+    def target(ctl: _Controller) -> Obj:
+        out: Obj = {"kind": ctl.kind, "name": ctl.name}
+        if ctl.namespace != "default":
+            out["namespace"] = ctl.namespace
+        return out
 
     def patch_controller(self) -> Obj | None:
         ctl = self.pick_controller()
@@ -394,7 +417,7 @@ class _Generator:
                 patch = {"spec": {"selector": {"matchLabels": {"app": app}}}}
             else:
                 patch = {"spec": {"selector": {"app": app}, "template": {"metadata": {"labels": {"app": app}}}}}
-        return {"patch": {"kind": ctl.kind, "name": ctl.name, "patch": patch}}
+        return {"patch": {**self.target(ctl), "patch": patch}}
 
     def patch_pod(self) -> Obj | None:
         if not self.bare_pods:
@@ -411,13 +434,17 @@ class _Generator:
         ctl = self.pick_controller()
         if ctl is None:
             return None
-        body: Obj = {"kind": ctl.kind, "name": ctl.name}
+        if self.namespaced and self.chance(0.15):
+            return {"delete": {"kind": "Namespace", "name": TEAM}}
+        body: Obj = self.target(ctl)
         policy = self.rng.choice(PROPAGATIONS)
         if policy is not None:
             body["propagationPolicy"] = policy
         return {"delete": body}
 
     def apply(self) -> Obj | None:
+        if self.namespaced and self.chance(0.1):
+            return {"apply": copy.deepcopy(NAMESPACE_MANIFEST)}
         if self.chance(0.3):
             name = f"late-{self.serial}"
             self.serial += 1
