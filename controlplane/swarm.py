@@ -343,7 +343,7 @@ class _Generator:
         times.sort()
         actions: list[Obj] = []
         manual = False
-        makers: list[tuple[float, Callable[[], Obj | None]]] = [
+        makers: list[tuple[float, Callable[[], Obj | list[Obj] | None]]] = [
             (3, self.scale),
             (1.5, self.patch_controller),
             (1.5, self.patch_pod),
@@ -356,6 +356,7 @@ class _Generator:
             (2, self.watch_fault),
             (1, self.restart),
             (1.5, self.config_what_if),
+            (0.5, self.lost_creation),
         ]
         weights = [w for w, _ in makers]
         for at in times:
@@ -364,12 +365,12 @@ class _Generator:
                 actions.append({"at": at, "sync": body})
                 continue
             maker = rng.choices([m for _, m in makers], weights)[0]
-            verb_body = maker()
-            if verb_body is None:
-                continue
-            actions.append({"at": at, **verb_body})
-            if "config" in verb_body and "manualWorkers" in verb_body["config"]:
-                manual = bool(verb_body["config"]["manualWorkers"])
+            made = maker()
+            for step, verb_body in enumerate(made if isinstance(made, list) else [made] if made else []):
+                actions.append({"at": round(at + step * 0.5, 3), **verb_body})
+                if "config" in verb_body and "manualWorkers" in verb_body["config"]:
+                    manual = bool(verb_body["config"]["manualWorkers"])
+        actions.sort(key=lambda a: float(a["at"]))  # stable: same-instant actions keep their order
         return actions
 
     def app(self) -> str:
@@ -509,6 +510,20 @@ class _Generator:
         if self.chance(0.3):
             body["controller"] = self.rng.choice(("replicaset", "replicationcontroller"))
         return {"watchFault": body}
+
+    def lost_creation(self) -> list[Obj] | None:
+        """The recipe of a lost creation observation (docs/scenarios.md, "Faithful stalls"): the
+        pod watch pauses, a scale-up creates pods, they are deleted, the watch is dropped and
+        relists without them."""
+        ctl = self.pick_controller()
+        if ctl is None:
+            return None
+        return [
+            {"watchFault": {"resource": "pods", "fault": "pause"}},
+            {"scale": {**self.target(ctl), "replicas": self.rng.randint(1, 6)}},
+            {"podFault": {"selector": f"app={ctl.app}", "fault": "delete"}},
+            {"watchFault": {"resource": "pods", "fault": "drop"}},
+        ]
 
     def restart(self) -> Obj:
         return {
