@@ -315,6 +315,7 @@ class Kernel:
         self._seq = 0
         self.failures: list[tuple[Task, BaseException]] = []
         self._task_depth = 0  # > 0 while a task's coroutine is running
+        self.events = 0  # callbacks run so far (cancelled entries are not events)
         # When True (the default), a task that dies with an exception re-raises it out of
         # step()/advance(): a bug in a process must not silently stop part of the simulation.
         self.raise_task_failures = True
@@ -404,6 +405,7 @@ class Kernel:
             if fn is None:
                 continue
             self.now = when
+            self.events += 1
             fn(*args)
             return True
         return False
@@ -430,6 +432,7 @@ class Kernel:
             if fn is None:
                 continue
             self.now = entry[0]
+            self.events += 1
             fn(*entry[3])
         if t > self.now:
             self.now = t
@@ -440,6 +443,15 @@ class Kernel:
         while (max_events is None or n < max_events) and self.step():
             n += 1
         return n
+
+    def upcoming(
+        self, limit: int, after: float | None = None
+    ) -> list[tuple[float, Callable[..., Any], tuple[Any, ...]]]:
+        """The next `limit` live callbacks due strictly after `after` (default: now), in run
+        order, as `(time, fn, args)`. A pure read, O(n): for display."""
+        horizon = self.now if after is None else after
+        live = [entry for entry in self._heap if entry[2] is not None and entry[0] > horizon]
+        return [(entry[0], entry[2], entry[3]) for entry in heapq.nsmallest(limit, live)]
 
     def pending(self) -> int:
         """Number of live scheduled callbacks (cancelled ones excluded). O(n): for display, not

@@ -20,9 +20,11 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apiserver import ApiError, APIServer, Client
+from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
-from controlplane.kernel import Kernel
+from controlplane.kernel import Kernel, Task
+from controlplane.kubelet import Kubelet
 from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
     REPLICA_SET,
@@ -32,6 +34,7 @@ from controlplane.replicaset import (
 )
 from controlplane.scenario import ACTION_VERBS, Scenario, ScenarioError, check_config, check_verb, load_file
 from controlplane.trace import Record, Trace
+from controlplane.workqueue import DelayingQueue
 
 Obj = dict[str, Any]
 
@@ -59,6 +62,13 @@ NODE_CONFIG_KEYS = (
     "schedulerQPS",
     "schedulerBurst",
 )
+KUBELET_STEPS = {
+    "_start_containers": "containers start",
+    "_become_ready": "readiness",
+    "_restart_container": "crash-loop restart",
+    "_containers_stopped": "containers stop",
+    "_sync": "status retry",
+}
 STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
 
 
@@ -190,7 +200,11 @@ class Simulation:
         try:
             result = getattr(self, f"_do_{verb}")(action[verb])
         except ApiError as exc:
-            return self._done(action, {"ok": False, "error": exc.message, "code": exc.code}, source)
+            failure: Obj = {"ok": False, "error": exc.message, "code": exc.code, "reason": exc.reason}
+            causes = (exc.details or {}).get("causes")
+            if causes:
+                failure["causes"] = causes
+            return self._done(action, failure, source)
         return self._done(action, {"ok": "error" not in result, **result}, source)
 
     def _apply_timeline(self, index: int) -> None:
@@ -443,6 +457,56 @@ class Simulation:
                 return predicate(self)
             self.kernel.step()
         return predicate(self)
+
+    def upcoming(self, limit: int = 5) -> list[Obj]:
+        """The next timers after now, earliest first, each `{time, what}` in words: a delayed
+        requeue, a watch delivery, a kubelet step, a scenario action, an unfulfilled
+        expectations record expiring (not a kernel timer: upstream checks expiry lazily, at the
+        next sync of the key; the time shown is when it stops blocking). A pure read."""
+        out: list[Obj] = [
+            {"time": t, "what": self._describe_timer(fn, args)} for t, fn, args in self.kernel.upcoming(limit)
+        ]
+        now = self.kernel.now
+        for name, controller in self.controllers.items():
+            for key in controller.expectations.keys():  # noqa: SIM118 - not a dict
+                record, _ = controller.expectations.get_expectations(key)
+                if record is not None and not record.fulfilled():
+                    expiry = record.timestamp + EXPECTATIONS_TIMEOUT
+                    if expiry >= now:
+                        out.append({"time": expiry, "what": f"{name} expectations of {key} expire (unfulfilled)"})
+        out.sort(key=lambda timer: float(timer["time"]))
+        return out[:limit]
+
+    def _describe_timer(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
+        owner = getattr(fn, "__self__", None)
+        name = getattr(fn, "__name__", "")
+        if isinstance(owner, DelayingQueue):
+            waiting = owner.snapshot()["waiting"]
+            head = waiting[0]["key"] if waiting else "?"
+            return f"delayed requeue of {head} ({owner.name} queue)"
+        if isinstance(owner, Kubelet) and args:
+            action = getattr(args[0], "action", None)
+            what = KUBELET_STEPS.get(getattr(action, "__name__", ""), "status sync")
+            return f"kubelet on {owner.node_name}: {what} of pod {args[0].key}"
+        if isinstance(owner, Task) or (args and isinstance(args[0], Task)):
+            task = owner if isinstance(owner, Task) else args[0]
+            return f"{task.name} wakes up"
+        if name == "_apply_timeline" and args:
+            action = self.scenario.actions[args[0]]
+            verb = next(k for k in action if k != "at")
+            return f"scenario action: {verb}"
+        words = {
+            "_fire": "watch delivery",
+            "_deliver_callback": "API response arrives",
+            "_on_timeout": "watch timeout (re-watch)",
+            "_grace_expired": "node monitor grace period ends",
+            "_evictions_due": "pod evictions due",
+            "_resync": "informer resync",
+            "_add": "garbage collector retry",
+        }
+        what = words.get(name, name.strip("_").replace("_", " ") or repr(fn))
+        label = getattr(owner, "name", None)
+        return f"{what} ({label})" if isinstance(label, str) else what
 
     def subscribe(self, fn: Callable[[Record], None]) -> Callable[[], None]:
         return self.trace.subscribe(fn)

@@ -213,6 +213,11 @@ class ReplicaSetController:
         except Cancelled:
             pass
 
+    @property
+    def caches_synced(self) -> bool:
+        """Both informers have synced and the workers are (or may be) running."""
+        return self._caches_synced
+
     def set_workers(self, n: int) -> None:
         """Grow or shrink the worker pool; a removed worker finishes its current sync first.
         With manual workers the slots exist but no loop runs (see `sync_next`)."""
@@ -408,7 +413,9 @@ class ReplicaSetController:
     async def _process(self, wid: int, key: str) -> None:
         queue = self.queue
         state = self.workers[wid]
-        state.key, state.stage, state.since = key, "sync", self.kernel.now
+        state.key, state.stage, state.since = key, "dequeued", self.kernel.now
+        await self._yield()
+        state.stage = "sync"
         err = await self.sync_handler(key, wid)
         if err is None:
             queue.forget(key)
@@ -462,6 +469,13 @@ class ReplicaSetController:
             record = {"stage": stage, **fields}
             ctx.stages.append({"time": self.kernel.now, **record})
             self.trace.emit("sync.stage", controller=self.kind.name, key=ctx.key, worker=ctx.worker, **record)
+
+    def _yield(self) -> Any:
+        """A point where other goroutines may run (a zero-delay kernel sleep): after the dequeue,
+        after each synchronous stage of a sync, and before each pod write. Upstream's goroutines
+        can be preempted anywhere; these are the points where the simulator lets others run, so a
+        debugger can stop between two stages and see the world as it is there."""
+        return self.kernel.sleep(0)
 
     def _request(self, ctx: SyncContext, verb: str, pod: str | None = None) -> None:
         """One `sync.request` record as manage_replicas issues a pod create or delete: the
@@ -520,11 +534,13 @@ class ReplicaSetController:
             self.expectations.delete_expectations(key)
             return None
         self._stage(ctx, "get", found=True, resourceVersion=rs["metadata"].get("resourceVersion"))
+        await self._yield()
         # Evaluated before listing pods, so a pod appearing in between cannot cause an extra create.
         rs_needs_sync = self.expectations.satisfied_expectations(key)
         record, _ = self.expectations.get_expectations(key)
         add, dele = record.get_expectations() if record is not None else (0, 0)
         self._stage(ctx, "expectations", satisfied=rs_needs_sync, add=add, delete=dele)
+        await self._yield()
         try:
             selector = self.kind.selector(rs)
         except ValueError as exc:
@@ -533,6 +549,7 @@ class ReplicaSetController:
         all_rs_pods = self._filter_pods_by_owner(rs, namespace)
         all_active = filter_active_pods(all_rs_pods)
         self._stage(ctx, "list", pods=len(all_rs_pods), active=len(all_active))
+        await self._yield()
         active_pods, claim_err = await self.claim_pods(rs, selector, all_active, ctx)
         if self.trace.enabled:
             ctx.counted = [p["metadata"]["name"] for p in active_pods]
@@ -576,6 +593,7 @@ class ReplicaSetController:
             return exc
         written = updated is not rs
         self._stage(ctx, "status", written=written, status=_status_counts(updated))
+        await self._yield()
         self.consistency.wrote_at(
             key, rs["metadata"]["uid"], self.kind.group_resource, updated["metadata"]["resourceVersion"]
         )
@@ -633,6 +651,7 @@ class ReplicaSetController:
                 released=manager.released,
                 error=None if err is None else str(err),
             )
+            await self._yield()
         return claimed, err
 
     # -- manageReplicas (spec §8) -----------------------------------------------------------
@@ -646,12 +665,14 @@ class ReplicaSetController:
             # Replaces any record: expectations must be set BEFORE the creates go out.
             self.expectations.expect_creations(key, n)
             self._stage(ctx, "manage", action="create", count=n, have=len(filtered_pods), want=replicas)
+            await self._yield()
             ref = new_controller_ref(rs, self.kind.api_version, self.kind.kind)
             template = rs["spec"]["template"]
             namespace = rs["metadata"]["namespace"]
 
             async def create_one() -> Exception | None:
                 self._request(ctx, "create")
+                await self._yield()
                 try:
                     await self.pod_control.create_pods(namespace, template, rs, ref)
                 except ApiError as exc:
@@ -692,6 +713,7 @@ class ReplicaSetController:
 
             async def delete_one(victim: Obj) -> Exception | None:
                 self._request(ctx, "delete", victim["metadata"]["name"])
+                await self._yield()
                 try:
                     await self.pod_control.delete_pod(namespace, victim["metadata"]["name"], rs)
                 except (ApiError, PodControlError) as exc:
@@ -707,6 +729,7 @@ class ReplicaSetController:
             self._stage(ctx, "delete", deleted=len(victims) - len(errors), failed=len(errors))
             return errors[0] if errors else None
         self._stage(ctx, "manage", action="none", have=len(filtered_pods), want=replicas)
+        await self._yield()
         return None
 
     async def slow_start_batch(

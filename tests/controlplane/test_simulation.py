@@ -104,7 +104,7 @@ def test_actions_report_errors_without_changing_the_world():
     assert result["ok"] is False
     assert "replicas" in result["error"]
     result = s.apply({"scale": {"kind": "ReplicaSet", "name": "nope", "replicas": 1}})
-    assert result == {"ok": False, "error": 'replicasets.apps "nope" not found', "code": 404}
+    assert result == {"ok": False, "error": 'replicasets.apps "nope" not found', "code": 404, "reason": "NotFound"}
     assert s.server.get("replicasets", "default", "web")["spec"]["replicas"] == 3
 
 
@@ -173,3 +173,21 @@ def test_pod_transitions_name_the_owner_and_syncs_number_their_pod_writes():
     assert owners == {"ReplicaSet/web"}
     requests = [(r["verb"], r["n"]) for r in records if r["kind"] == "sync.request"]
     assert requests == [("create", 1), ("create", 2), ("create", 3)]
+
+
+def test_upcoming_names_the_next_timers_in_words():
+    s = sim()
+    s.run_until(1.0)
+    upcoming = s.upcoming(3)
+    assert [t["time"] for t in upcoming] == sorted(t["time"] for t in upcoming)
+    assert all(t["time"] > 1.0 for t in upcoming)
+    assert "containers start of pod default/web-" in upcoming[0]["what"]
+
+
+def test_the_kernel_counts_the_events_it_ran():
+    s = sim()
+    s.run_until(1.0)
+    n = s.kernel.events
+    assert n > 0
+    s.step()
+    assert s.kernel.events == n + 1
