@@ -130,7 +130,7 @@ class _Sync:
     gate_on: bool
     burst: int
     slow_start: bool
-    expectations: tuple[int, int, float] | None
+    expectations: tuple[int, int, float] | None = None
     creates: int = 0
     deletes: int = 0
     reported: set[str] = field(default_factory=set)
@@ -233,18 +233,18 @@ class SafetyMonitor:
                 "one-sync-per-key", f"{name} {key}", now, "a second worker started syncing a key already being synced"
             )
         self.report.check("one-sync-per-key")
-        record = self._expectations.get(name, {}).get(key)
-        satisfied = record is None or (record[0] <= 0 and record[1] <= 0) or now > record[2] + EXPECTATIONS_TIMEOUT
         burst, slow_start, gate_on = self._configured()
-        self._syncs[(name, key)] = _Sync(
-            key=key,
-            start=now,
-            satisfied=satisfied,
-            gate_on=gate_on,
-            burst=burst,
-            slow_start=slow_start,
-            expectations=record,
-        )
+        sync = _Sync(key=key, start=now, satisfied=True, gate_on=gate_on, burst=burst, slow_start=slow_start)
+        self._judge_expectations(sync, name, now)
+        self._syncs[(name, key)] = sync
+
+    def _judge_expectations(self, sync: _Sync, name: str, now: float) -> None:
+        """Whether the sync may manage replicas, from the trace's account of the expectations:
+        at its start, and again at its `expectations` stage (where upstream evaluates them, spec
+        §6 step 5; other goroutines may have run in between)."""
+        record = self._expectations.get(name, {}).get(sync.key)
+        sync.expectations = record
+        sync.satisfied = record is None or (record[0] <= 0 and record[1] <= 0) or now > record[2] + EXPECTATIONS_TIMEOUT
 
     def _configured(self) -> tuple[int, bool, bool]:
         """burstReplicas, whatIf.slowStart, whatIf.expectations as configured now: the user's
@@ -307,7 +307,9 @@ class SafetyMonitor:
         if sync is None:
             return
         stage = r["stage"]
-        if stage == "list":
+        if stage == "expectations":
+            self._judge_expectations(sync, r["controller"], r["time"])
+        elif stage == "list":
             self._listed(sync, r)
         elif stage == "claim":
             if sync.rs is not None:
