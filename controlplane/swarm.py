@@ -145,7 +145,7 @@ def lift_actions(chaos: list[Obj], base_config: Obj, at: float) -> list[Obj]:
     downed = sorted({a["nodeFault"]["name"] for a in chaos if "nodeFault" in a}, key=_node_index)
     out += [{"at": at, "nodeFault": {"name": n, "fault": "up"}} for n in downed]
     restore: Obj = {}
-    base = {**check_config({}), **check_config(base_config)}
+    base = check_config(base_config)
     for action in chaos:
         for key, value in (action.get("config") or {}).items():
             if key in ("featureGates", "whatIf"):

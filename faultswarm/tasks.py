@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from controlplane.oracles import compare_digests
-from controlplane.swarm import Case, generate, run_case, shrink
+from controlplane.swarm import generate, run_case, run_scenario_checked, shrink
 
 Obj = dict[str, Any]
 
@@ -67,10 +67,5 @@ def digest_in_fresh_interpreter(scenario: Obj, lift_time: float, quiet: float, *
 
 def replay(scenario: Obj, lift_time: float, quiet: float) -> Obj:
     """Run a scenario (a failing case written to a file) under the oracles."""
-    from controlplane.swarm import run_scenario_checked
-
     result = run_scenario_checked(scenario, lift_time=lift_time, quiet=quiet)
     return {"violations": [v.as_dict() for v in result.violations], "voided": result.voided, "checked": result.checked}
-
-
-__all__ = ["Case", "replay", "run_seed"]
