@@ -45,9 +45,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from controlplane.checks import OracleVerdict, register_oracle
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.informers.store import NAMESPACE_INDEX, meta_namespace_key
 from controlplane.labels import Selector, selector_from_set
@@ -678,3 +680,44 @@ def compare_digests(first: str | None, second: str | None) -> str | None:
     if first == second:
         return None
     return f"two runs of the same scenario and seed gave trace digests {first} and {second}"
+
+
+# -- as `expect:` checks (controlplane/checks.py) -----------------------------------------------
+
+_MONITORS: weakref.WeakKeyDictionary[Simulation, tuple[SafetyMonitor, OracleReport]] = weakref.WeakKeyDictionary()
+
+
+class _SafetyCheck:
+    """`{oracle: safety}`: every safety oracle, from the start of the run to the check's moment.
+    The check runner calls `attach` before the simulation starts (the monitor must see every
+    record); the verdict lists the first violations."""
+
+    def attach(self, sim: Simulation) -> None:
+        if sim not in _MONITORS:
+            report = OracleReport()
+            _MONITORS[sim] = (SafetyMonitor(sim, report), report)
+
+    def __call__(self, sim: Simulation, args: Obj) -> OracleVerdict:
+        wanted = "no safety violation"
+        entry = _MONITORS.get(sim)
+        if entry is None:
+            return OracleVerdict(False, wanted, "the safety monitor was not attached before the run started")
+        monitor, report = entry
+        monitor.flush()
+        bad = [str(v) for v in report.violations if v.oracle in SAFETY]
+        return OracleVerdict(not bad, wanted, bad[:5] or "none")
+
+
+def _esr_check(sim: Simulation, args: Obj) -> OracleVerdict:
+    """`{at: T, oracle: esr}`: liveness (ESR) at T, after the faults were lifted and a quiet period."""
+    report = OracleReport()
+    check_liveness(sim, report)
+    bad = [str(v) for v in report.violations]
+    voided = [f"{k}: {v}" for k, v in sorted(report.voided.items())]
+    return OracleVerdict(
+        not bad, "converged (esr-replicas, esr-status, esr-ownership, esr-quiescent)", bad[:5] or voided or "converged"
+    )
+
+
+register_oracle("safety")(_SafetyCheck())
+register_oracle("esr")(_esr_check)

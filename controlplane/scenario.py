@@ -15,6 +15,16 @@ from typing import Any
 import yaml
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
+# Shipped scenarios are `<id>.scenario.yaml` (the pytest plugin collects that suffix); a plain
+# `<id>.yaml` there is found too.
+SCENARIO_SUFFIXES = (".scenario.yaml", ".yaml")
+
+
+def scenario_id(path: Path) -> str:
+    """A shipped file's id: its name without the scenario suffix (`demo.scenario.yaml` -> `demo`)."""
+    name = path.name
+    suffix = next(s for s in (*SCENARIO_SUFFIXES, path.suffix) if name.endswith(s))
+    return name[: -len(suffix)]
 
 
 class ScenarioError(ValueError):
@@ -77,6 +87,8 @@ class Scenario:
     objects: list[dict[str, Any]] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
     until: float = 60.0
+    # The checks, as written (validated by `controlplane.checks.parse_checks`).
+    expect: list[dict[str, Any]] = field(default_factory=list)
 
 
 # -- checking helpers ---------------------------------------------------------------------------
@@ -343,7 +355,7 @@ def parse_scenario(data: Any) -> Scenario:
     if data is None:
         data = {}
     value = _mapping(data, "")
-    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until"))
+    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until", "expect"))
     scenario = Scenario()
     if "name" in value:
         scenario.name = _string(value["name"], "name")
@@ -362,6 +374,11 @@ def parse_scenario(data: Any) -> Scenario:
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]
     if "until" in value:
         scenario.until = float(_number(value["until"], "until", 0, exclusive=True))
+    if "expect" in value:
+        from controlplane.checks import parse_checks  # checks reads the vocabulary above
+
+        parse_checks(value["expect"], scenario.until)
+        scenario.expect = value["expect"]
     return scenario
 
 
@@ -377,13 +394,14 @@ def load_scenario(text: str) -> Scenario:
 
 
 def resolve(name_or_path: str) -> Path:
-    """A path, or the name of a shipped scenario (`demo` → controlplane/scenarios/demo.yaml)."""
+    """A path, or the name of a shipped scenario (`demo` → controlplane/scenarios/demo.scenario.yaml)."""
     path = Path(name_or_path)
     if path.is_file():
         return path
-    shipped = SCENARIO_DIR / f"{name_or_path}.yaml"
-    if shipped.is_file():
-        return shipped
+    for suffix in SCENARIO_SUFFIXES:
+        shipped = SCENARIO_DIR / f"{name_or_path}{suffix}"
+        if "/" not in name_or_path and shipped.is_file():
+            return shipped
     raise ScenarioError(f"{name_or_path}: no such file, and no shipped scenario of that name")
 
 
@@ -397,9 +415,9 @@ def load_file(name_or_path: str) -> Scenario:
 
 
 def library() -> list[dict[str, str]]:
-    """The shipped scenarios: name (file stem), title and description."""
+    """The shipped scenarios: id (file name without its suffix), title and description."""
     out = []
-    for path in sorted(SCENARIO_DIR.glob("*.yaml")):
+    for path in sorted(SCENARIO_DIR.glob("*.yaml"), key=scenario_id):
         scenario = load_scenario(path.read_text())
-        out.append({"id": path.stem, "name": scenario.name, "description": scenario.description})
+        out.append({"id": scenario_id(path), "name": scenario.name, "description": scenario.description})
     return out

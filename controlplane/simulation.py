@@ -23,6 +23,7 @@ from controlplane.apiserver import ApiError, APIServer, Client
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
+from controlplane.history import RunHistory
 from controlplane.kernel import Kernel, Task
 from controlplane.kubelet import Kubelet
 from controlplane.nodes import NodeSimulator
@@ -88,7 +89,8 @@ class Simulation:
         self.kernel = Kernel(self.seed)
         self.trace = Trace(self.kernel)
         self.recent: deque[Record] = deque(maxlen=trace_buffer)
-        self.syncs: list[Obj] = []
+        self.history = RunHistory()
+        self.syncs: list[Obj] = self.history.syncs
         self.actions: list[Obj] = []
         if record:
             self.trace.subscribe(self._record)
@@ -152,16 +154,7 @@ class Simulation:
 
     def _record(self, record: Record) -> None:
         self.recent.append(record)
-        if record["kind"] == "sync.end":
-            self.syncs.append(
-                {
-                    "controller": record["controller"],
-                    "key": record["key"],
-                    "start": record["start"],
-                    "end": record["time"],
-                    "error": record["error"],
-                }
-            )
+        self.history.observe(record)
 
     # -- starting ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -559,6 +552,18 @@ class Simulation:
                 name: {"depth": c.queue.metrics.depth, "adds": c.queue.metrics.adds, "retries": c.queue.metrics.retries}
                 for name, c in self.controllers.items()
             },
+            **self._report_additions(),
+        }
+
+    def _report_additions(self) -> Obj:
+        """The report's sections beyond DESIGN §2.2's first seven (docs/scenarios.md)."""
+        return {
+            "statusHistory": copy.deepcopy(self.history.status_history),
+            "metrics": {name: _json_safe_metrics(c.metrics.snapshot()) for name, c in self.controllers.items()},
+            "nodes": [node["metadata"]["name"] for node in self.server.objects("nodes")],
+            # Without `source`: who acted is the door, not the world, and a live session must
+            # replay from its exported scenario file to the identical report.
+            "actions": [{k: copy.deepcopy(v) for k, v in entry.items() if k != "source"} for entry in self.actions],
         }
 
 
@@ -567,9 +572,20 @@ def _counts(record: Any) -> Obj:
     return {"add": add, "del": dele}
 
 
+def _json_safe_metrics(snapshot: Obj) -> Obj:
+    """Histogram bounds as Prometheus prints them: the last one is "+Inf", which JSON can carry
+    (a float infinity would print as `Infinity`, which strict JSON parsers refuse)."""
+    out = dict(snapshot)
+    for name, value in snapshot.items():
+        if isinstance(value, dict) and "buckets" in value:
+            buckets = [["+Inf" if bound == float("inf") else bound, n] for bound, n in value["buckets"]]
+            out[name] = {**value, "buckets": buckets}
+    return out
+
+
 def run_scenario(name_or_path: str, *, seed: int | None = None, until: float | None = None) -> Obj:
-    """Load, run to `until` (the file's unless given) and return the report."""
-    sim = Simulation.from_file(name_or_path, seed=seed)
-    sim.start()
-    sim.run_until(sim.scenario.until if until is None else until)
-    return sim.report()
+    """Load, run to `until` (the file's unless given) and return the report (with a `checks`
+    section when the scenario has checks: see `controlplane.runner`)."""
+    from controlplane.runner import run_file  # the runner builds on this module
+
+    return run_file(name_or_path, seed=seed, until=until).report

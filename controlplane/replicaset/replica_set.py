@@ -49,7 +49,7 @@ from controlplane.podutil import (
 )
 from controlplane.replicaset.kinds import REPLICA_SET, ControllerKind
 from controlplane.replicaset.metrics import ReplicaSetMetrics
-from controlplane.replicaset.replica_set_utils import calculate_status, update_replica_set_status
+from controlplane.replicaset.replica_set_utils import calculate_status, status_changes, update_replica_set_status
 from controlplane.trace import NULL_TRACE, Trace
 from controlplane.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
@@ -114,6 +114,11 @@ class SyncContext:
     # Names of the active pods this sync counted (after claiming); None until it listed them.
     counted: list[str] | None = None
     requests: int = 0  # pod creates and deletes issued so far (numbers `sync.request` records)
+    # The consistency store's verdict: "ready", "stale" (the sync was refused) or "off" (gate off).
+    consistency: str | None = None
+    # How the sync itself requeues its key when it succeeds: {"decision": "after", "delay": s}
+    # (minReadySeconds) or {"decision": "none"}. A failed sync is the worker's to requeue.
+    requeue: dict[str, Any] | None = None
 
 
 class ReplicaSetController:
@@ -420,7 +425,17 @@ class ReplicaSetController:
         if err is None:
             queue.forget(key)
         else:
-            queue.add_rate_limited(key)
+            delay = queue.add_rate_limited(key)
+            if self.trace.enabled and delay is not None:
+                self.trace.emit(
+                    "sync.requeue",
+                    controller=self.kind.name,
+                    key=key,
+                    worker=wid,
+                    decision="rateLimited",
+                    delay=delay,
+                    requeues=queue.rate_limiter.num_requeues(key),
+                )
         queue.done(key, worker=str(wid))
         state.key, state.since = None, self.kernel.now
         state.stage = "idle" if not self.config.manual_workers else self._parked_stage(wid)
@@ -499,7 +514,9 @@ class ReplicaSetController:
         if self.trace.enabled:
             self.last_syncs[key] = ctx
         if self.trace.enabled:
-            self.trace.emit("sync.start", controller=self.kind.name, key=key, worker=worker)
+            self.trace.emit(
+                "sync.start", controller=self.kind.name, key=key, worker=worker, expectations=self._expected(key)
+            )
         err: Exception | None
         try:
             err = await self._sync(ctx)
@@ -513,8 +530,19 @@ class ReplicaSetController:
                 worker=worker,
                 start=ctx.start,
                 error=None if err is None else str(err),
+                expectations=self._expected(key),
+                consistency=ctx.consistency,
+                requeue={"decision": "rateLimited"} if err is not None else ctx.requeue,
             )
         return err
+
+    def _expected(self, key: str) -> dict[str, int] | None:
+        """The expectations record of `key` as `{add, del}` (None without one), for the trace."""
+        record, _ = self.expectations.get_expectations(key)
+        if record is None:
+            return None
+        add, dele = record.get_expectations()
+        return {"add": add, "del": dele}
 
     async def _sync(self, ctx: SyncContext) -> Exception | None:
         key = ctx.key
@@ -524,9 +552,20 @@ class ReplicaSetController:
             return exc
         stale = self.consistency.ensure_ready(key)
         if stale is not None:
+            ctx.consistency = "stale"
             self.metrics.observe_stale_sync_skip(stale.group_resource)
-            self._stage(ctx, "consistency", ready=False, error=str(stale))
+            self._stage(
+                ctx,
+                "consistency",
+                ready=False,
+                error=str(stale),
+                verdict="stale",
+                groupResource=stale.group_resource,
+                readVersion=stale.read_rv,
+                wroteVersion=stale.wrote_rv,
+            )
             return stale
+        ctx.consistency = "ready" if isinstance(self.consistency, RealConsistencyStore) else "off"
         rs = self.rs_informer.indexer.get(namespace, name)
         if rs is None:
             self._stage(ctx, "get", found=False)
@@ -592,11 +631,17 @@ class ReplicaSetController:
             self._stage(ctx, "status", written=False, error=exc.message)
             return exc
         written = updated is not rs
-        self._stage(ctx, "status", written=written, status=_status_counts(updated))
-        await self._yield()
+        self._stage(
+            ctx,
+            "status",
+            written=written,
+            status=_status_counts(updated),
+            changed=status_changes(rs, updated) if written and self.trace.enabled else {},
+        )
         self.consistency.wrote_at(
             key, rs["metadata"]["uid"], self.kind.group_resource, updated["metadata"]["resourceVersion"]
         )
+        await self._yield()
         if manage_err is not None:
             self._stage(ctx, "requeue", decision="rate-limited", error=str(manage_err))
             return manage_err
@@ -609,8 +654,10 @@ class ReplicaSetController:
             if nxt is not None:
                 delay = nxt
             self.queue.add_after(key, delay)
+            ctx.requeue = {"decision": "after", "delay": delay}
             self._stage(ctx, "requeue", decision="availability", after=delay)
         else:
+            ctx.requeue = {"decision": "none"}
             self._stage(ctx, "requeue", decision="none")
         return None
 

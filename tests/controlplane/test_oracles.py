@@ -383,3 +383,34 @@ def test_determinism_catches_state_shared_between_runs():
     data = scenario({"at": 5, "scale": {"kind": "ReplicaSet", "name": "web", "replicas": 6}})
     first, second = digest_of(data, RemembersPreviousRuns), digest_of(data, RemembersPreviousRuns)
     assert compare_digests(first, second) is not None
+
+
+# -- as expect: checks ---------------------------------------------------------------------------
+
+
+def checked_run(data, controller_cls=ReplicaSetController):
+    from controlplane.checks import Checker, parse_checks
+
+    scenario_ = parse_scenario(data)
+    sim = Simulation(scenario_)
+    real = sim.controllers["replicaset"]
+    if controller_cls is not ReplicaSetController:
+        sim.controllers["replicaset"] = controller_cls(sim.kernel, real.client, real.kind, real.config, trace=sim.trace)
+    checker = Checker(sim, parse_checks(scenario_.expect))
+    checker.start()
+    sim.run_until(scenario_.until)
+    return checker.finish()
+
+
+def test_safety_and_esr_are_expect_checks_by_name():
+    data = scenario(*STALE_CACHE, config=NO_CONSISTENCY)
+    data["expect"] = [{"oracle": "safety"}, {"at": 60, "oracle": "esr"}]
+    assert [r.ok for r in checked_run(data)] == [True, True]
+
+
+def test_the_safety_check_fails_on_a_broken_controller():
+    data = scenario(*STALE_CACHE, config=NO_CONSISTENCY)
+    data["expect"] = [{"oracle": "safety"}]
+    (result,) = checked_run(data, IgnoresExpectations)
+    assert not result.ok
+    assert "expectations-gate" in str(result.to_json())
