@@ -192,7 +192,7 @@ class HostedSimulation:
                 if self.goal.kinds or self.goal.predicate is not None:
                     self._finish_goal(f"{self.goal.label}: not reached by t={self.goal.until:.3f}")
                 else:
-                    self._finish_goal(f"{self.goal.label} (t={self.goal.until:.3f})")
+                    self._finish_goal(self.goal.label)
         if self.mode == "fast" and self.goal is None and kernel.peek() is None:
             self._pause_with("nothing left to run: no event is scheduled")
         if self.mode == "running" and self.goal is None:
@@ -316,9 +316,11 @@ class HostedSimulation:
         if self.error is not None:
             raise CommandError("the simulation stopped on an error; start a new one")
         what = cmd.get("what")
-        if what not in ("event", "stage", "sync", "timer", "idle"):
-            raise CommandError("step: what must be event, stage, sync, timer or idle")
+        if what not in ("event", "stage", "sync", "timer", "idle", "to"):
+            raise CommandError("step: what must be event, stage, sync, timer, idle or to")
         sim = self.sim
+        if what == "to":
+            target = _time(cmd.get("t"), sim.now)
         if what == "timer" and not sim.upcoming(1):
             raise CommandError("no timer is scheduled")
         self.mode = "paused"
@@ -358,6 +360,8 @@ class HostedSimulation:
             if not upcoming:
                 raise CommandError("no timer is scheduled")
             self.goal = Goal(f"next timer: {upcoming[0]['what']}", until=upcoming[0]["time"], start_events=start)
+        elif what == "to":
+            self.goal = Goal("ran to the time asked", until=target, start_events=start)
         elif what == "idle":
             horizon = sim.now + IDLE_HORIZON
             self.goal = Goal("idle", until=horizon, predicate=self._idle, start_events=start)
@@ -398,6 +402,8 @@ class HostedSimulation:
             self._fail(exc)
             return {"ok": False, "error": self.error}
         self.frames.dirty.update(("actions", "faults", "owners"))
+        if "sync" in action and result.get("ok"):
+            self.stepping = (action["sync"]["controller"], result["key"])  # stage steps follow it
         self._after_event()  # the action's own records may have hit a breakpoint
         return result
 
@@ -501,6 +507,25 @@ def parse_manifests(text: Any) -> list[Obj]:
         if not isinstance(doc, dict):
             raise CommandError(f"yaml: document {i + 1} is not a mapping (a manifest has apiVersion, kind, metadata …)")
     return docs
+
+
+MAX_RUN_TO = 1e7  # seconds of virtual time one "run to" may cover
+
+
+def _time(value: Any, now: float) -> float:
+    """A virtual time to run to: a finite number after now (at most MAX_RUN_TO ahead)."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise CommandError(f"t: must be a number of seconds (got {value!r})") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CommandError("t: must be a finite number of seconds")
+    if value <= now:
+        raise CommandError(f"t: must be later than now (t={now:.3f})")
+    if value - now > MAX_RUN_TO:
+        raise CommandError(f"t: at most {MAX_RUN_TO:g} s ahead")
+    return math.floor(float(value) * 1000.0 + 1e-6) / 1000.0
 
 
 _SPEED_LIST = ", ".join(f"{s:g}" for s in SPEEDS)
