@@ -23,13 +23,11 @@ import statistics
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import websockets
-
 from _live import TOKEN, fleet, live_server, scenario_file, status
 from _machine import machine
 
