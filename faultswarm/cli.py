@@ -235,6 +235,10 @@ class Swarm:
             lines.append(f"     … {len(outcome['violations']) - 4} more")
         lines.append(f"  replay:   {PROG} --replay {path} --quiet {self.args.quiet:g}")
         lines.append(f"  scenario: {path}")
+        lines.append(
+            f"  dashboard: upload it at http://127.0.0.1:8000/sim/new?pause_before={first['time']:g}"
+            f"&mark={first['oracle']} (paused just before, the violation pinned on the timeline)"
+        )
         if "shrunk" in outcome:
             small = directory / f"swarm-seed-{seed}.shrunk.yaml"
             _dump(small, outcome["shrunk"], first, self.args.quiet)

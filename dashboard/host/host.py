@@ -83,9 +83,13 @@ class Host:
         source: str,
         sim_id: str | None = None,
         running: bool = False,
+        pause_before: float | None = None,
+        mark: str = "",
     ) -> HostedSimulation:
         """Build, start (t=0 objects applied) and host a simulation. ScenarioError if the API
-        server rejects a starting object; HostError when the host is full."""
+        server rejects a starting object; HostError when the host is full. With `pause_before`
+        (opening a swarm's violation, say) it runs to just before that time and pauses there,
+        the time pinned on the timeline with `mark`."""
         if len(self.sims) >= MAX_SIMULATIONS:
             raise HostError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
         if sim_id is None:
@@ -95,7 +99,10 @@ class Host:
             raise HostError(f"simulation id {sim_id!r} is not available")
         sim = Simulation(scenario, seed=seed)
         hosted = HostedSimulation(sim_id, sim, name=scenario.name, source=source)
-        if running:
+        if pause_before is not None:
+            hosted.marks.append({"t": pause_before, "label": mark or f"t={pause_before:g}"})
+            hosted.command({"op": "step", "what": "to", "t": round(pause_before - 0.001, 3)})
+        elif running:
             hosted.command({"op": "run", "speed": 1.0})
         self.sims[sim_id] = hosted
         self._wake[sim_id] = asyncio.Event()

@@ -83,6 +83,7 @@ class HostedSimulation:
         self.breakpoints = Breakpoints()
         self._focus: dict[str, set[tuple[str, str]]] = {}  # viewer channel -> keys it looks at
         self.viewers: set[str] = set()  # channels of the viewers connected (frames are for them)
+        self.marks: list[Obj] = []  # times pinned on the timeline: {t, label}
         self._stop: Hit | None = None
         self.stepping: tuple[str, str] | None = None  # the sync the last stage step stopped in
         self._anchor = (0.0, 0.0)  # (virtual, wall) the speed pacing counts from

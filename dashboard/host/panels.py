@@ -119,6 +119,7 @@ def status(hosted: HostedSimulation) -> Obj:
         "revision": sim.server.revision,
         "pods": len(hosted.frames.pods),
         "actions": len(sim.actions),
+        "marks": hosted.marks,
     }
 
 
