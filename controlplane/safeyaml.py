@@ -107,12 +107,23 @@ def _line(event: Any) -> int:
 
 def load(text: str) -> Any:
     """Read one YAML document (see the module docstring). Empty text is None."""
+    return _read(text, many=False)
+
+
+def load_all(text: str) -> list[Any]:
+    """Every document of a YAML stream (`---` between them), empty ones as None; the limits
+    hold for the stream as a whole (anchors belong to their document, as YAML says)."""
+    documents: list[Any] = _read(text, many=True)
+    return documents
+
+
+def _read(text: str, *, many: bool) -> Any:
     if len(text) > MAX_SCENARIO_BYTES:
         raise YAMLInputError("", f"larger than {MAX_SCENARIO_BYTES // (1024 * 1024)} MiB")
     enabled = gc.isenabled()
     gc.disable()  # building a large result would trigger collections that find nothing to free
     try:
-        return _load(text)
+        return _load(text, many)
     except yaml.YAMLError as exc:
         raise YAMLInputError("", _yaml_error(exc)) from None
     finally:
@@ -127,21 +138,22 @@ def _yaml_error(exc: yaml.YAMLError) -> str:
     return f"not valid YAML{where}: {problem}"
 
 
-def _load(text: str) -> Any:
+def _load(text: str, many: bool) -> Any:
     parser = _Parser(text)
     try:
-        return _build(parser)
+        return _build(parser, many)
     finally:
         parser.dispose()
 
 
-def _build(parser: Any) -> Any:
+def _build(parser: Any, many: bool) -> Any:
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int, int]] = {}  # anchor → (value, weight, depth)
     open_anchors: set[str] = set()
     total = 0
     documents = 0
     result: Any = None
+    results: list[Any] = []
     get_event = parser.get_event
     while True:
         event = get_event()
@@ -199,16 +211,21 @@ def _build(parser: Any) -> Any:
                 raise YAMLInputError(_path(stack), f"nested deeper than {MAX_YAML_DEPTH} levels once *{name} expands")
         elif isinstance(event, ev.DocumentStartEvent):
             documents += 1
-            if documents > 1:
+            if documents > 1 and not many:
                 raise YAMLInputError("", f"more than one YAML document (line {_line(event)})")
+            anchors.clear()
+            result = None
             continue
-        else:  # StreamStart, DocumentEnd
+        elif isinstance(event, ev.DocumentEndEvent):
+            results.append(result)
+            continue
+        else:  # StreamStart
             continue
         if not stack:
             result = value
             continue
         _add(stack, value, weight, depth, event)
-    return result
+    return results if many else result
 
 
 def _add(stack: list[_Frame], value: Any, weight: int, depth: int, event: Any) -> None:

@@ -21,6 +21,16 @@ from typing import Any
 from controlplane import limits, safeyaml
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
+# Shipped scenarios are `<id>.scenario.yaml` (the pytest plugin collects that suffix); a plain
+# `<id>.yaml` there is found too.
+SCENARIO_SUFFIXES = (".scenario.yaml", ".yaml")
+
+
+def scenario_id(path: Path) -> str:
+    """A shipped file's id: its name without the scenario suffix (`demo.scenario.yaml` -> `demo`)."""
+    name = path.name
+    suffix = next(s for s in (*SCENARIO_SUFFIXES, path.suffix) if name.endswith(s))
+    return name[: -len(suffix)]
 
 
 class ScenarioError(ValueError):
@@ -107,6 +117,8 @@ class Scenario:
     objects: list[dict[str, Any]] = field(default_factory=list)
     actions: list[dict[str, Any]] = field(default_factory=list)
     until: float = 60.0
+    # The checks, as written (validated by `controlplane.checks.parse_checks`).
+    expect: list[dict[str, Any]] = field(default_factory=list)
 
 
 # -- checking helpers ---------------------------------------------------------------------------
@@ -406,7 +418,7 @@ def parse_scenario(data: Any) -> Scenario:
     if data is None:
         data = {}
     value = _mapping(data, "")
-    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until"))
+    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until", "expect"))
     scenario = Scenario()
     if "name" in value:
         scenario.name = _string(value["name"], "name")
@@ -429,6 +441,11 @@ def parse_scenario(data: Any) -> Scenario:
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]
     if "until" in value:
         scenario.until = float(_number(value["until"], "until", 0, exclusive=True, maximum=limits.MAX_SECONDS))
+    if "expect" in value:
+        from controlplane.checks import parse_checks  # checks reads the vocabulary above
+
+        parse_checks(value["expect"], scenario.until)
+        scenario.expect = value["expect"]
     _check_objects(scenario.objects)
     _check_timeline(scenario)
     return scenario
@@ -455,8 +472,10 @@ def _object_key(manifest: dict[str, Any], namespace: Any = None) -> tuple[str, s
 
 def _check_objects(objects: list[dict[str, Any]]) -> None:
     """Starting objects are created in order, so each names a distinct object, and an owner
-    reference can only point at an object listed before it (its uid is filled in at start:
-    uids are the API server's to assign, so the file cannot know them)."""
+    reference to a kind the simulation serves can only point at an object listed before it (its
+    uid is filled in at start: uids are the API server's to assign, so the file cannot know
+    them). A reference to another kind (a Job, a Deployment) is kept as written: its owner lives
+    outside the simulated world, and the garbage collector leaves such pods alone."""
     seen: dict[tuple[str, str, str], int] = {}
     for i, manifest in enumerate(objects):
         key = _object_key(manifest)
@@ -480,6 +499,8 @@ def _check_objects(objects: list[dict[str, Any]]) -> None:
                 or not isinstance(ref.get("name"), str)
             ):
                 continue  # the API server refuses it with the field named
+            if ref["kind"] not in KINDS:
+                continue  # a kind the simulation does not serve stands for an object outside it
             if "uid" in ref:
                 raise _fail(
                     f"{where}.uid",
@@ -621,13 +642,21 @@ def load_scenario(text: str) -> Scenario:
 
 
 def resolve(name_or_path: str) -> Path:
-    """A path, or the name of a shipped scenario (`demo` → controlplane/scenarios/demo.yaml)."""
+    """A path, or the name of a shipped scenario (`demo` → controlplane/scenarios/demo.scenario.yaml)."""
     path = Path(name_or_path)
-    shipped = SCENARIO_DIR / f"{name_or_path}.yaml"
     shown = name_or_path if name_or_path.isprintable() else repr(name_or_path[:100])
     try:
         is_file, is_dir, exists = path.is_file(), path.is_dir(), path.exists()
-        is_shipped = not exists and shipped.is_file()
+        shipped = None
+        if not exists and "/" not in name_or_path:
+            shipped = next(
+                (
+                    candidate
+                    for suffix in SCENARIO_SUFFIXES
+                    if (candidate := SCENARIO_DIR / f"{name_or_path}{suffix}").is_file()
+                ),
+                None,
+            )
     except (OSError, ValueError) as exc:  # a name the OS cannot take (too long, a NUL byte)
         raise ScenarioError(f"{name_or_path[:100]!r}: not a usable file name ({exc})") from None
     if is_file:
@@ -636,7 +665,7 @@ def resolve(name_or_path: str) -> Path:
         raise ScenarioError(f"{shown}: is a directory, not a scenario file")
     if exists:
         raise ScenarioError(f"{shown}: not a regular file")
-    if is_shipped:
+    if shipped is not None:
         return shipped
     raise ScenarioError(f"{shown}: no such file, and no shipped scenario of that name")
 
@@ -663,9 +692,9 @@ def load_file(name_or_path: str) -> Scenario:
 
 
 def library() -> list[dict[str, str]]:
-    """The shipped scenarios: name (file stem), title and description."""
+    """The shipped scenarios: id (file name without its suffix), title and description."""
     out = []
-    for path in sorted(SCENARIO_DIR.glob("*.yaml")):
+    for path in sorted(SCENARIO_DIR.glob("*.yaml"), key=scenario_id):
         scenario = load_scenario(read_text(path))
-        out.append({"id": path.stem, "name": scenario.name, "description": scenario.description})
+        out.append({"id": scenario_id(path), "name": scenario.name, "description": scenario.description})
     return out

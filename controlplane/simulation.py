@@ -31,6 +31,7 @@ from controlplane.apiserver import ApiError, APIServer, Client, decode
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
+from controlplane.history import RunHistory
 from controlplane.kernel import Kernel, Task
 from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
@@ -122,7 +123,8 @@ class Simulation:
         self.kernel.event_limit = self.limits.events
         self.trace = Trace(self.kernel)
         self.recent: deque[Record] = deque(maxlen=trace_buffer)
-        self.syncs: list[Obj] = []
+        self.history = RunHistory()
+        self.syncs: list[Obj] = self.history.syncs
         self.actions: list[Obj] = []
         if record:
             self.trace.subscribe(self._record)
@@ -192,16 +194,7 @@ class Simulation:
                 self.errors.append(record)
             else:
                 self.errors_dropped += 1
-        elif record["kind"] == "sync.end":
-            self.syncs.append(
-                {
-                    "controller": record["controller"],
-                    "key": record["key"],
-                    "start": record["start"],
-                    "end": record["time"],
-                    "error": record["error"],
-                }
-            )
+        self.history.observe(record)
 
     # -- starting ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -286,11 +279,11 @@ class Simulation:
         try:
             result = getattr(self, f"_do_{verb}")(action[verb])
         except ApiError as exc:
-            failed: Obj = {"ok": False, "error": exc.message, "code": exc.code}
+            failure: Obj = {"ok": False, "error": exc.message, "code": exc.code, "reason": exc.reason}
             causes = (exc.details or {}).get("causes")
             if causes:
-                failed["causes"] = causes
-            return self._done(action, failed, source)
+                failure["causes"] = causes
+            return self._done(action, failure, source)
         except Exception as exc:  # a bug, or input no check foresaw: the session goes on
             text = self._error("action", exc, action=action)
             return self._done(action, {"ok": False, "error": f"internal error: {text}"}, source)
@@ -623,6 +616,14 @@ class Simulation:
         out.sort(key=lambda timer: float(timer["time"]))
         return out[:limit]
 
+    def next_event(self) -> Obj | None:
+        """`{time, what}` of the next callback the kernel will run (it may be due now), or None:
+        O(1), for a status line; `upcoming` lists the later ones."""
+        entry = self.kernel.next_entry()
+        if entry is None:
+            return None
+        return {"time": entry[0], "what": self._describe_timer(entry[1], entry[2])}
+
     def _describe_timer(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
         owner = getattr(fn, "__self__", None)
         name = getattr(fn, "__name__", "")
@@ -705,10 +706,22 @@ class Simulation:
                 name: {"depth": c.queue.metrics.depth, "adds": c.queue.metrics.adds, "retries": c.queue.metrics.retries}
                 for name, c in self.controllers.items()
             },
+            **self._report_additions(),
         }
         if self.errors:  # only when something was contained: a clean run's report is unchanged
             report["errors"] = [dict(record) for record in self.errors]
         return report
+
+    def _report_additions(self) -> Obj:
+        """The report's sections beyond DESIGN §2.2's first seven (docs/scenarios.md)."""
+        return {
+            "statusHistory": copy.deepcopy(self.history.status_history),
+            "metrics": {name: _json_safe_metrics(c.metrics.snapshot()) for name, c in self.controllers.items()},
+            "nodes": [node["metadata"]["name"] for node in self.server.objects("nodes")],
+            # Without `source`: who acted is the door, not the world, and a live session must
+            # replay from its exported scenario file to the identical report.
+            "actions": [{k: copy.deepcopy(v) for k, v in entry.items() if k != "source"} for entry in self.actions],
+        }
 
 
 def _counts(record: Any) -> Obj:
@@ -716,14 +729,23 @@ def _counts(record: Any) -> Obj:
     return {"add": add, "del": dele}
 
 
+def _json_safe_metrics(snapshot: Obj) -> Obj:
+    """Histogram bounds as Prometheus prints them: the last one is "+Inf", which JSON can carry
+    (a float infinity would print as `Infinity`, which strict JSON parsers refuse)."""
+    out = dict(snapshot)
+    for name, value in snapshot.items():
+        if isinstance(value, dict) and "buckets" in value:
+            buckets = [["+Inf" if bound == float("inf") else bound, n] for bound, n in value["buckets"]]
+            out[name] = {**value, "buckets": buckets}
+    return out
+
+
 def run_scenario(
     name_or_path: str, *, seed: int | None = None, until: float | None = None, limits: RunLimits | None = None
 ) -> Obj:
-    """Load, run to `until` (the file's unless given) and return the report. ScenarioError if
-    the file is invalid, LimitError if the run reaches a ceiling of `limits`."""
-    sim = Simulation.from_file(name_or_path, seed=seed, limits=limits)
-    sim.start()
-    sim.run_until(sim.scenario.until if until is None else until)
-    if sim.halted is not None:
-        raise LimitError(f"until: {sim.halted}")
-    return sim.report()
+    """Load, run to `until` (the file's unless given) and return the report (with a `checks`
+    section when the scenario has checks: see `controlplane.runner`). ScenarioError if the file
+    is invalid, LimitError (one) if the run asks for or reaches more than `limits`."""
+    from controlplane.runner import run_file  # the runner builds on this module
+
+    return run_file(name_or_path, seed=seed, until=until, limits=limits).report

@@ -7,7 +7,8 @@ The UI and the report draw from records, never from private fields of the core.
 Emitting is free when nobody listens: hot paths test ``trace.enabled`` before building fields.
 
 Kinds (the vocabulary; fields after the colon):
-  queue.add / queue.get / queue.done / queue.forget: queue, key [, worker]
+  queue.add / queue.get / queue.done: queue, key [, worker], depth (queued items after the step)
+  queue.forget: queue, key
   queue.add_after: queue, key, delay          queue.add_rate_limited: queue, key, delay, requeues
   informer.deliver: informer, events, resourceVersion (one watch delivery, a batch)
   informer.event: informer, type (add/update/delete), key [, tombstone]
@@ -18,12 +19,17 @@ Kinds (the vocabulary; fields after the colon):
   expectations: controller, key, op, add, del [, uids, pod, clobbered, age]
               (op: set, expect_deletions, creation_observed, deletion_observed, raise, lower,
               delete, expired)
-  sync.start: controller, key, worker
+  sync.start: controller, key, worker, expectations ({add, del} of the key's record, or None)
   sync.stage: controller, key, worker, stage (consistency, get, expectations, selector, list,
               claim, manage, batch, delete, status, requeue), and the stage's own fields
+              (consistency: ready, error, verdict, groupResource, readVersion, wroteVersion;
+              batch: size, succeeded, failed, error; status: written, status, changed)
   sync.request: controller, key, worker, verb (create/delete), n, pod (the n-th pod write a
               sync issues, before the API server has it)
-  sync.end: controller, key, worker, start, error
+  sync.end: controller, key, worker, start, error, expectations (after), consistency (ready,
+              stale, off, or None), requeue ({decision: rateLimited | after, delay | none})
+  sync.requeue: controller, key, worker, decision (rateLimited), delay, requeues (the worker
+              requeued a failed sync's key with the rate limiter)
   controller.restart: controller
   pod.transition: namespace, name, node, owner ("Kind/name" of its controller or None), from, to
   node.transition: name, from, to

@@ -1,12 +1,46 @@
-"""ASGI entry point: HTTP through Django; websockets get their router when the dashboard lands."""
+"""ASGI entry point: pages, the Kubernetes API and websockets in one process.
+
+The host (the running simulations) starts on the first scope, or as soon as Daphne's reactor
+runs: Daphne sends no lifespan events, and `./scripts/run` promises a demo already running.
+"""
 
 import os
+import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-from channels.routing import ProtocolTypeRouter
+from channels.routing import ProtocolTypeRouter, URLRouter
+from channels.security.websocket import AllowedHostsOriginValidator
+from channels.sessions import SessionMiddlewareStack
 from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from dashboard.asgi_limits import BodyLimit, StartHost  # noqa: E402
+from dashboard.routing import websocket_urlpatterns  # noqa: E402
+
+application = StartHost(
+    ProtocolTypeRouter(
+        {
+            "http": BodyLimit(django_asgi_app),
+            "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        }
+    )
+)
+
+
+def _start_with_daphne() -> None:
+    """Under Daphne, start the host once its reactor (and asyncio loop) runs."""
+    if "twisted.internet.reactor" not in sys.modules or "daphne.server" not in sys.modules:
+        return
+    from twisted.internet import reactor
+
+    def start() -> None:
+        from dashboard.host import ensure_started
+
+        ensure_started()
+
+    reactor.callLater(0, start)  # type: ignore[attr-defined]
+
+
+_start_with_daphne()

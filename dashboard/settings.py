@@ -11,9 +11,35 @@ import secrets
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Secrets generated once and kept out of git (.gitignore), unless the environment gives them.
+STATE_DIR = Path(os.environ.get("CTRLSCOPE_STATE_DIR", BASE_DIR / ".ctrlscope"))
 
-SECRET_KEY = os.environ.get("CTRLSCOPE_SECRET_KEY") or secrets.token_urlsafe(50)
+
+def _secret(env: str, filename: str, nbytes: int) -> str:
+    value = os.environ.get(env)
+    if value:
+        return value
+    path = STATE_DIR / filename
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        STATE_DIR.mkdir(parents=True, exist_ok=True)
+        value = secrets.token_urlsafe(nbytes)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(value + "\n")
+        return value
+
+
+SECRET_KEY = _secret("CTRLSCOPE_SECRET_KEY", "secret_key", 50)
+# The dashboard's access token: required to control anything, and the Kubernetes API's bearer token.
+CTRLSCOPE_TOKEN = _secret("CTRLSCOPE_TOKEN", "token", 24)
+# Request bodies above this many bytes are refused with 413 before they are read.
+CTRLSCOPE_MAX_BODY = int(os.environ.get("CTRLSCOPE_MAX_BODY", 4 * 1024 * 1024))
 DEBUG = os.environ.get("CTRLSCOPE_DEBUG", "0") == "1"
+# The simulation started with the server, running at 1x: a library id or a scenario file (set by
+# whoever runs the server; "" starts none). Pages never take a path from a request.
+CTRLSCOPE_START = os.environ.get("CTRLSCOPE_START", "demo")
 ALLOWED_HOSTS = os.environ.get("CTRLSCOPE_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
 
 INSTALLED_APPS = [
@@ -31,6 +57,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "dashboard.access.TokenMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -71,6 +98,21 @@ if os.environ.get("CTRLSCOPE_REDIS_URL"):
             "CONFIG": {"hosts": [os.environ["CTRLSCOPE_REDIS_URL"]]},
         }
     }
+
+# Signed-cookie sessions: the only thing kept is the "may control" flag, and the websocket reads
+# it without a database query.
+SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+DATA_UPLOAD_MAX_MEMORY_SIZE = CTRLSCOPE_MAX_BODY
+FILE_UPLOAD_MAX_MEMORY_SIZE = CTRLSCOPE_MAX_BODY
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"dashboard": {"handlers": ["console"], "level": "INFO"}},
+}
 
 USE_TZ = True
 TIME_ZONE = "UTC"

@@ -4,4 +4,17 @@ from dashboard import views
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("sims/", views.sim_list, name="sim-list"),
+    path("sim/new", views.sim_new, name="sim-new"),
+    path("sim/<slug:sim_id>/", views.sim_page, name="sim"),
+    path("sim/<slug:sim_id>/stop", views.sim_stop, name="sim-stop"),
+    path("sim/<slug:sim_id>/scenario.yaml", views.sim_export, name="sim-export"),
+    path("sim/<slug:sim_id>/report.json", views.sim_report, name="sim-report"),
+    path("sim/<slug:sim_id>/status.json", views.sim_status, name="sim-status"),
+    path("sim/<slug:sim_id>/pod/<str:namespace>/<str:name>", views.pod_detail, name="pod-detail"),
+    path(
+        "sim/<slug:sim_id>/syncs/<str:controller>/<str:namespace>/<str:name>",
+        views.sync_history,
+        name="sync-history",
+    ),
 ]

@@ -1,13 +1,208 @@
-"""Pages. For now the home page says what ctrlscope is and lists the shipped scenario library; the
-live dashboard is its own piece of work."""
+"""Pages and the few HTTP endpoints of the dashboard. Views never hold a simulation: they read
+the registry (`SimulationRecord`) and ask the host through the channel layer (`host.request`)."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+import functools
+import json
+import math
+from typing import Any
 
-from controlplane.scenario import library
+import yaml
+from asgiref.sync import sync_to_async
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from controlplane.scenario import SCENARIO_DIR, ScenarioError, library, load_file, load_scenario
+from dashboard import host
+from dashboard.access import can_control
+from dashboard.models import SimulationRecord
+
+MAX_SCENARIO_BYTES = 1024 * 1024  # an uploaded scenario file
 
 
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "dashboard/home.html", {"scenarios": library()})
+def scenario_library() -> list[dict[str, str]]:
+    """The shipped scenarios, read once (and again when a file in the library changes)."""
+    stamp = tuple(sorted((p.name, p.stat().st_mtime_ns) for p in SCENARIO_DIR.iterdir() if p.suffix == ".yaml"))
+    return _library(stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _library(stamp: tuple[Any, ...]) -> list[dict[str, str]]:
+    return library()
+
+
+@sync_to_async
+def _alive_records() -> list[SimulationRecord]:
+    return list(SimulationRecord.alive())
+
+
+@sync_to_async
+def _record(sim_id: str) -> SimulationRecord:
+    try:
+        return SimulationRecord.alive().get(id=sim_id)
+    except SimulationRecord.DoesNotExist:
+        raise Http404(f"no simulation {sim_id} is running") from None
+
+
+def _home(request: HttpRequest, sims: list[SimulationRecord], form: dict[str, Any], status: int = 200) -> HttpResponse:
+    context = {"sims": sims, "scenarios": scenario_library(), "control": can_control(request), "form": form}
+    return render(request, "dashboard/home.html", context, status=status)
+
+
+@require_GET
+async def home(request: HttpRequest) -> HttpResponse:
+    return await sync_to_async(_home)(request, await _alive_records(), {})
+
+
+@require_GET
+async def sim_list(request: HttpRequest) -> HttpResponse:
+    """The running simulations, as the home page's partial (htmx polls it)."""
+    sims = await _alive_records()
+    return await sync_to_async(render)(
+        request, "dashboard/_sim_list.html", {"sims": sims, "control": can_control(request)}
+    )
+
+
+@require_http_methods(["GET", "POST"])
+async def sim_new(request: HttpRequest) -> HttpResponse:
+    """GET: the start form, prefilled (`?scenario=ID&seed=N`). POST: start a simulation from a
+    library scenario or an uploaded file, with a seed; then open it."""
+    control = await sync_to_async(can_control)(request)
+    data = request.POST if request.method == "POST" else request.GET
+    form = {
+        "scenario": data.get("scenario", ""),
+        "seed": data.get("seed", ""),
+        "pause_before": data.get("pause_before", ""),
+        "mark": data.get("mark", "")[:200],
+        "errors": [],
+    }
+    if request.method == "GET" or not control:
+        if request.method == "POST":
+            form["errors"].append("Open the dashboard with its access token to start simulations.")
+        return await sync_to_async(_home)(
+            request, await _alive_records(), form, 403 if request.method == "POST" else 200
+        )
+    upload = request.FILES.get("file")
+    seed: int | None = None
+    if form["seed"].strip():
+        try:
+            seed = int(form["seed"])
+            if not 0 <= seed < 2**63:
+                raise ValueError
+        except ValueError:
+            form["errors"].append(f"seed: must be a whole number from 0 to 2^63-1 (got {form['seed']!r})")
+    pause_before: float | None = None
+    if form["pause_before"].strip():
+        try:
+            pause_before = float(form["pause_before"])
+            if not (math.isfinite(pause_before) and 0.001 < pause_before <= 1e7):
+                raise ValueError
+        except ValueError:
+            form["errors"].append(f"pause before: a time in seconds, above 0.001 (got {form['pause_before']!r})")
+    scenario = None
+    source = form["scenario"]
+    if upload is not None:
+        source = "upload"
+        if upload.size is None or upload.size > MAX_SCENARIO_BYTES:
+            form["errors"].append(f"file: larger than {MAX_SCENARIO_BYTES // 1024} KiB")
+        else:
+            try:
+                scenario = load_scenario(upload.read().decode("utf-8"))
+            except UnicodeDecodeError:
+                form["errors"].append("file: not UTF-8 text (a scenario is a YAML file)")
+            except ScenarioError as exc:
+                form["errors"].append(f"file: {exc}")
+    elif source in {s["id"] for s in scenario_library()}:
+        scenario = load_file(source)  # looked up by id in the library, never as a path
+    else:
+        form["errors"].append("scenario: choose one from the library or upload a file")
+    if form["errors"] or scenario is None:
+        return await sync_to_async(_home)(request, await _alive_records(), form, 400)
+    try:
+        hosted = await host.get_host().start_simulation(
+            scenario,
+            seed=seed,
+            source=source,
+            running=bool(data.get("run")),
+            pause_before=pause_before,
+            mark=form["mark"],
+        )
+    except (ScenarioError, host.HostError) as exc:
+        form["errors"].append(str(exc))
+        return await sync_to_async(_home)(request, await _alive_records(), form, 400)
+    return redirect("sim", sim_id=hosted.id)
+
+
+@require_GET
+async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
+    record = await _record(sim_id)
+    context = {"record": record, "control": await sync_to_async(can_control)(request), "sim_id": sim_id}
+    return await sync_to_async(render)(request, "dashboard/sim.html", context)
+
+
+@require_POST
+async def sim_stop(request: HttpRequest, sim_id: str) -> HttpResponse:
+    await _record(sim_id)
+    if not await sync_to_async(can_control)(request):
+        return HttpResponse("read-only: open the dashboard with its access token", status=403)
+    result = await _ask(sim_id, {"op": "stop"}, control=True)
+    if not result.get("ok"):
+        return HttpResponseBadRequest(result.get("error", "could not stop"))
+    return redirect("home")
+
+
+async def _ask(sim_id: str, cmd: dict[str, Any], control: bool = False) -> dict[str, Any]:
+    try:
+        return await host.request(sim_id, cmd, control=control)
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+
+
+@require_GET
+async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
+    """The session as a scenario file: replays headless to the same report."""
+    await _record(sim_id)
+    result = await _ask(sim_id, {"op": "export"})
+    text = yaml.safe_dump(result["scenario"], sort_keys=False, allow_unicode=True)
+    response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{sim_id}.scenario.yaml"'
+    return response
+
+
+@require_GET
+async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
+    """The headless runner's report for the session as it is now."""
+    await _record(sim_id)
+    result = await _ask(sim_id, {"op": "report"})
+    return HttpResponse(json.dumps(result["report"], separators=(",", ":")), content_type="application/json")
+
+
+@require_GET
+async def pod_detail(request: HttpRequest, sim_id: str, namespace: str, name: str) -> HttpResponse:
+    await _record(sim_id)
+    result = await _ask(sim_id, {"op": "pod", "namespace": namespace, "name": name})
+    if not result.get("ok"):
+        return HttpResponseBadRequest(result.get("error", "bad request"))
+    return HttpResponse(result["html"])
+
+
+@require_GET
+async def sync_history(request: HttpRequest, sim_id: str, controller: str, namespace: str, name: str) -> HttpResponse:
+    await _record(sim_id)
+    cmd: dict[str, Any] = {"op": "syncs", "controller": controller, "key": f"{namespace}/{name}"}
+    if request.GET.get("sync", "").isdigit():
+        cmd["sync"] = int(request.GET["sync"])
+    result = await _ask(sim_id, cmd)
+    if not result.get("ok"):
+        return HttpResponseBadRequest(result.get("error", "bad request"))
+    return HttpResponse(result["html"])
+
+
+@require_GET
+async def sim_status(request: HttpRequest, sim_id: str) -> HttpResponse:
+    """The status line as JSON (virtual time, events run, mode …): for scripts and benchmarks."""
+    await _record(sim_id)
+    result = await _ask(sim_id, {"op": "status"})
+    return JsonResponse(result["status"])

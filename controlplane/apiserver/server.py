@@ -403,6 +403,16 @@ class APIServer:
         events.reverse()
         return events
 
+    def events_since(self, revision: int) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
+        """The retained events `(rv, type, resource, object, old)` after `revision`, oldest first
+        (the oracles read the store's history incrementally with it)."""
+        count = min(self.revision - revision, len(self._history))
+        if count <= 0:
+            return []
+        events = self._history.latest(self.revision, count)
+        events.reverse()
+        return events
+
     # -- handlers -----------------------------------------------------------------------------
     def _handle_get(self, req: Request) -> tuple[Any, int]:
         info = lookup(req.resource)

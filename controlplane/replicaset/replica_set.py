@@ -53,7 +53,7 @@ from controlplane.podutil import (
 )
 from controlplane.replicaset.kinds import REPLICA_SET, ControllerKind
 from controlplane.replicaset.metrics import ReplicaSetMetrics
-from controlplane.replicaset.replica_set_utils import calculate_status, update_replica_set_status
+from controlplane.replicaset.replica_set_utils import calculate_status, status_changes, update_replica_set_status
 from controlplane.trace import NULL_TRACE, Trace
 from controlplane.workqueue import RateLimitingQueue, default_controller_rate_limiter
 
@@ -118,6 +118,11 @@ class SyncContext:
     # Names of the active pods this sync counted (after claiming); None until it listed them.
     counted: list[str] | None = None
     requests: int = 0  # pod creates and deletes issued so far (numbers `sync.request` records)
+    # The consistency store's verdict: "ready", "stale" (the sync was refused) or "off" (gate off).
+    consistency: str | None = None
+    # How the sync itself requeues its key when it succeeds: {"decision": "after", "delay": s}
+    # (minReadySeconds) or {"decision": "none"}. A failed sync is the worker's to requeue.
+    requeue: dict[str, Any] | None = None
 
 
 class ReplicaSetController:
@@ -223,6 +228,11 @@ class ReplicaSetController:
             self.set_workers(self.config.workers)
         except Cancelled:
             pass
+
+    @property
+    def caches_synced(self) -> bool:
+        """Both informers have synced and the workers are (or may be) running."""
+        return self._caches_synced
 
     def set_workers(self, n: int) -> None:
         """Grow or shrink the worker pool; a removed worker finishes its current sync first.
@@ -419,7 +429,9 @@ class ReplicaSetController:
     async def _process(self, wid: int, key: str) -> None:
         queue = self.queue
         state = self.workers[wid]
-        state.key, state.stage, state.since = key, "sync", self.kernel.now
+        state.key, state.stage, state.since = key, "dequeued", self.kernel.now
+        await self._yield()
+        state.stage = "sync"
         try:
             err = await self.sync_handler(key, wid)
         except Cancelled:
@@ -429,7 +441,17 @@ class ReplicaSetController:
         if err is None:
             queue.forget(key)
         else:
-            queue.add_rate_limited(key)
+            delay = queue.add_rate_limited(key)
+            if self.trace.enabled and delay is not None:
+                self.trace.emit(
+                    "sync.requeue",
+                    controller=self.kind.name,
+                    key=key,
+                    worker=wid,
+                    decision="rateLimited",
+                    delay=delay,
+                    requeues=queue.rate_limiter.num_requeues(key),
+                )
         queue.done(key, worker=str(wid))
         state.key, state.since = None, self.kernel.now
         state.stage = "idle" if not self.config.manual_workers else self._parked_stage(wid)
@@ -487,6 +509,13 @@ class ReplicaSetController:
             ctx.stages.append({"time": self.kernel.now, **record})
             self.trace.emit("sync.stage", controller=self.kind.name, key=ctx.key, worker=ctx.worker, **record)
 
+    def _yield(self) -> Any:
+        """A point where other goroutines may run (a zero-delay kernel sleep): after the dequeue,
+        after each synchronous stage of a sync, and before each pod write. Upstream's goroutines
+        can be preempted anywhere; these are the points where the simulator lets others run, so a
+        debugger can stop between two stages and see the world as it is there."""
+        return self.kernel.sleep(0)
+
     def _request(self, ctx: SyncContext, verb: str, pod: str | None = None) -> None:
         """One `sync.request` record as manage_replicas issues a pod create or delete: the
         n-th of this sync, before the API server has it (breakpoints stop here)."""
@@ -509,7 +538,9 @@ class ReplicaSetController:
         if self.trace.enabled:
             self.last_syncs[key] = ctx
         if self.trace.enabled:
-            self.trace.emit("sync.start", controller=self.kind.name, key=key, worker=worker)
+            self.trace.emit(
+                "sync.start", controller=self.kind.name, key=key, worker=worker, expectations=self._expected(key)
+            )
         err: Exception | None
         try:
             err = await self._sync(ctx)
@@ -525,8 +556,19 @@ class ReplicaSetController:
                 worker=worker,
                 start=ctx.start,
                 error=None if err is None else str(err),
+                expectations=self._expected(key),
+                consistency=ctx.consistency,
+                requeue={"decision": "rateLimited"} if err is not None else ctx.requeue,
             )
         return err
+
+    def _expected(self, key: str) -> dict[str, int] | None:
+        """The expectations record of `key` as `{add, del}` (None without one), for the trace."""
+        record, _ = self.expectations.get_expectations(key)
+        if record is None:
+            return None
+        add, dele = record.get_expectations()
+        return {"add": add, "del": dele}
 
     async def _sync(self, ctx: SyncContext) -> Exception | None:
         key = ctx.key
@@ -536,9 +578,20 @@ class ReplicaSetController:
             return exc
         stale = self.consistency.ensure_ready(key)
         if stale is not None:
+            ctx.consistency = "stale"
             self.metrics.observe_stale_sync_skip(stale.group_resource)
-            self._stage(ctx, "consistency", ready=False, error=str(stale))
+            self._stage(
+                ctx,
+                "consistency",
+                ready=False,
+                error=str(stale),
+                verdict="stale",
+                groupResource=stale.group_resource,
+                readVersion=stale.read_rv,
+                wroteVersion=stale.wrote_rv,
+            )
             return stale
+        ctx.consistency = "ready" if isinstance(self.consistency, RealConsistencyStore) else "off"
         rs = self.rs_informer.indexer.get(namespace, name)
         if rs is None:
             self._stage(ctx, "get", found=False)
@@ -546,11 +599,13 @@ class ReplicaSetController:
             self.expectations.delete_expectations(key)
             return None
         self._stage(ctx, "get", found=True, resourceVersion=rs["metadata"].get("resourceVersion"))
+        await self._yield()
         # Evaluated before listing pods, so a pod appearing in between cannot cause an extra create.
         rs_needs_sync = self.expectations.satisfied_expectations(key)
         record, _ = self.expectations.get_expectations(key)
         add, dele = record.get_expectations() if record is not None else (0, 0)
         self._stage(ctx, "expectations", satisfied=rs_needs_sync, add=add, delete=dele)
+        await self._yield()
         try:
             selector = self.kind.selector(rs)
         except ValueError as exc:
@@ -559,6 +614,7 @@ class ReplicaSetController:
         all_rs_pods = self._filter_pods_by_owner(rs, namespace)
         all_active = filter_active_pods(all_rs_pods)
         self._stage(ctx, "list", pods=len(all_rs_pods), active=len(all_active))
+        await self._yield()
         active_pods, claim_err = await self.claim_pods(rs, selector, all_active, ctx)
         if self.trace.enabled:
             ctx.counted = [p["metadata"]["name"] for p in active_pods]
@@ -601,10 +657,17 @@ class ReplicaSetController:
             self._stage(ctx, "status", written=False, error=exc.message)
             return exc
         written = updated is not rs
-        self._stage(ctx, "status", written=written, status=_status_counts(updated))
+        self._stage(
+            ctx,
+            "status",
+            written=written,
+            status=_status_counts(updated),
+            changed=status_changes(rs, updated) if written and self.trace.enabled else {},
+        )
         self.consistency.wrote_at(
             key, rs["metadata"]["uid"], self.kind.group_resource, updated["metadata"]["resourceVersion"]
         )
+        await self._yield()
         if manage_err is not None:
             self._stage(ctx, "requeue", decision="rate-limited", error=str(manage_err))
             return manage_err
@@ -617,8 +680,10 @@ class ReplicaSetController:
             if nxt is not None:
                 delay = nxt
             self.queue.add_after(key, delay)
+            ctx.requeue = {"decision": "after", "delay": delay}
             self._stage(ctx, "requeue", decision="availability", after=delay)
         else:
+            ctx.requeue = {"decision": "none"}
             self._stage(ctx, "requeue", decision="none")
         return None
 
@@ -659,6 +724,7 @@ class ReplicaSetController:
                 released=manager.released,
                 error=None if err is None else str(err),
             )
+            await self._yield()
         return claimed, err
 
     # -- manageReplicas (spec §8) -----------------------------------------------------------
@@ -672,12 +738,14 @@ class ReplicaSetController:
             # Replaces any record: expectations must be set BEFORE the creates go out.
             self.expectations.expect_creations(key, n)
             self._stage(ctx, "manage", action="create", count=n, have=len(filtered_pods), want=replicas)
+            await self._yield()
             ref = new_controller_ref(rs, self.kind.api_version, self.kind.kind)
             template = rs["spec"]["template"]
             namespace = rs["metadata"]["namespace"]
 
             async def create_one() -> Exception | None:
                 self._request(ctx, "create")
+                await self._yield()
                 try:
                     await self.pod_control.create_pods(namespace, template, rs, ref)
                 except ApiError as exc:
@@ -718,6 +786,7 @@ class ReplicaSetController:
 
             async def delete_one(victim: Obj) -> Exception | None:
                 self._request(ctx, "delete", victim["metadata"]["name"])
+                await self._yield()
                 try:
                     await self.pod_control.delete_pod(namespace, victim["metadata"]["name"], rs)
                 except (ApiError, PodControlError) as exc:
@@ -733,6 +802,7 @@ class ReplicaSetController:
             self._stage(ctx, "delete", deleted=len(victims) - len(errors), failed=len(errors))
             return errors[0] if errors else None
         self._stage(ctx, "manage", action="none", have=len(filtered_pods), want=replicas)
+        await self._yield()
         return None
 
     async def slow_start_batch(

@@ -116,6 +116,15 @@ def status_unchanged(rs: Obj, new_status: Obj) -> bool:
     )
 
 
+def status_changes(old: Obj, new: Obj) -> Obj:
+    """The top-level status fields a status write changed, `{field: new value}` (None for a
+    field the write removed), in the new status's key order then the removed ones."""
+    before, after = old.get("status") or {}, new.get("status") or {}
+    changed: Obj = {k: v for k, v in after.items() if before.get(k) != v or k not in before}
+    changed.update({k: None for k in before if k not in after})
+    return changed
+
+
 async def update_replica_set_status(client: Any, resource: str, rs: Obj, new_status: Obj) -> Obj:
     """Write `new_status` unless nothing changed; one retry after a fresh GET. Raises ApiError."""
     if status_unchanged(rs, new_status):

@@ -113,7 +113,9 @@ class Queue(Generic[T]):
         self.metrics.add(item)
         dirty.add(item)
         if self._trace.enabled:
-            self._trace.emit("queue.add", queue=self.name, key=item)
+            # `depth`: queued items once this add has taken effect (a deferred add queues nothing).
+            depth = len(self._queue) + (item not in self._processing)
+            self._trace.emit("queue.add", queue=self.name, key=item, depth=depth)
         if item in self._processing:
             # Deferred: `done` queues it, so one worker never races another on the same key.
             return
@@ -142,7 +144,7 @@ class Queue(Generic[T]):
         self._dirty.discard(item)
         self.metrics.get(item, now)
         if self._trace.enabled:
-            self._emit_with_worker("queue.get", item, worker)
+            self._emit_with_worker("queue.get", item, worker, len(queue))
         return item, False
 
     def take(self, item: T, *, worker: str | None = None) -> bool:
@@ -157,7 +159,7 @@ class Queue(Generic[T]):
         self._dirty.discard(item)
         self.metrics.get(item, now)
         if self._trace.enabled:
-            self._emit_with_worker("queue.get", item, worker)
+            self._emit_with_worker("queue.get", item, worker, len(self._queue))
         return True
 
     def done(self, item: T, *, worker: str | None = None) -> None:
@@ -169,7 +171,7 @@ class Queue(Generic[T]):
             return
         self.metrics.done(started, self._clock.now)
         if self._trace.enabled:
-            self._emit_with_worker("queue.done", item, worker)
+            self._emit_with_worker("queue.done", item, worker, len(self._queue) + (item in self._dirty))
         if item in self._dirty:
             self._queue.append(item)
             if self._waiters:
@@ -254,11 +256,12 @@ class Queue(Generic[T]):
             fut.set_result(None)
 
     # -- observation -----------------------------------------------------------------------
-    def _emit_with_worker(self, kind: str, item: T, worker: str | None) -> None:
+    def _emit_with_worker(self, kind: str, item: T, worker: str | None, depth: int) -> None:
+        """`depth`: queued items once the step has taken effect (the queue depth gauge)."""
         if worker is None:
-            self._trace.emit(kind, queue=self.name, key=item)
+            self._trace.emit(kind, queue=self.name, key=item, depth=depth)
         else:
-            self._trace.emit(kind, queue=self.name, key=item, worker=worker)
+            self._trace.emit(kind, queue=self.name, key=item, worker=worker, depth=depth)
 
     def snapshot(self) -> dict[str, Any]:
         """The queue's state for the UI: plain, JSON-ready data, deterministic order. A pure

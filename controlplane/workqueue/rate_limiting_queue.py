@@ -51,12 +51,13 @@ class RateLimitingQueue(DelayingQueue[T]):
             rate_limiter if rate_limiter is not None else default_controller_rate_limiter(clock)
         )
 
-    def add_rate_limited(self, item: T) -> None:
-        """Add `item` after the delay the rate limiter decides for it."""
+    def add_rate_limited(self, item: T) -> float | None:
+        """Add `item` after the delay the rate limiter decides for it; returns that delay (None
+        after shut down: nothing is added)."""
         self._promote()
         delay = self.rate_limiter.when(item)
         if self._shutting_down:
-            return
+            return None
         if self._trace.enabled:
             self._trace.emit(
                 "queue.add_rate_limited",
@@ -66,6 +67,7 @@ class RateLimitingQueue(DelayingQueue[T]):
                 requeues=self.rate_limiter.num_requeues(item),
             )
         self._add_after(item, delay)
+        return delay
 
     def forget(self, item: T) -> None:
         """The item is finished being retried (it succeeded, or the caller gave up)."""

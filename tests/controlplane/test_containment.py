@@ -263,3 +263,30 @@ def test_scenario_objects_are_not_mutated_by_a_run():
     sim.start()
     sim.run_until(5)
     assert scenario.objects == data["objects"] and scenario.actions == data["actions"]
+
+
+def test_error_records_validate_against_the_trace_schema():
+    import json
+
+    import jsonschema
+
+    from controlplane.trace_export import SCHEMA_FILE
+
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA_FILE.read_text()))
+    sim = world()
+    sim.kernel.event_limit = sim.kernel.events + 60  # a ceiling reached soon
+    controller = sim.controllers["replicaset"]
+
+    async def handler(key, worker):
+        raise RuntimeError("boom")
+
+    controller.sync_handler = handler
+    controller.queue.add("default/web")
+    sim.nodes.node_down = lambda name: 1 / 0
+    sim.act({"nodeFault": {"name": "node-1", "fault": "down"}})
+    sim.kernel.call_later(0.5, lambda: [][1])
+    sim.advance(600)
+    kinds = {record["where"] for record in sim.errors}
+    assert kinds == {"sync", "action", "kernel", "limit"}
+    for record in sim.errors:
+        assert list(validator.iter_errors(json.loads(json.dumps(record)))) == [], record

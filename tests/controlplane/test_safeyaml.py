@@ -111,3 +111,11 @@ def test_a_50_mb_file_loads_in_seconds():
     data = load(text)
     assert len(data["actions"]) == 20_000
     assert time.monotonic() - started < 20
+
+
+def test_load_all_reads_every_document_with_anchors_per_document():
+    assert safeyaml.load_all("a: &x 1\nb: *x\n---\n---\nc: 2\n") == [{"a": 1, "b": 1}, None, {"c": 2}]
+    with pytest.raises(YAMLInputError, match="undefined alias"):
+        safeyaml.load_all("a: &x 1\n---\nb: *x\n")
+    with pytest.raises(YAMLInputError, match="nested deeper than"):
+        safeyaml.load_all("a: 1\n---\n" + "[" * 120_000 + "]" * 120_000)

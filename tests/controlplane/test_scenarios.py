@@ -53,13 +53,16 @@ def test_the_library_has_the_scenarios_the_issue_names():
 
 def test_cli_prints_the_report_with_the_documented_keys():
     result = run_cli("demo", "--until", "5")
-    assert result.returncode == 0, result.stderr
+    # demo's checks judge its whole 90 s run: cut short, some fail (exit 1); the report is printed.
+    assert result.returncode == 1, result.stderr
     report = json.loads(result.stdout)
-    assert list(report) == ["seed", "time", "objects", "apiCalls", "syncs", "expectations", "queues"]
+    # The contract's keys first; later issues add sections after them (never rename or remove).
+    assert list(report)[:7] == ["seed", "time", "objects", "apiCalls", "syncs", "expectations", "queues"]
+    assert list(report)[7:] == ["statusHistory", "metrics", "nodes", "actions", "checks"]
     assert list(report["objects"]) == ["ReplicaSet", "ReplicationController", "Pod", "Node", "Event"]
     assert report["time"] == 5.0
     assert set(report["apiCalls"][0]) == {"time", "client", "verb", "resource", "namespace", "name", "code"}
-    assert set(report["syncs"][0]) == {"controller", "key", "start", "end", "error"}
+    assert list(report["syncs"][0])[:5] == ["controller", "key", "start", "end", "error"]
 
 
 def test_same_scenario_and_seed_give_a_byte_identical_report():

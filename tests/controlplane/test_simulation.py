@@ -104,7 +104,7 @@ def test_actions_report_errors_without_changing_the_world():
     assert result["ok"] is False
     assert "replicas" in result["error"]
     result = s.apply({"scale": {"kind": "ReplicaSet", "name": "nope", "replicas": 1}})
-    assert result == {"ok": False, "error": 'replicasets.apps "nope" not found', "code": 404}
+    assert result == {"ok": False, "error": 'replicasets.apps "nope" not found', "code": 404, "reason": "NotFound"}
     assert s.server.get("replicasets", "default", "web")["spec"]["replicas"] == 3
 
 

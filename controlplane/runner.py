@@ -1,0 +1,84 @@
+"""One scenario run headless, with its checks and trace exports: what `python -m controlplane run`,
+`python -m controlplane test` and the pytest plugin share.
+
+Guarantees
+----------
+* The report is the simulation's report (DESIGN §2.2), plus a `checks` section when the scenario
+  has checks; checks and exports only read, so the rest is byte for byte the report of the same
+  run without them.
+* Exporters see every trace record from the first (they subscribe before the world is built) and
+  are closed when the run ends, even when it fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from controlplane.checks import Checker, CheckResult, parse_checks
+from controlplane.limits import RunLimits
+from controlplane.scenario import Scenario, load_file
+from controlplane.simulation import LimitError, Simulation
+from controlplane.trace import Record
+
+Obj = dict[str, Any]
+
+
+class TraceSink(Protocol):
+    """Receives every record of a run (`write`), then `close()` once at the end."""
+
+    def write(self, record: Record) -> None: ...
+    def close(self, sim: Simulation) -> None: ...
+
+
+@dataclass
+class RunResult:
+    report: Obj
+    checks: list[CheckResult]
+
+    @property
+    def failures(self) -> list[CheckResult]:
+        return [result for result in self.checks if not result.ok]
+
+
+def run(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    until: float | None = None,
+    sinks: Sequence[TraceSink] = (),
+    limits: RunLimits | None = None,
+) -> RunResult:
+    """Run `scenario` to `until` (the file's unless given) and judge its checks. LimitError (a
+    ScenarioError) when the scenario asks for more than `limits` or the run reaches one."""
+    sim = Simulation(scenario, seed=seed, limits=limits)
+    checker = Checker(sim, parse_checks(scenario.expect))
+    unsubscribes = [sim.subscribe(sink.write) for sink in sinks]
+    try:
+        checker.start()
+        sim.run_until(scenario.until if until is None else until)
+        if sim.halted is not None:
+            raise LimitError(f"until: {sim.halted}")
+        results = checker.finish()
+    finally:
+        for unsubscribe in unsubscribes:
+            unsubscribe()
+        for sink in sinks:
+            sink.close(sim)
+    report = sim.report()
+    if scenario.expect:
+        report["checks"] = [result.to_json() for result in results]
+    return RunResult(report, results)
+
+
+def run_file(
+    name_or_path: str,
+    *,
+    seed: int | None = None,
+    until: float | None = None,
+    sinks: Sequence[TraceSink] = (),
+    limits: RunLimits | None = None,
+) -> RunResult:
+    """`run` on a scenario file or the name of a shipped scenario (ScenarioError if invalid)."""
+    return run(load_file(name_or_path), seed=seed, until=until, sinks=sinks, limits=limits)

@@ -1,0 +1,158 @@
+"""Scenarios as tests: `python -m controlplane test [PATH…]` and what the pytest plugin shares.
+
+Guarantees
+----------
+* `discover(paths)`: every `*.yaml` / `*.yml` file under each directory (recursively, sorted),
+  each file named, and each shipped scenario named by its id (`demo`), in that order without
+  repeats; no path means the shipped library.
+* `run_one(path)` never raises for a bad scenario: the outcome says `error` with the one-line
+  reason (`expect[2].path: ...`). A file without checks is `skipped` by the suite runner (the
+  plugin still runs it: a scenario that loads and runs is a passing smoke test).
+* `run_suite` runs files in parallel processes and returns outcomes in discovery order, so the
+  table and the JUnit file do not depend on which process finished first.
+* No wall clock: the table shows virtual seconds (controlplane never reads the wall clock).
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controlplane.scenario import SCENARIO_DIR, ScenarioError, load_file, resolve
+
+PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
+
+
+@dataclass
+class Outcome:
+    path: str
+    status: str  # passed | failed | error | skipped
+    checks: int = 0
+    failures: list[str] = field(default_factory=list)  # one line per failed check
+    error: str | None = None
+    virtual: float = 0.0  # virtual seconds run
+
+    @property
+    def replay(self) -> str:
+        return f"python -m controlplane run {self.path}"
+
+    def detail(self) -> str:
+        """What went wrong, for a failure report: the failed checks (or the error) and the replay."""
+        lines = [self.error] if self.error else [f"{len(self.failures)} of {self.checks} checks failed:"]
+        lines += [f"  {line}" for line in self.failures]
+        lines.append(f"replay: {self.replay}")
+        return "\n".join(line for line in lines if line is not None)
+
+
+def discover(paths: Iterable[str]) -> list[str]:
+    found: list[str] = []
+    for given in list(paths) or [str(SCENARIO_DIR)]:
+        path = Path(given)
+        if path.is_dir():
+            found += sorted(str(p) for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        else:
+            found.append(str(resolve(given)))
+    return list(dict.fromkeys(_shown(path) for path in found))
+
+
+def _shown(path: str) -> str:
+    """Relative to the working directory when below it (shorter table lines and replay commands)."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
+def has_checks(path: str) -> bool:
+    """Whether the file has an `expect:` list (ScenarioError if the file is invalid)."""
+    return bool(load_file(path).expect)
+
+
+def run_one(path: str, *, skip_without_checks: bool = False) -> Outcome:
+    """Run one scenario file with its checks (in this process)."""
+    from controlplane.runner import run
+
+    try:
+        scenario = load_file(path)
+        if skip_without_checks and not scenario.expect:
+            return Outcome(path, SKIPPED)
+        result = run(scenario)
+    except ScenarioError as exc:
+        return Outcome(path, ERROR, error=f"{path}: {exc}")
+    failures = [r.line() for r in result.failures]
+    return Outcome(
+        path, FAILED if failures else PASSED, len(result.checks), failures, virtual=float(result.report["time"])
+    )
+
+
+def _run_checked(path: str) -> Outcome:
+    return run_one(path, skip_without_checks=True)
+
+
+def run_suite(
+    paths: list[str], jobs: int | None = None, progress: Callable[[Outcome, int, int], None] | None = None
+) -> list[Outcome]:
+    """Run every file of `paths` that has checks, `jobs` at a time (default: one per CPU)."""
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths) or 1))
+    outcomes: dict[str, Outcome] = {}
+    if jobs == 1:
+        for path in paths:
+            outcomes[path] = _run_checked(path)
+            if progress is not None:
+                progress(outcomes[path], len(outcomes), len(paths))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_run_checked, path): path for path in paths}
+            for future in as_completed(futures):
+                outcomes[futures[future]] = future.result()
+                if progress is not None:
+                    progress(outcomes[futures[future]], len(outcomes), len(paths))
+    return [outcomes[path] for path in paths]
+
+
+def summary_table(outcomes: list[Outcome]) -> str:
+    ran = [o for o in outcomes if o.status != SKIPPED]
+    rows = [("result", "checks", "failed", "virtual s", "scenario")]
+    for o in ran:
+        if o.status == ERROR:
+            rows.append(("ERROR", "-", "-", "-", o.path))
+        else:
+            rows.append((o.status.upper()[:4], str(o.checks), str(len(o.failures)), f"{o.virtual:g}", o.path))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = []
+    for row in rows:
+        cells = [row[0].ljust(widths[0])] + [row[i].rjust(widths[i]) for i in (1, 2, 3)] + [row[4]]
+        lines.append("  ".join(cells))
+    counts = {s: sum(o.status == s for o in outcomes) for s in (PASSED, FAILED, ERROR, SKIPPED)}
+    lines.append(
+        f"{len(ran)} scenarios: {counts[PASSED]} passed, {counts[FAILED]} failed, {counts[ERROR]} errors"
+        + (f" ({counts[SKIPPED]} files without checks skipped)" if counts[SKIPPED] else "")
+    )
+    return "\n".join(lines)
+
+
+def junit_xml(outcomes: list[Outcome]) -> str:
+    """One <testcase> per scenario file (the pytest plugin's granularity)."""
+    ran = [o for o in outcomes if o.status != SKIPPED]
+    suite = ET.Element(
+        "testsuite",
+        name="ctrlscope scenarios",
+        tests=str(len(ran)),
+        failures=str(sum(o.status == FAILED for o in ran)),
+        errors=str(sum(o.status == ERROR for o in ran)),
+        skipped="0",
+    )
+    for o in ran:
+        case = ET.SubElement(suite, "testcase", classname=str(Path(o.path).parent), name=Path(o.path).name, file=o.path)
+        if o.status == FAILED:
+            failure = ET.SubElement(case, "failure", message=f"{len(o.failures)} of {o.checks} checks failed")
+            failure.text = o.detail()
+        elif o.status == ERROR:
+            error = ET.SubElement(case, "error", message=o.error or "invalid scenario")
+            error.text = o.detail()
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

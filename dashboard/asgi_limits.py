@@ -1,0 +1,88 @@
+"""ASGI wrappers: a body size limit enforced before the body is read, and the host's start.
+
+Django's ASGI handler reads a whole request body before the view runs (spooling to disk past
+`FILE_UPLOAD_MAX_MEMORY_SIZE`). `BodyLimit` answers 413 as soon as the declared length, or the
+bytes received so far, pass `MAX_BODY`, without reading further.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+
+Scope = dict[str, Any]
+
+
+async def _send_413(send: Any, limit: int) -> None:
+    body = json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": f"the request body is larger than the limit of {limit} bytes",
+            "reason": "RequestEntityTooLarge",
+            "code": 413,
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    def __init__(self, app: Any, limit: int | None = None) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit if self.limit is not None else settings.CTRLSCOPE_MAX_BODY
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = limit + 1
+                if declared > limit:
+                    await _send_413(send, limit)
+                    return
+        received = 0
+        refused = False
+
+        async def limited_receive() -> Any:
+            nonlocal received, refused
+            if refused:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    refused = True
+                    await _send_413(send, limit)
+                    return {"type": "http.disconnect"}
+            return message
+
+        await self.app(scope, limited_receive, send)
+
+
+class StartHost:
+    """Starts the host (and the demo) on the first scope: Daphne sends no lifespan events."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        from dashboard.host import ensure_started
+
+        ensure_started()
+        await self.app(scope, receive, send)

@@ -1,0 +1,167 @@
+"""The websocket of one simulation page: frames out, commands in. Thin: it forwards.
+
+* `connect`: Origin already checked (AllowedHostsOriginValidator); the simulation must be
+  running; join its viewers group, accept, and ask the host for the full state.
+* Flow control: the page acknowledges each frame. With `WINDOW` frames unacknowledged the
+  consumer stops sending (frames are skipped, never queued), and once the page has caught up
+  it asks the host for a full state again. A frame lost between host and consumer (a gap in
+  `seq`) does the same. A slow page therefore costs the simulation and the other viewers
+  nothing.
+* Commands (`{"type": "cmd", "id": n, "cmd": {"op": …}}`) go to the host with this viewer's
+  control right; the answer comes back as `{"type": "reply", "id": n, "result": …}`. A message
+  that is not such an object gets `{"type": "error", …}` and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from dashboard.access import scope_can_control
+from dashboard.host import command_channel, viewers_group
+
+WINDOW = 4  # frames in flight (sent, not yet acknowledged) before a viewer counts as behind
+CHUNK = 512 * 1024  # a longer message goes out in parts (Daphne refuses messages over 1 MiB)
+MAX_MESSAGE = 256 * 1024  # bytes a viewer may send in one message (a YAML manifest fits)
+
+
+@sync_to_async
+def _alive(sim_id: str) -> bool:
+    from dashboard.models import SimulationRecord
+
+    return SimulationRecord.alive().filter(id=sim_id).exists()
+
+
+class SimulationConsumer(AsyncWebsocketConsumer):
+    async def connect(self) -> None:
+        self.sim_id: str = self.scope["url_route"]["kwargs"]["sim_id"]
+        self.control = scope_can_control(self.scope)
+        self.last_seq: int | None = None  # seq of the last frame seen from the host (sent or skipped)
+        self.last_sent = -1  # seq of the last frame (or state) sent to the page
+        self.acked = -1
+        self.behind = False
+        self.focus: list[list[str]] = []
+        if not await _alive(self.sim_id):
+            await self.close(code=4404)
+            return
+        await self.channel_layer.group_add(viewers_group(self.sim_id), self.channel_name)
+        await self.accept()
+        await self.send_json({"type": "hello", "control": self.control, "sim": self.sim_id})
+        await self._ask_state()
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "sim_id"):
+            await self.channel_layer.group_discard(viewers_group(self.sim_id), self.channel_name)
+            await self._to_host({"op": "bye"})
+
+    async def send_json(self, content: dict[str, Any]) -> None:
+        await self.send(text_data=json.dumps(content, separators=(",", ":")))
+
+    async def send_text(self, text: str) -> None:
+        """One message of the host's JSON text; a long one as `{"type": "parts", "n": N}` followed
+        by N raw slices that the page joins before parsing."""
+        if len(text) <= CHUNK:
+            await self.send(text_data=text)
+            return
+        parts = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
+        await self.send_json({"type": "parts", "n": len(parts)})
+        for part in parts:
+            await self.send(text_data=part)
+
+    async def _to_host(self, cmd: dict[str, Any], msg_id: Any = None) -> None:
+        await self.channel_layer.send(
+            command_channel(self.sim_id),
+            {
+                "type": "sim.command",
+                "cmd": cmd,
+                "reply_to": self.channel_name,
+                "viewer": self.channel_name,
+                "control": self.control,
+                "id": msg_id,
+            },
+        )
+
+    async def _ask_state(self) -> None:
+        self.last_seq = None
+        self.behind = False
+        await self._to_host({"op": "state", "focus": self.focus})
+
+    # -- from the host ------------------------------------------------------------------------------
+    async def sim_state(self, event: dict[str, Any]) -> None:
+        self.last_seq = self.last_sent = event["seq"]
+        self.acked = event["seq"] - 1
+        await self.send_text(event["text"])
+
+    async def sim_frame(self, event: dict[str, Any]) -> None:
+        if self.last_seq is None or event["seq"] <= self.last_seq:
+            return  # waiting for a state, or already covered by it
+        if event["seq"] != self.last_seq + 1:
+            await self._ask_state()  # a frame was lost on the way: start over from a full state
+            return
+        self.last_seq = event["seq"]
+        if self.behind or self.last_sent - self.acked >= WINDOW:
+            self.behind = True  # skip: the page will resynchronise once it has caught up
+            return
+        self.last_sent = event["seq"]
+        await self.send_text(event["text"])
+
+    async def sim_reply(self, event: dict[str, Any]) -> None:
+        await self.send_json({"type": "reply", "id": event.get("id"), "op": event.get("op"), "result": event["result"]})
+
+    async def sim_stopped(self, event: dict[str, Any]) -> None:
+        await self.send_json({"type": "stopped"})
+        await self.close(code=4410)
+
+    # -- from the page ------------------------------------------------------------------------------
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if text_data is None or len(text_data) > MAX_MESSAGE:
+            await self.send_json(
+                {"type": "error", "error": f"messages must be JSON text of at most {MAX_MESSAGE} bytes"}
+            )
+            return
+        try:
+            message = json.loads(text_data)
+        except ValueError:
+            await self.send_json({"type": "error", "error": "messages must be JSON objects"})
+            return
+        kind = message.get("type") if isinstance(message, dict) else None
+        if kind == "ack":
+            await self._ack(message.get("seq"))
+        elif kind == "cmd" and isinstance(message.get("cmd"), dict) and isinstance(message["cmd"].get("op"), str):
+            cmd = message["cmd"]
+            if cmd["op"] in ("state", "bye"):
+                await self.send_json(
+                    {"type": "error", "id": message.get("id"), "error": f"{cmd['op']} is not a command"}
+                )
+                return
+            if cmd["op"] == "focus":
+                keys = cmd.get("keys")
+                self.focus = keys if isinstance(keys, list) else []
+            await self._to_host(cmd, message.get("id"))
+        elif kind == "resync":
+            await self._ask_state()
+        else:
+            await self.send_json(
+                {
+                    "type": "error",
+                    "id": message.get("id") if isinstance(message, dict) else None,
+                    "error": "unknown message: expected {type: ack|cmd|resync}",
+                }
+            )
+
+    async def _ack(self, seq: Any) -> None:
+        if not isinstance(seq, int) or self.last_seq is None or not self.acked < seq <= self.last_sent:
+            return
+        self.acked = seq
+        if self.behind and self.acked == self.last_sent:
+            await self._ask_state()
+
+
+class NotFoundConsumer(AsyncWebsocketConsumer):
+    """Any other websocket path: refuse the handshake cleanly (no traceback, no 500)."""
+
+    async def connect(self) -> None:
+        await self.close(code=4404)

@@ -1,0 +1,245 @@
+"""Breakpoints: pause a hosted simulation after the event that matched, and say which and why.
+
+A breakpoint is a spec (plain data, as the page sends it) matched against trace records — the
+same records the panels draw from — except `informerLag`, which is a condition on the informers
+checked after each event. Matching never changes the simulation.
+
+Kinds (each may name a `controller`; where it is omitted any controller matches):
+  dequeue {key}                       a worker takes `key` from the queue (queue.get)
+  syncError {key?}                    a sync returns an error (sync.end with an error)
+  expectationsExpired {key?}          a sync finds that key's unfulfilled expectations expired
+  podWrite {verb: create|delete, n?}  a sync issues its n-th pod create (or, for delete, any delete
+                                      unless n is given), before the API server answers it
+  informerLag {resource?, above}      an informer's cache falls more than `above` changes behind
+  podState {owner, state}             a pod owned by `owner` ("ReplicaSet/web") enters `state`
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from controlplane.nodes import POD_STATES
+from controlplane.scenario import CONTROLLERS
+
+Obj = dict[str, Any]
+
+KINDS = ("dequeue", "syncError", "expectationsExpired", "podWrite", "informerLag", "podState")
+QUEUE_NAMES = {"replicaset": "replicaset", "replicationcontroller": "replicationmanager"}
+MAX_BREAKPOINTS = 50
+
+
+class BreakpointError(ValueError):
+    """A spec the page sent is not a breakpoint: the message names the field."""
+
+
+def _text(spec: Obj, key: str, required: bool = True, limit: int = 253) -> str | None:
+    value = spec.get(key)
+    if value is None or value == "":
+        if required:
+            raise BreakpointError(f"{key}: required")
+        return None
+    if not isinstance(value, str):
+        raise BreakpointError(f"{key}: must be a string")
+    if len(value) > limit:
+        raise BreakpointError(f"{key}: longer than {limit} characters")
+    return value
+
+
+def _count(spec: Obj, key: str, minimum: int, required: bool) -> int | None:
+    value = spec.get(key)
+    if value is None or value == "":
+        if required:
+            raise BreakpointError(f"{key}: required")
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BreakpointError(f"{key}: must be a whole number")
+    if not minimum <= value <= 1_000_000:
+        raise BreakpointError(f"{key}: must be between {minimum} and 1000000")
+    return value
+
+
+@dataclass
+class Breakpoint:
+    id: int
+    kind: str
+    spec: Obj
+    enabled: bool = True
+    hits: int = 0
+
+    def describe(self) -> str:
+        s = self.spec
+        who = f"{s['controller']} " if s.get("controller") else ""
+        if self.kind == "dequeue":
+            return f"{who}worker dequeues {s['key']}"
+        if self.kind == "syncError":
+            return f"{who}sync of {s.get('key') or 'any key'} returns an error"
+        if self.kind == "expectationsExpired":
+            return f"{who}expectations of {s.get('key') or 'any key'} expire unfulfilled"
+        if self.kind == "podWrite":
+            if s["verb"] == "create":
+                return f"{who}sync issues its create #{s['n']}"
+            return f"{who}sync issues delete #{s['n']}" if s.get("n") else f"{who}sync issues any delete"
+        if self.kind == "informerLag":
+            return f"{s.get('resource') or 'any'} informer more than {s['above']} changes behind"
+        return f"a pod of {s['owner']} becomes {s['state']}"
+
+
+def parse(spec: Any, next_id: int) -> Breakpoint:
+    """A validated Breakpoint from the page's spec, or BreakpointError naming the field."""
+    if not isinstance(spec, dict):
+        raise BreakpointError("a breakpoint must be an object")
+    kind = spec.get("kind")
+    if kind not in KINDS:
+        raise BreakpointError(f"kind: must be one of {', '.join(KINDS)}")
+    clean: Obj = {}
+    controller = _text(spec, "controller", required=False)
+    if controller is not None:
+        if controller not in CONTROLLERS:
+            raise BreakpointError(f"controller: must be one of {', '.join(CONTROLLERS)}")
+        clean["controller"] = controller
+    if kind == "dequeue":
+        clean["key"] = _text(spec, "key")
+    elif kind in ("syncError", "expectationsExpired"):
+        key = _text(spec, "key", required=False)
+        if key is not None:
+            clean["key"] = key
+    elif kind == "podWrite":
+        verb = spec.get("verb")
+        if verb not in ("create", "delete"):
+            raise BreakpointError("verb: must be create or delete")
+        clean["verb"] = verb
+        n = _count(spec, "n", 1, required=verb == "create")
+        if n is not None:
+            clean["n"] = n
+    elif kind == "informerLag":
+        resource = _text(spec, "resource", required=False)
+        if resource is not None:
+            if resource not in ("pods", "replicasets", "replicationcontrollers"):
+                raise BreakpointError("resource: must be pods, replicasets or replicationcontrollers")
+            clean["resource"] = resource
+        clean["above"] = _count(spec, "above", 0, required=True)
+    else:
+        owner = _text(spec, "owner")
+        assert owner is not None
+        if owner.count("/") != 1 or owner.split("/")[0] not in ("ReplicaSet", "ReplicationController"):
+            raise BreakpointError("owner: must be ReplicaSet/NAME or ReplicationController/NAME")
+        clean["owner"] = owner
+        state = spec.get("state")
+        if state not in POD_STATES:
+            raise BreakpointError(f"state: must be one of {', '.join(POD_STATES)}")
+        clean["state"] = state
+    return Breakpoint(next_id, kind, clean)
+
+
+@dataclass
+class Hit:
+    """Why the run paused: the breakpoint and the event that matched it."""
+
+    breakpoint: int
+    description: str
+    time: float
+    detail: str
+
+
+@dataclass
+class Breakpoints:
+    items: list[Breakpoint] = field(default_factory=list)
+    _next: int = 1
+
+    def add(self, spec: Any) -> Breakpoint:
+        if len(self.items) >= MAX_BREAKPOINTS:
+            raise BreakpointError(f"at most {MAX_BREAKPOINTS} breakpoints")
+        bp = parse(spec, self._next)
+        self._next += 1
+        self.items.append(bp)
+        return bp
+
+    def remove(self, bp_id: Any) -> None:
+        doomed = self._find(bp_id)
+        self.items = [bp for bp in self.items if bp is not doomed]
+
+    def toggle(self, bp_id: Any) -> Breakpoint:
+        bp = self._find(bp_id)
+        bp.enabled = not bp.enabled
+        return bp
+
+    def _find(self, bp_id: Any) -> Breakpoint:
+        for bp in self.items:
+            if bp.id == bp_id:
+                return bp
+        raise BreakpointError(f"no breakpoint {bp_id}")
+
+    @property
+    def watches_lag(self) -> bool:
+        return any(bp.enabled and bp.kind == "informerLag" for bp in self.items)
+
+    def match_record(self, record: Obj) -> Hit | None:
+        for bp in self.items:
+            if bp.enabled and bp.kind != "informerLag":
+                detail = _match(bp, record)
+                if detail is not None:
+                    bp.hits += 1
+                    return Hit(bp.id, bp.describe(), record["time"], detail)
+        return None
+
+    def match_lag(self, informers: list[Obj], now: float) -> Hit | None:
+        """`informers`: `{name, resource, lag}` for every informer of every controller."""
+        for bp in self.items:
+            if not (bp.enabled and bp.kind == "informerLag"):
+                continue
+            for informer in informers:
+                controller = informer["name"].split("/")[0]
+                if bp.spec.get("controller") not in (None, controller):
+                    continue
+                if bp.spec.get("resource") not in (None, informer["resource"]):
+                    continue
+                if informer["lag"] > bp.spec["above"]:
+                    bp.hits += 1
+                    detail = f"{informer['name']} is {informer['lag']} changes behind the API server"
+                    return Hit(bp.id, bp.describe(), now, detail)
+        return None
+
+
+def _controller_of(record: Obj) -> str | None:
+    if "controller" in record:
+        return str(record["controller"])
+    queue = record.get("queue")
+    for controller, name in QUEUE_NAMES.items():
+        if name == queue:
+            return controller
+    return None
+
+
+def _match(bp: Breakpoint, record: Obj) -> str | None:
+    """The detail line when `record` fires `bp`, else None."""
+    s = bp.spec
+    kind = record["kind"]
+    if s.get("controller") is not None and kind != "pod.transition" and _controller_of(record) != s["controller"]:
+        return None
+    if bp.kind == "dequeue":
+        if kind == "queue.get" and record["key"] == s["key"]:
+            worker = record.get("worker")
+            return f"worker {worker} took {record['key']} from the {record['queue']} queue"
+    elif bp.kind == "syncError":
+        if kind == "sync.end" and record["error"] is not None and s.get("key") in (None, record["key"]):
+            return f"sync of {record['key']} returned: {record['error']}"
+    elif bp.kind == "expectationsExpired":
+        if kind == "expectations" and record["op"] == "expired" and s.get("key") in (None, record["key"]):
+            age = record.get("age", math.nan)
+            return (
+                f"{record['key']}: add={record['add']} del={record['del']} still expected after {age:.3f} s "
+                "(timeout 300 s); the sync goes ahead"
+            )
+    elif bp.kind == "podWrite":
+        if kind == "sync.request" and record["verb"] == s["verb"] and s.get("n") in (None, record["n"]):
+            what = f"delete of pod {record['pod']}" if record["verb"] == "delete" else "create"
+            return f"sync of {record['key']} issued its {record['verb']} #{record['n']} ({what}); not yet answered"
+    elif bp.kind == "podState" and (
+        kind == "pod.transition" and record.get("owner") == s["owner"] and record["to"] == s["state"]
+    ):
+        return f"pod {record['name']} went {record['from']} → {record['to']}"
+    return None

@@ -1,0 +1,553 @@
+"""Frames: what changed in a hosted simulation since the last frame, folded from the trace.
+
+The builder subscribes to the simulation's trace (through the hosted simulation) and keeps, from
+records only, what the browser needs that a panel snapshot cannot give cheaply:
+
+* the pod table (id, owner, state, node) and every state transition, as compact arrays for the
+  two canvas views (pod tiles, timeline);
+* sync spans, queue depth samples, the sync narrations per key (the inspector);
+* the new rows of the three logs (trace, API calls, Events), capped per frame with a count of the
+  rows skipped.
+
+`frame()` returns the changes since the previous frame: panels (HTML rendered once here, for
+every viewer) whose rendering changed, new log rows, and the canvas deltas. `state()` returns
+everything, for a viewer that connects or resynchronises. Building either is a pure read of the
+simulation: it never changes what the simulation does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.template.loader import render_to_string
+
+from controlplane.nodes import POD_STATES
+from dashboard.host import panels
+
+if TYPE_CHECKING:
+    from dashboard.host.hosted import HostedSimulation
+
+Obj = dict[str, Any]
+
+ROWS_PER_FRAME = 60  # newest rows of each log per frame; older ones are counted as skipped
+ROWS_IN_STATE = 300  # rows of each log a (re)connecting viewer gets
+TRANSITIONS_PER_FRAME = 1500  # canvas deltas per frame; the rest follow in the next frames
+MAX_TRANSITIONS = 400_000  # timeline history kept (oldest dropped beyond, and the page says so)
+MAX_SPANS = 100_000
+MAX_DEPTH_SAMPLES = 100_000
+PANEL_BUDGET = 20.0  # a panel is rebuilt at most every PANEL_BUDGET x its last build time
+SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
+STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
+CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
+QUEUE_CONTROLLER = {"replicaset": "replicaset", "replicationmanager": "replicationcontroller"}
+
+
+def ms(t: float) -> float:
+    """Times leave the host rounded to the millisecond (the page shows milliseconds)."""
+    return round(t, 3)
+
+
+@dataclass
+class Narration:
+    """One sync of one key, stage by stage, as the inspector tells it."""
+
+    id: int
+    controller: str
+    key: str
+    worker: Any
+    start: float
+    end: float | None = None
+    error: str | None = None
+    stages: list[Obj] = field(default_factory=list)
+    creates: int = 0
+    deletes: int = 0
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.end is None else self.end - self.start
+
+
+class FrameBuilder:
+    def __init__(self, hosted: HostedSimulation) -> None:
+        self.hosted = hosted
+        self.sim = hosted.sim
+        self.seq = 0
+        # -- pods and owners (canvas) ------------------------------------------------------
+        self.owners: list[str] = [""]  # index 0: no controller (orphans)
+        self.owner_index: dict[str, int] = {"": 0}
+        self.pods: dict[str, list[Any]] = {}  # "ns/name" -> [id, owner, state, node]
+        self.tiles: dict[int, dict[int, int]] = {}  # owner index -> state index -> pods now
+        self.pod_ids: dict[str, int] = {}
+        self.next_pod_id = 0
+        self.new_names: list[list[Any]] = []  # [id, "ns/name"] of pods first seen since last frame
+        self.nodes: list[str] = [""]
+        self.node_index: dict[str, int] = {"": 0}
+        self.node_changes: list[list[int]] = []  # [id, node index]
+        self.owner_refresh: set[str] = set()  # pods written by someone: owner may have changed
+        # -- timeline -----------------------------------------------------------------------
+        self.transitions: list[list[Any]] = []  # [t, pod id, owner, state]
+        self.transitions_dropped = 0
+        self.sent_transitions = 0
+        self.keys: list[str] = []
+        self.key_index: dict[str, int] = {}
+        self.spans: list[list[Any]] = []  # [start, end, controller, key index, worker, error 0/1]
+        self.sent_spans = 0
+        self.depth: list[list[Any]] = []  # [t, controller, depth]
+        self.sent_depth = 0
+        self.last_depth: dict[int, int] = {}
+        self.sent_sizes = (0, 0, 0)  # lengths of owners, nodes, keys the viewers have
+        # -- narrations -----------------------------------------------------------------------
+        self.narrations: dict[tuple[str, str], deque[Narration]] = {}
+        self.running: dict[tuple[str, str], Narration] = {}
+        self.latest: Narration | None = None
+        self.narration_seq = 0
+        # -- logs -----------------------------------------------------------------------------
+        self.trace_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
+        self.api_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
+        self.event_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
+        self.new_rows: dict[str, list[Obj]] = {"trace": [], "api": [], "events": []}
+        self.skipped: dict[str, int] = {"trace": 0, "api": 0, "events": 0}
+        # -- dirty panels -----------------------------------------------------------------------
+        self.dirty: set[str] = set()
+        self.rendered: dict[str, str] = {}  # panel id -> last HTML sent in a frame
+        self.not_before: dict[str, float] = {}  # panel id -> wall time before which it is not rebuilt
+
+    # -- folding records ----------------------------------------------------------------------
+    def fold(self, record: Obj) -> None:
+        kind = record["kind"]
+        handler = _HANDLERS.get(kind.split(".", 1)[0])
+        if handler is not None:
+            handler(self, record)
+        if kind != "api.request":
+            self._log("trace", record)  # formatted only if it is among the rows a frame shows
+
+    def _log(self, log: str, row: Obj) -> None:
+        rows = self.new_rows[log]
+        rows.append(row)
+        if len(rows) > 2 * ROWS_PER_FRAME:
+            # Keep the newest; count the rest as skipped (a frame shows at most ROWS_PER_FRAME).
+            drop = len(rows) - ROWS_PER_FRAME
+            self.skipped[log] += drop
+            del rows[:drop]
+
+    def _on_queue(self, record: Obj) -> None:
+        controller = QUEUE_CONTROLLER.get(record["queue"])
+        if controller is None:
+            return
+        c = self.sim.controllers.get(controller)
+        if c is not None:
+            index = CONTROLLER_INDEX[controller]
+            depth = c.queue.metrics.depth
+            if self.last_depth.get(index) != depth:
+                self.last_depth[index] = depth
+                t = ms(record["time"])
+                if self.depth and self.depth[-1][0] == t and self.depth[-1][1] == index:
+                    self.depth[-1][2] = depth
+                else:
+                    self.depth.append([t, index, depth])
+                    if len(self.depth) > MAX_DEPTH_SAMPLES:
+                        drop = len(self.depth) - MAX_DEPTH_SAMPLES
+                        del self.depth[:drop]
+                        self.sent_depth = max(0, self.sent_depth - drop)
+
+    def _on_sync(self, record: Obj) -> None:
+        controller, key = record["controller"], record["key"]
+        ident = (controller, key)
+        kind = record["kind"]
+        if kind == "sync.start":
+            self.narration_seq += 1
+            narration = Narration(self.narration_seq, controller, key, record["worker"], record["time"])
+            self.running[ident] = narration
+            history = self.narrations.setdefault(ident, deque(maxlen=SYNCS_PER_KEY))
+            history.append(narration)
+            self.latest = narration
+            self.dirty.add(panels.inspector_id(controller, key))
+            return
+        narration = self.running.get(ident)
+        if narration is None:
+            return
+        if kind == "sync.stage":
+            fields = {k: v for k, v in record.items() if k not in ("kind", "seq", "controller", "key", "worker")}
+            narration.stages.append(fields)
+        elif kind == "sync.request":
+            if record["verb"] == "create":
+                narration.creates += 1
+            else:
+                narration.deletes += 1
+        elif kind == "sync.end":
+            narration.end = record["time"]
+            narration.error = record["error"]
+            del self.running[ident]
+            key_index = self.key_index.get(f"{controller}:{key}")
+            if key_index is None:
+                key_index = self.key_index[f"{controller}:{key}"] = len(self.keys)
+                self.keys.append(f"{controller}:{key}")
+            self.spans.append(
+                [
+                    ms(narration.start),
+                    ms(narration.end),
+                    CONTROLLER_INDEX.get(controller, 0),
+                    key_index,
+                    narration.worker,
+                    0 if narration.error is None else 1,
+                ]
+            )
+            if len(self.spans) > MAX_SPANS:
+                drop = len(self.spans) - MAX_SPANS
+                del self.spans[:drop]
+                self.sent_spans = max(0, self.sent_spans - drop)
+            self.dirty.add(panels.truth_id(controller, key))
+        self.dirty.add(panels.inspector_id(controller, key))
+
+    def _on_pod(self, record: Obj) -> None:
+        key = f"{record['namespace']}/{record['name']}"
+        owner = self._owner(record.get("owner") or "")
+        state = STATE_INDEX[record["to"]]
+        entry = self.pods.get(key)
+        is_new = entry is None
+        if entry is None:
+            if record["to"] == "Deleted":
+                return
+            pod_id = self.next_pod_id
+            self.next_pod_id += 1
+            self.pod_ids[key] = pod_id
+            entry = self.pods[key] = [pod_id, owner, state, 0]
+            self.new_names.append([pod_id, key])
+        old_owner = entry[1]
+        if not is_new:
+            self._count(entry[1], entry[2], -1)
+        entry[1], entry[2] = owner, state
+        if record["to"] != "Deleted":
+            self._count(owner, state, 1)
+        node = self._node(record.get("node") or "")
+        if node != entry[3]:
+            entry[3] = node
+            self.node_changes.append([entry[0], node])
+        self._transition(record["time"], entry)
+        if record["to"] == "Deleted":
+            del self.pods[key]
+        self.dirty.update(("owners", "nodes"))
+        for index in {old_owner, owner}:
+            self._truth_dirty(self.owners[index])
+
+    def _count(self, owner: int, state: int, delta: int) -> None:
+        counts = self.tiles.setdefault(owner, {})
+        counts[state] = counts.get(state, 0) + delta
+        if not counts[state]:
+            del counts[state]
+
+    def _transition(self, t: float, entry: list[Any]) -> None:
+        self.transitions.append([ms(t), entry[0], entry[1], entry[2]])
+        if len(self.transitions) > MAX_TRANSITIONS:
+            drop = len(self.transitions) // 10
+            del self.transitions[:drop]
+            self.transitions_dropped += drop
+            self.sent_transitions = max(0, self.sent_transitions - drop)
+
+    def _truth_dirty(self, owner: str) -> None:
+        if not owner:
+            return
+        kind, name = owner.split("/", 1)
+        for controller, c in self.sim.controllers.items():
+            if c.kind.kind == kind:
+                for ns_key in self.hosted.focused_keys(controller):
+                    if ns_key.endswith(f"/{name}"):
+                        self.dirty.add(panels.truth_id(controller, ns_key))
+
+    def _owner(self, owner: str) -> int:
+        index = self.owner_index.get(owner)
+        if index is None:
+            index = self.owner_index[owner] = len(self.owners)
+            self.owners.append(owner)
+        return index
+
+    def _node(self, node: str) -> int:
+        index = self.node_index.get(node)
+        if index is None:
+            index = self.node_index[node] = len(self.nodes)
+            self.nodes.append(node)
+        return index
+
+    def _on_api(self, record: Obj) -> None:
+        if record["kind"] != "api.response":
+            return
+        self._log("api", record)
+        request = self.sim.server.requests[record["id"]]
+        resource = request["resource"] or ""
+        if request["verb"] in ("create", "update", "patch", "delete") and record["code"] < 400:
+            base = resource.split("/", 1)[0]
+            if base in ("replicasets", "replicationcontrollers"):
+                self.dirty.add("owners")
+            elif base == "pods" and request["name"]:
+                self.owner_refresh.add(f"{request['namespace']}/{request['name']}")
+        if self.sim.faults.api_rules:
+            self.dirty.add("faults")
+
+    def _on_event(self, record: Obj) -> None:
+        self._log("events", record)
+
+    def _on_action(self, record: Obj) -> None:
+        self.dirty.update(("actions", "faults", "owners", "nodes"))
+
+    def _on_controller(self, record: Obj) -> None:
+        self.dirty.update(("owners", "faults"))
+
+    def _on_informer(self, record: Obj) -> None:
+        if record["kind"] == "informer.event" and record["informer"].endswith("/pods"):
+            entry = self.pods.get(record["key"])
+            if entry is not None:
+                self._truth_dirty(self.owners[entry[1]])
+
+    # -- building -------------------------------------------------------------------------------
+    def _refresh_owners(self) -> None:
+        """Pods written by anyone (adoption, release, a relabel): re-read their controller."""
+        server = self.sim.server
+        for key in self.owner_refresh:
+            entry = self.pods.get(key)
+            if entry is None:
+                continue
+            namespace, name = key.split("/", 1)
+            pod = server.peek("pods", namespace, name)
+            if pod is None:
+                continue
+            owner = ""
+            for ref in pod["metadata"].get("ownerReferences") or ():
+                if ref.get("controller"):
+                    owner = f"{ref.get('kind')}/{ref.get('name')}"
+                    break
+            index = self._owner(owner)
+            if index != entry[1]:
+                previous = entry[1]
+                self._count(previous, entry[2], -1)
+                self._count(index, entry[2], 1)
+                entry[1] = index
+                self._transition(self.sim.now, entry)
+                self.dirty.add("owners")
+                self._truth_dirty(self.owners[previous])
+                self._truth_dirty(owner)
+        self.owner_refresh.clear()
+
+    def _panel_ids(self) -> list[str]:
+        ids = list(panels.ALWAYS)
+        for controller in self.sim.controllers:
+            ids += [panels.queue_id(controller), panels.workers_id(controller), panels.expectations_id(controller)]
+        return ids
+
+    def _render(self, panel_id: str) -> str:
+        return render_to_string(panels.template_of(panel_id), panels.context(self.hosted, panel_id))
+
+    def frame(self) -> str | None:
+        """The next frame as JSON text (rendered once, sent to every viewer), or None when
+        nothing changed since the last one."""
+        self._refresh_owners()
+        changed: dict[str, str] = {}
+        focused = self.hosted.focused_panel_ids()
+        wanted = self._panel_ids() + sorted(self.dirty) + focused
+        now = time.perf_counter()
+        for panel_id in dict.fromkeys(wanted):
+            if panel_id in panels.ON_CHANGE and panel_id not in self.dirty:
+                continue
+            if panels.is_focused_panel(panel_id) and panel_id not in focused:
+                self.dirty.discard(panel_id)
+                continue
+            if now < self.not_before.get(panel_id, 0.0):
+                continue  # throttled: still dirty, built in a later frame
+            html = self._render(panel_id)
+            built = time.perf_counter()
+            # A panel that costs c seconds to build is built at most every 20 c (1 s at most):
+            # its cost stays a small share of the host's time however large the world grows.
+            self.not_before[panel_id] = built + min(PANEL_BUDGET * (built - now), 1.0)
+            now = built
+            self.dirty.discard(panel_id)
+            if self.rendered.get(panel_id) != html:
+                self.rendered[panel_id] = html
+                changed[panel_id] = html
+        rows = {log: self._rows_html(log, self.new_rows[log]) for log in self.new_rows if self.new_rows[log]}
+        skipped = {log: n for log, n in self.skipped.items() if n}
+        canvas = self._canvas_delta()
+        for log in self.new_rows:
+            for row in self.new_rows[log][-ROWS_IN_STATE:]:
+                self._keep(log, row)
+            self.new_rows[log] = []
+            self.skipped[log] = 0
+        status = panels.status(self.hosted)
+        if not changed and not rows and not canvas and status == getattr(self, "_last_status", None):
+            return None
+        self._last_status = status
+        self.seq += 1
+        frame = {"type": "frame", "seq": self.seq, "status": status, "panels": changed, "rows": rows}
+        if skipped:
+            frame["skipped"] = skipped
+        if canvas:
+            frame["canvas"] = canvas
+        return json.dumps(frame, separators=(",", ":"), allow_nan=False, default=_json_default)
+
+    def skip(self) -> None:
+        """Nobody watches: drop what a frame would carry (a viewer who comes later gets it all
+        in its state), so nothing piles up and no time is spent rendering."""
+        self._refresh_owners()
+        for log in self.new_rows:
+            for row in self.new_rows[log][-ROWS_IN_STATE:]:
+                self._keep(log, row)
+            self.new_rows[log] = []
+            self.skipped[log] = 0
+        self.sent_transitions = len(self.transitions)
+        self.sent_spans = len(self.spans)
+        self.sent_depth = len(self.depth)
+        self.new_names = []
+        self.node_changes = []
+
+    def _keep(self, log: str, row: Obj) -> None:
+        {"trace": self.trace_rows, "api": self.api_rows, "events": self.event_rows}[log].append(row)
+
+    def _rows_html(self, log: str, records: list[Obj]) -> str:
+        records = records[-ROWS_PER_FRAME:]
+        if log == "trace":
+            rows = [_trace_row(r) for r in records]
+        elif log == "api":
+            rows = [self._api_row(r) for r in records]
+        else:
+            rows = records
+        return render_to_string(panels.ROW_TEMPLATES[log], {"rows": rows, "sim": self.hosted})
+
+    def _api_row(self, response: Obj) -> Obj:
+        request = self.sim.server.requests[response["id"]]
+        return {
+            "time": request["time"],
+            "client": request["client"],
+            "verb": request["verb"],
+            "resource": request["resource"],
+            "namespace": request["namespace"],
+            "name": request["name"],
+            "code": response["code"],
+            "reason": response.get("reason"),
+            "latency": response["time"] - request["time"],
+        }
+
+    def _canvas_delta(self) -> Obj:
+        out: Obj = {}
+        end = min(len(self.transitions), self.sent_transitions + TRANSITIONS_PER_FRAME)
+        if end > self.sent_transitions:
+            out["tr"] = self.transitions[self.sent_transitions : end]
+            self.sent_transitions = end
+        if end < len(self.transitions):
+            out["behind"] = len(self.transitions) - end
+        if self.new_names:
+            out["names"] = self.new_names
+            self.new_names = []
+        if self.node_changes:
+            out["nodes"] = self.node_changes
+            self.node_changes = []
+        if len(self.spans) > self.sent_spans:
+            out["spans"] = self.spans[self.sent_spans :]
+            self.sent_spans = len(self.spans)
+        if len(self.depth) > self.sent_depth:
+            out["depth"] = self.depth[self.sent_depth :]
+            self.sent_depth = len(self.depth)
+        # The name tables only grow: send them when they did.
+        sizes = (len(self.owners), len(self.nodes), len(self.keys))
+        if out and sizes != self.sent_sizes:
+            out["owners"] = self.owners
+            out["nodeNames"] = self.nodes
+            out["keys"] = self.keys
+            self.sent_sizes = sizes
+        return out
+
+    def state(self, focus: list[tuple[str, str]] | None = None) -> str:
+        """Everything, for a viewer that (re)connects: every panel, the last rows of each log,
+        the whole pod table and timeline. The next frame continues from it (same `seq`)."""
+        self._refresh_owners()
+        ids = self._panel_ids() + list(panels.ON_CHANGE) + self.hosted.focused_panel_ids()
+        for controller, key in focus or []:
+            ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
+        rendered = {}
+        for panel_id in dict.fromkeys(ids):
+            html = self._render(panel_id)
+            rendered[panel_id] = html
+            if self.rendered.get(panel_id) != html:
+                # This viewer now has a newer panel than the last frame carried: the next frame
+                # sends it to everyone, so a later change back cannot be skipped as "unchanged".
+                self.rendered.pop(panel_id, None)
+                self.dirty.add(panel_id)
+        names = [[pod_id, key] for key, pod_id in self.pod_ids.items() if key in self.pods]
+        pending = self.transitions[self.sent_transitions :]
+        state = {
+            "type": "state",
+            "seq": self.seq,
+            "status": panels.status(self.hosted),
+            "panels": rendered,
+            "rows": {
+                "trace": self._rows_html("trace", list(self.trace_rows)),
+                "api": self._rows_html("api", list(self.api_rows)),
+                "events": self._rows_html("events", list(self.event_rows)),
+            },
+            "canvas": {
+                # Only what earlier frames carried: the next frame sends the rest.
+                "tr": self.transitions[: self.sent_transitions],
+                "dropped": self.transitions_dropped,
+                "names": names,
+                "pods": [[entry[0], entry[1], entry[2], entry[3]] for entry in self.pods.values()],
+                "spans": self.spans[: self.sent_spans],
+                "depth": self.depth[: self.sent_depth],
+                "owners": self.owners,
+                "nodeNames": self.nodes,
+                "keys": self.keys,
+                "states": list(POD_STATES),
+                "pending": len(pending),
+            },
+        }
+        return json.dumps(state, separators=(",", ":"), allow_nan=False, default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+_HANDLERS = {
+    "queue": FrameBuilder._on_queue,
+    "sync": FrameBuilder._on_sync,
+    "pod": FrameBuilder._on_pod,
+    "api": FrameBuilder._on_api,
+    "event": FrameBuilder._on_event,
+    "action": FrameBuilder._on_action,
+    "controller": FrameBuilder._on_controller,
+    "informer": FrameBuilder._on_informer,
+}
+
+
+def _trace_row(record: Obj) -> Obj:
+    """A trace record as a log row: time, kind, subject (controller/key, pod, informer…), detail."""
+    kind = record["kind"]
+    subject = record.get("key") or record.get("informer") or record.get("name") or record.get("object") or ""
+    if kind == "pod.transition":
+        subject = f"{record.get('namespace')}/{record['name']}"
+    controller = record.get("controller") or QUEUE_CONTROLLER.get(record.get("queue") or "", "")
+    if not controller and kind.startswith("informer"):
+        controller = str(record.get("informer", "")).split("/", 1)[0]
+    skip = {"time", "seq", "kind", "key", "controller", "queue"}
+    detail = " ".join(f"{k}={_short(v)}" for k, v in record.items() if k not in skip)
+    return {
+        "time": record["time"],
+        "seq": record["seq"],
+        "kind": kind,
+        "controller": controller,
+        "subject": subject,
+        "detail": detail,
+    }
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    if isinstance(value, float):
+        text = f"{value:.3f}" if math.isfinite(value) else str(value)
+    elif isinstance(value, dict | list):
+        text = json.dumps(value, separators=(",", ":"), default=str)
+    else:
+        text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

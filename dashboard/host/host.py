@@ -1,0 +1,388 @@
+"""The host: the simulations this process runs, and their doors to the channel layer.
+
+Guarantees
+----------
+* Started lazily on the running event loop (Daphne sends no ASGI lifespan): `ensure_started()`
+  from the ASGI wrapper's first scope, or right after Daphne's reactor starts. Starting also
+  starts the demo simulation, running at speed 1.
+* Each simulation has one command channel (`ctrlscope.sim.<id>`) and one group
+  (`ctrlscope.sim.<id>.viewers`). Consumers and views never hold a `Simulation`: they send
+  commands to the channel (with a `reply_to` channel when they want an answer) and receive
+  frames from the group. With the Redis layer, viewers in other Daphne processes work the same
+  way; the simulation stays in the process that hosts it.
+* At most one frame per `FRAME_INTERVAL` per simulation, each rendered once for all viewers
+  (pre-serialised JSON text); a viewer that cannot keep up is the consumer's business and never
+  slows the simulation or other viewers.
+* The running simulations are listed in the database (`SimulationRecord`) with a heartbeat, so
+  any process can list them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import re
+import secrets
+import time
+import uuid
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+from controlplane.scenario import Scenario
+from controlplane.simulation import Simulation
+from dashboard.host.hosted import CommandError, HostedSimulation
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+FRAME_INTERVAL = 0.05  # at most 20 frames per second per simulation ...
+FRAME_BUDGET = 10.0  # ... and at most one per 10x the time the last one took to build
+HEARTBEAT = 5.0
+MAX_SIMULATIONS = 20
+HOST_ID = uuid.uuid4().hex[:12]
+SIM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+def first_sim_id(path: str) -> str:
+    """The id of the simulation started from `CTRLSCOPE_START=<file>`: its name, slugged."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    return re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")[:40] or "start"
+
+
+def command_channel(sim_id: str) -> str:
+    return f"ctrlscope.sim.{sim_id}"
+
+
+def viewers_group(sim_id: str) -> str:
+    return f"ctrlscope.sim.{sim_id}.viewers"
+
+
+class HostError(ValueError):
+    """A request the host turns away (too many simulations, an id in use…)."""
+
+
+class Host:
+    def __init__(self) -> None:
+        self.sims: dict[str, HostedSimulation] = {}
+        self._tasks: dict[str, list[asyncio.Task[Any]]] = {}
+        self._wake: dict[str, asyncio.Event] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._heartbeat: asyncio.Task[Any] | None = None
+
+    # -- simulations ------------------------------------------------------------------------------
+    async def start_simulation(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int | None = None,
+        source: str,
+        sim_id: str | None = None,
+        running: bool = False,
+        pause_before: float | None = None,
+        mark: str = "",
+    ) -> HostedSimulation:
+        """Build, start (t=0 objects applied) and host a simulation. ScenarioError if the API
+        server rejects a starting object; HostError when the host is full. With `pause_before`
+        (opening a swarm's violation, say) it runs to just before that time and pauses there,
+        the time pinned on the timeline with `mark`."""
+        if len(self.sims) >= MAX_SIMULATIONS:
+            raise HostError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
+        if sim_id is None:
+            base = re.sub(r"[^a-z0-9-]+", "-", (source or "sim").lower()).strip("-")[:40] or "sim"
+            sim_id = f"{base}-{secrets.token_hex(3)}"
+        if not SIM_ID.match(sim_id) or sim_id in self.sims:
+            raise HostError(f"simulation id {sim_id!r} is not available")
+        sim = Simulation(scenario, seed=seed)
+        hosted = HostedSimulation(sim_id, sim, name=scenario.name, source=source)
+        if pause_before is not None:
+            hosted.marks.append({"t": pause_before, "label": mark or f"t={pause_before:g}"})
+            hosted.command({"op": "step", "what": "to", "t": round(pause_before - 0.001, 3)})
+        elif running:
+            hosted.command({"op": "run", "speed": 1.0})
+        self.sims[sim_id] = hosted
+        self._wake[sim_id] = asyncio.Event()
+        self._tasks[sim_id] = [
+            _spawn(self._drive(hosted), f"drive {sim_id}"),
+            _spawn(self._listen(hosted), f"listen {sim_id}"),
+        ]
+        await _save_record(hosted)
+        return hosted
+
+    async def stop_simulation(self, sim_id: str) -> None:
+        hosted = self.sims.pop(sim_id, None)
+        if hosted is None:
+            return
+        hosted.stopped = True
+        current = asyncio.current_task()
+        for task in self._tasks.pop(sim_id, []):
+            if task is not current:  # the listener stopping its own simulation ends by itself
+                task.cancel()
+        self._wake.pop(sim_id, None)
+        layer = get_channel_layer()
+        await layer.group_send(viewers_group(sim_id), {"type": "sim.stopped"})
+        await _delete_record(sim_id)
+
+    def wake(self, sim_id: str) -> None:
+        event = self._wake.get(sim_id)
+        if event is not None:
+            event.set()
+
+    # -- the driving task -------------------------------------------------------------------------
+    async def _drive(self, hosted: HostedSimulation) -> None:
+        layer = get_channel_layer()
+        group = viewers_group(hosted.id)
+        wake = self._wake[hosted.id]
+        last_frame = 0.0
+        interval = FRAME_INTERVAL
+        while not hosted.stopped:
+            pause = hosted.run_slice() if hosted.busy else None
+            now = time.monotonic()
+            if now - last_frame >= interval:
+                last_frame = now
+                text = hosted.frames.frame() if hosted.viewers else hosted.frames.skip()
+                # Frames of a huge world cost more to build: space them out so that building
+                # them stays under a tenth of the host's time.
+                interval = max(FRAME_INTERVAL, FRAME_BUDGET * (time.monotonic() - now))
+                if text is not None:
+                    await layer.group_send(group, {"type": "sim.frame", "seq": hosted.frames.seq, "text": text})
+            if pause is None:
+                wake.clear()
+                # Paused: sleep until a command arrives (frames only change through commands).
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), timeout=1.0)
+                # A frame for the command's effect as soon as the interval allows.
+                delay = FRAME_INTERVAL - (time.monotonic() - last_frame)
+                if delay > 0 and not hosted.busy:
+                    await asyncio.sleep(delay)
+            else:
+                await asyncio.sleep(pause)
+
+    # -- the command channel ------------------------------------------------------------------------
+    async def _listen(self, hosted: HostedSimulation) -> None:
+        layer = get_channel_layer()
+        channel = command_channel(hosted.id)
+        while not hosted.stopped:
+            message = await layer.receive(channel)
+            try:
+                await self._handle(hosted, message)
+            except Exception:  # never let one bad message end the listener
+                log.exception("command for %s failed: %r", hosted.id, message)
+
+    async def _handle(self, hosted: HostedSimulation, message: Obj) -> None:
+        layer = get_channel_layer()
+        reply_to = message.get("reply_to")
+        cmd = message.get("cmd") if isinstance(message.get("cmd"), dict) else {}
+        op = cmd.get("op")
+        viewer = message.get("viewer")
+        reply: Obj
+        if op == "state":
+            if isinstance(viewer, str):
+                hosted.viewers.add(viewer)
+                hosted.focus(viewer, [tuple(k) for k in cmd.get("focus") or [] if isinstance(k, list) and len(k) == 2])
+            text = hosted.frames.state(sorted(hosted.focused()))
+            if reply_to:
+                await layer.send(reply_to, {"type": "sim.state", "seq": hosted.frames.seq, "text": text})
+            return
+        if op == "bye":
+            if isinstance(viewer, str):
+                hosted.unfocus(viewer)
+            return
+        if op in READS:
+            try:
+                reply = {"ok": True, **READS[op](hosted, cmd)}
+            except CommandError as exc:
+                reply = {"ok": False, "error": str(exc)}
+        elif not message.get("control") and op != "focus":
+            reply = {"ok": False, "error": "read-only: open the dashboard with its access token to control it"}
+        elif op == "stop":
+            await self.stop_simulation(hosted.id)
+            reply = {"ok": True}
+        else:
+            try:
+                reply = hosted.command(cmd, viewer=viewer if isinstance(viewer, str) else None)
+            except CommandError as exc:
+                reply = {"ok": False, "error": str(exc)}
+            self.wake(hosted.id)
+        if reply_to:
+            await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": op, "result": reply})
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self) -> None:
+        from django.conf import settings
+
+        from controlplane.scenario import library, load_file
+
+        self._heartbeat = _spawn(self._beat(), "heartbeat")
+        if isinstance(get_channel_layer(), InMemoryChannelLayer):
+            # One process serves everything: whatever the registry lists from another process
+            # died with it (a restart within the heartbeat window).
+            await _forget_other_hosts()
+        # The first simulation: the demo, or what the operator named (a library id or a file).
+        first = settings.CTRLSCOPE_START
+        if not first:
+            return
+        ids = {entry["id"] for entry in library()}
+        sim_id = first if first in ids else first_sim_id(first)
+        if sim_id not in self.sims and not await _record_alive(sim_id):
+            source = first if first in ids else "file"
+            await self.start_simulation(load_file(first), source=source, sim_id=sim_id, running=True)
+
+    async def shutdown(self) -> None:
+        """Stop every simulation and the heartbeat (tests; a process exiting needs nothing)."""
+        for sim_id in list(self.sims):
+            await self.stop_simulation(sim_id)
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT)
+            for hosted in list(self.sims.values()):
+                await _save_record(hosted)
+
+
+def _spawn(coro: Any, name: str) -> asyncio.Task[Any]:
+    """A host task in a fresh context: not the request's that started it (asgiref's
+    thread-sensitive executor of a finished request must not be inherited)."""
+    task = asyncio.get_running_loop().create_task(coro, name=name, context=contextvars.Context())
+    task.add_done_callback(_log_crash)
+    return task
+
+
+def _log_crash(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("host task %s crashed", task.get_name(), exc_info=task.exception())
+
+
+# -- reads: answers built from the simulation for one viewer or view ---------------------------------
+def _read_pod(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    from dashboard.host import details
+
+    return details.pod(hosted, cmd)
+
+
+def _read_syncs(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    from dashboard.host import details
+
+    return details.sync_history(hosted, cmd)
+
+
+def _read_export(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    return {"scenario": hosted.export()}
+
+
+def _read_report(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    return {"report": hosted.report()}
+
+
+def _read_status(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    from dashboard.host import panels
+
+    return {"status": panels.status(hosted)}
+
+
+READS = {
+    "pod": _read_pod,
+    "syncs": _read_syncs,
+    "export": _read_export,
+    "report": _read_report,
+    "status": _read_status,
+}
+
+
+# -- the registry in the database ----------------------------------------------------------------------
+# In a worker thread, not asgiref's one "thread-sensitive" thread: a view awaiting the host holds
+# that thread (sync middleware runs the async view through it), and the host must not wait for it.
+@sync_to_async(thread_sensitive=False)
+def _save_record(hosted: HostedSimulation) -> None:
+    from django.utils import timezone
+
+    from dashboard.models import SimulationRecord
+
+    SimulationRecord.objects.update_or_create(
+        id=hosted.id,
+        defaults={
+            "name": hosted.name,
+            "source": hosted.source,
+            "seed": hosted.sim.seed,
+            "host": HOST_ID,
+            "heartbeat": timezone.now(),
+            "virtual_time": hosted.sim.now,
+            "mode": hosted.mode if hosted.error is None else "error",
+            "pods": len(hosted.frames.pods),
+        },
+    )
+
+
+@sync_to_async(thread_sensitive=False)
+def _delete_record(sim_id: str) -> None:
+    from dashboard.models import SimulationRecord
+
+    SimulationRecord.objects.filter(id=sim_id).delete()
+
+
+@sync_to_async(thread_sensitive=False)
+def _forget_other_hosts() -> None:
+    from dashboard.models import SimulationRecord
+
+    SimulationRecord.objects.exclude(host=HOST_ID).delete()
+
+
+@sync_to_async(thread_sensitive=False)
+def _record_alive(sim_id: str) -> bool:
+    from dashboard.models import SimulationRecord
+
+    return SimulationRecord.alive().filter(id=sim_id).exclude(host=HOST_ID).exists()
+
+
+# -- the process's host -------------------------------------------------------------------------------
+_host: Host | None = None
+_start: asyncio.Task[Any] | None = None
+
+
+def get_host() -> Host:
+    global _host
+    if _host is None:
+        _host = Host()
+    return _host
+
+
+async def reset_for_tests() -> None:
+    """Forget this process's host (after shutting it down): the next scope starts a new one."""
+    global _host, _start
+    if _host is not None:
+        await _host.shutdown()
+    _host, _start = None, None
+
+
+def ensure_started() -> asyncio.Task[Any]:
+    """Start the host once per process on the running loop (again if the loop changed: tests)."""
+    global _host, _start
+    loop = asyncio.get_running_loop()
+    if _start is None or _start.get_loop() is not loop:
+        if _start is not None:
+            _host = None  # a previous loop's host: its tasks died with that loop
+        _start = _spawn(get_host().start(), "host start")
+    return _start
+
+
+async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: float = 10.0) -> Obj:
+    """Send one command to a simulation (whichever process hosts it) and wait for the answer.
+    Raises LookupError when nobody answers within `timeout` seconds."""
+    layer = get_channel_layer()
+    reply_to = await layer.new_channel()
+    await layer.send(
+        command_channel(sim_id),
+        {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": control, "viewer": None},
+    )
+    try:
+        message = await asyncio.wait_for(layer.receive(reply_to), timeout)
+    except TimeoutError:
+        raise LookupError(f"simulation {sim_id} did not answer") from None
+    result: Obj = message.get("result", {})
+    return result

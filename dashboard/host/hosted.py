@@ -1,0 +1,574 @@
+"""One hosted simulation: the asyncio task that drives its kernel, its commands, its frames.
+
+Guarantees
+----------
+* The kernel moves only here, in slices that hold the event loop for at most ~10 ms (`SLICE`):
+  paused; running at a speed factor against the wall clock (targets rounded down to the millisecond, so
+  live action times stay readable); or as fast as possible. Pacing never enters `controlplane/`.
+* Every change to the world is an action of the vocabulary (DESIGN §2.2), applied with
+  `Simulation.act` at the current virtual time — the point a scenario file's action with that
+  `at` is applied — so `export()` replays headless to the identical report.
+* A step goal (next event, stage, sync, timer; run until idle) or a breakpoint pauses the run
+  right after the event that reached it, and `hit` says which and why.
+* An exception inside the simulation pauses it with `error` set (and the traceback logged); the
+  process, the other simulations and the viewers carry on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from controlplane import safeyaml
+from controlplane.simulation import Simulation
+from dashboard.host import panels
+from dashboard.host.breakpoints import BreakpointError, Breakpoints, Hit
+from dashboard.host.frames import FrameBuilder
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+SLICE = 0.010  # longest stretch of simulation work between two yields to the event loop
+SPEEDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0)
+STEP_EVENT_LIMIT = 2_000_000  # a step goal gives up after this many events ...
+STEP_HORIZON = 3600.0  # ... or this much virtual time
+IDLE_HORIZON = 60.0  # "idle": nothing queued, processing or lagging, and no requeue due this soon
+
+
+class CommandError(ValueError):
+    """A command the host cannot carry out: the message says why; nothing changed."""
+
+
+class Goal:
+    """Where a step stops: a record kind, a predicate checked after each event, or a time."""
+
+    def __init__(
+        self,
+        label: str,
+        *,
+        kinds: frozenset[str] = frozenset(),
+        until: float = math.inf,
+        predicate: Callable[[], bool] | None = None,
+        limit_events: int = STEP_EVENT_LIMIT,
+        start_events: int = 0,
+        sync: tuple[str, str] | None = None,
+    ) -> None:
+        self.label = label
+        self.kinds = kinds
+        self.sync = sync  # only records of this (controller, key) sync count
+        self.until = until
+        self.predicate = predicate
+        self.limit_events = start_events + limit_events
+        self.reached: str | None = None
+
+
+class HostedSimulation:
+    def __init__(self, sim_id: str, sim: Simulation, *, name: str, source: str) -> None:
+        self.id = sim_id
+        self.sim = sim
+        self.name = name
+        self.source = source  # the library id, or "upload"
+        self.mode = "paused"  # paused | running | fast
+        self.speed = 1.0
+        self.rate: float | None = None  # virtual seconds per wall second lately (running/fast)
+        self.goal: Goal | None = None
+        self.hit: Obj | None = None  # why the run last stopped by itself
+        self.error: str | None = None
+        self.breakpoints = Breakpoints()
+        self._focus: dict[str, set[tuple[str, str]]] = {}  # viewer channel -> keys it looks at
+        self.viewers: set[str] = set()  # channels of the viewers connected (frames are for them)
+        self.marks: list[Obj] = []  # times pinned on the timeline: {t, label}
+        self._stop: Hit | None = None
+        self.stepping: tuple[str, str] | None = None  # the sync the last stage step stopped in
+        self._anchor = (0.0, 0.0)  # (virtual, wall) the speed pacing counts from
+        self._rate_sample = (0.0, 0.0)
+        self.stopped = False
+        self.frames = FrameBuilder(self)
+        sim.subscribe(self._on_record)
+        sim.start()
+
+    # -- what viewers look at -------------------------------------------------------------------
+    def focus(self, viewer: str, keys: list[tuple[str, str]]) -> None:
+        valid = {(c, k) for c, k in keys if c in self.sim.controllers and isinstance(k, str) and k.count("/") == 1}
+        if valid:
+            self._focus[viewer] = set(list(valid)[:4])
+        else:
+            self._focus.pop(viewer, None)
+        for controller, key in valid:
+            self.frames.dirty.update((panels.inspector_id(controller, key), panels.truth_id(controller, key)))
+
+    def unfocus(self, viewer: str) -> None:
+        self._focus.pop(viewer, None)
+        self.viewers.discard(viewer)
+
+    def focused(self) -> set[tuple[str, str]]:
+        out: set[tuple[str, str]] = set()
+        for keys in self._focus.values():
+            out |= keys
+        return out
+
+    def focused_keys(self, controller: str) -> list[str]:
+        return [k for c, k in self.focused() if c == controller]
+
+    def focused_panel_ids(self) -> list[str]:
+        ids = []
+        for controller, key in sorted(self.focused()):
+            ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
+        return ids
+
+    # -- the trace ------------------------------------------------------------------------------
+    def _on_record(self, record: Obj) -> None:
+        self.frames.fold(record)
+        if record["kind"] == "sync.start":
+            self.frames.dirty.add("inspector-latest")
+        goal = self.goal
+        if (
+            goal is not None
+            and goal.kinds
+            and record["kind"] in goal.kinds
+            and self._stop is None
+            and (goal.sync is None or (record.get("controller"), record.get("key")) == goal.sync)
+        ):
+            goal.reached = goal.label
+            if record["kind"] in ("sync.start", "sync.stage"):
+                self.stepping = (record["controller"], record["key"])
+            self._stop = Hit(0, goal.label, record["time"], _record_line(record))
+        if record["kind"] == "error" and self._stop is None:
+            # Something raised inside the simulation and was contained there (a failed sync is
+            # requeued, a failed action logged): pause on it, the session lives on.
+            self._stop = Hit(
+                0, f"the simulation contained an error ({record['where']})", record["time"], record["error"]
+            )
+        if self.breakpoints.items and self._stop is None:
+            hit = self.breakpoints.match_record(record)
+            if hit is not None:
+                self._stop = hit
+
+    # -- driving --------------------------------------------------------------------------------
+    @property
+    def goal_label(self) -> str | None:
+        return self.goal.label if self.goal is not None else None
+
+    @property
+    def busy(self) -> bool:
+        """Something for the driver to do now."""
+        return not self.stopped and self.error is None and (self.mode != "paused" or self.goal is not None)
+
+    def run_slice(self) -> float:
+        """Run one slice of simulation work; returns how long the driver may sleep (seconds)."""
+        sim, kernel = self.sim, self.sim.kernel
+        wall = time.perf_counter()
+        if self.goal is not None:
+            target = self.goal.until
+        elif self.mode == "fast":
+            target = math.inf
+        else:
+            anchor_v, anchor_w = self._anchor
+            target = anchor_v + (wall - anchor_w) * self.speed
+            target = math.floor(target * 1000.0 + 1e-6) / 1000.0  # whole ms, despite float noise
+            if target - sim.now > self.speed * 0.5:
+                # More than half a wall second behind: drop the debt rather than sprint.
+                self._anchor = (sim.now, wall)
+                target = sim.now
+        deadline = wall + SLICE
+        ran = 0
+        try:
+            while True:
+                nxt = kernel.peek()
+                if nxt is None or nxt > target:
+                    if math.isfinite(target) and target > sim.now:
+                        kernel.run_until(target)
+                    break
+                kernel.step()
+                ran += 1
+                if self._after_event():
+                    break
+                if (ran & 15) == 0 and time.perf_counter() > deadline:
+                    break
+        except Exception as exc:  # a bug in the simulation: pause, say so, keep the process
+            self._fail(exc)
+            return 0.05
+        self._measure_rate()
+        if self.goal is not None:
+            nxt = kernel.peek()
+            if nxt is None or nxt > self.goal.until:
+                if self.goal.kinds or self.goal.predicate is not None:
+                    self._finish_goal(f"{self.goal.label}: not reached by t={self.goal.until:.3f}")
+                else:
+                    self._finish_goal(self.goal.label)
+        if self.mode == "fast" and self.goal is None and kernel.peek() is None:
+            self._pause_with("nothing left to run: no event is scheduled")
+        if self.mode == "running" and self.goal is None:
+            nxt = kernel.peek()
+            if nxt is None:
+                return 0.05
+            return min(0.02, max(0.001, (nxt - sim.now) / self.speed))
+        return 0.0
+
+    def _after_event(self) -> bool:
+        """After each event: stop at a breakpoint or a reached goal. True to end the slice."""
+        goal = self.goal
+        if self.breakpoints.watches_lag and self._stop is None:
+            hit = self.breakpoints.match_lag(self._informer_lags(), self.sim.now)
+            if hit is not None:
+                self._stop = hit
+        if goal is not None and self._stop is None:
+            if goal.predicate is not None and goal.predicate():
+                self._stop = Hit(0, goal.label, self.sim.now, "reached")
+            elif self.sim.kernel.events >= goal.limit_events or self.sim.now > goal.until:
+                self._finish_goal(f"{goal.label}: not reached within the step's limit")
+                return True
+        if self._stop is None:
+            return False
+        stop, self._stop = self._stop, None
+        if stop.breakpoint:
+            self.hit = {
+                "breakpoint": stop.breakpoint,
+                "why": stop.description,
+                "t": round(stop.time, 3),
+                "detail": stop.detail,
+            }
+        else:
+            self.hit = {"breakpoint": None, "why": stop.description, "t": round(stop.time, 3), "detail": stop.detail}
+        self.goal = None
+        self.mode = "paused"
+        self.rate = None
+        return True
+
+    def _finish_goal(self, why: str) -> None:
+        self.hit = {"breakpoint": None, "why": why, "t": round(self.sim.now, 3), "detail": ""}
+        self.goal = None
+        self.mode = "paused"
+
+    def _pause_with(self, why: str) -> None:
+        self.mode = "paused"
+        self.rate = None
+        self.hit = {"breakpoint": None, "why": why, "t": round(self.sim.now, 3), "detail": ""}
+
+    def _informer_lags(self) -> list[Obj]:
+        out = []
+        for c in self.sim.controllers.values():
+            for informer in (c.pod_informer, c.rs_informer):
+                out.append({"name": informer.name, "resource": informer.resource, "lag": informer.lag()})
+        return out
+
+    def _measure_rate(self) -> None:
+        wall = time.perf_counter()
+        v0, w0 = self._rate_sample
+        if wall - w0 >= 1.0:
+            if self.mode != "paused" and w0 > 0:
+                self.rate = round((self.sim.now - v0) / (wall - w0), 2)
+            self._rate_sample = (self.sim.now, wall)
+
+    def _fail(self, exc: BaseException) -> None:
+        log.error("simulation %s failed at t=%.3f", self.id, self.sim.now, exc_info=exc)
+        self.error = f"{type(exc).__name__}: {exc}"
+        self.mode = "paused"
+        self.goal = None
+        self.hit = {
+            "breakpoint": None,
+            "why": "the simulation raised an error",
+            "t": round(self.sim.now, 3),
+            "detail": traceback.format_exception_only(exc)[-1].strip(),
+        }
+
+    # -- commands (one per control on the page) ---------------------------------------------------
+    def command(self, cmd: Obj, *, viewer: str | None = None) -> Obj:
+        """Carry out one command from a viewer; returns a result (`ok` and the details). Bad
+        input raises CommandError before anything changes."""
+        op = cmd.get("op")
+        handler = getattr(self, f"_cmd_{op}", None) if isinstance(op, str) and op.isidentifier() else None
+        if handler is None:
+            raise CommandError(f"unknown command {op!r}")
+        result: Obj = handler(cmd, viewer)
+        return result
+
+    def _cmd_run(self, cmd: Obj, viewer: str | None) -> Obj:
+        if self.error is not None:
+            raise CommandError("the simulation stopped on an error; start a new one")
+        speed = cmd.get("speed", self.speed)
+        if speed == "max":
+            self.mode = "fast"
+        else:
+            self.speed = _speed(speed)
+            self.mode = "running"
+        self._anchor = (self.sim.now, time.perf_counter())
+        self._rate_sample = (self.sim.now, time.perf_counter())
+        self.goal = None
+        self.hit = None
+        return {"ok": True, "mode": self.mode, "speed": self.speed}
+
+    def _cmd_pause(self, cmd: Obj, viewer: str | None) -> Obj:
+        self.mode = "paused"
+        self.goal = None
+        self.rate = None
+        return {"ok": True, "mode": self.mode}
+
+    def _cmd_speed(self, cmd: Obj, viewer: str | None) -> Obj:
+        if cmd.get("speed") == "max":
+            if self.mode != "paused":
+                self.mode = "fast"
+            return {"ok": True, "speed": "max"}
+        self.speed = _speed(cmd.get("speed"))
+        if self.mode == "fast":
+            self.mode = "running"
+        self._anchor = (self.sim.now, time.perf_counter())
+        return {"ok": True, "speed": self.speed}
+
+    def _cmd_step(self, cmd: Obj, viewer: str | None) -> Obj:
+        if self.error is not None:
+            raise CommandError("the simulation stopped on an error; start a new one")
+        what = cmd.get("what")
+        if what not in ("event", "stage", "sync", "timer", "idle", "to"):
+            raise CommandError("step: what must be event, stage, sync, timer, idle or to")
+        sim = self.sim
+        if what == "to":
+            target = _time(cmd.get("t"), sim.now)
+        if what == "timer" and not sim.upcoming(1):
+            raise CommandError("no timer is scheduled")
+        self.mode = "paused"
+        self.hit = None
+        self.rate = None
+        start = sim.kernel.events
+        if what == "event":
+            self.goal = None
+            try:
+                ran = sim.step()
+            except Exception as exc:
+                self._fail(exc)
+                return {"ok": False, "error": self.error}
+            if not ran:
+                raise CommandError("no event is scheduled")
+            self._after_event()
+            return {"ok": True, "t": sim.now}
+        # Stepping follows the sync it stopped in last, while that sync runs (like a debugger
+        # stepping one thread); otherwise the next sync of any key.
+        current = self.stepping if self.stepping in self.frames.running else None
+        if what == "stage":
+            label = f"next stage of the sync of {current[1]}" if current else "next sync stage"
+            self.goal = Goal(
+                label,
+                kinds=frozenset({"sync.start", "sync.stage", "sync.end"}),
+                until=sim.now + STEP_HORIZON,
+                start_events=start,
+                sync=current,
+            )
+        elif what == "sync":
+            label = f"end of the sync of {current[1]}" if current else "end of the next sync"
+            self.goal = Goal(
+                label, kinds=frozenset({"sync.end"}), until=sim.now + STEP_HORIZON, start_events=start, sync=current
+            )
+        elif what == "timer":
+            upcoming = sim.upcoming(1)
+            if not upcoming:
+                raise CommandError("no timer is scheduled")
+            self.goal = Goal(f"next timer: {upcoming[0]['what']}", until=upcoming[0]["time"], start_events=start)
+        elif what == "to":
+            self.goal = Goal("ran to the time asked", until=target, start_events=start)
+        elif what == "idle":
+            horizon = sim.now + IDLE_HORIZON
+            self.goal = Goal("idle", until=horizon, predicate=self._idle, start_events=start)
+            if self._idle():
+                self.goal = None
+                self.hit = {"breakpoint": None, "why": "idle already", "t": round(sim.now, 3), "detail": ""}
+        else:
+            raise CommandError("step: what must be event, stage, sync, timer or idle")
+        return {"ok": True, "goal": self.goal_label}
+
+    def _idle(self) -> bool:
+        """Caches synced and caught up, queues empty, nothing processing, no requeue due within
+        the horizon."""
+        sim = self.sim
+        now = sim.now
+        for c in sim.controllers.values():
+            if not c.caches_synced:
+                return False
+            snap = c.queue.snapshot()
+            if snap["queue"] or snap["processing"]:
+                return False
+            if any(w["readyAt"] <= now + IDLE_HORIZON for w in snap["waiting"]):
+                return False
+            if c.pod_informer.lag() or c.rs_informer.lag():
+                return False
+        return True
+
+    def _cmd_act(self, cmd: Obj, viewer: str | None) -> Obj:
+        action = cmd.get("action")
+        problem = Simulation.check_action(action)
+        if problem is not None:
+            raise CommandError(problem)
+        if self.error is not None:
+            raise CommandError("the simulation stopped on an error; start a new one")
+        try:
+            result = self.sim.act(action, source=str(cmd.get("source") or "user"))
+        except Exception as exc:
+            self._fail(exc)
+            return {"ok": False, "error": self.error}
+        self.frames.dirty.update(("actions", "faults", "owners"))
+        if "sync" in action and result.get("ok"):
+            self.stepping = (action["sync"]["controller"], result["key"])  # stage steps follow it
+        self._after_event()  # the action's own records may have hit a breakpoint
+        return result
+
+    def _cmd_apply_yaml(self, cmd: Obj, viewer: str | None) -> Obj:
+        """The YAML editor: one `apply` action per document; each document's result (the API
+        server's field errors for a rejected one: nothing of it is stored)."""
+        docs = parse_manifests(cmd.get("text"))
+        results = []
+        for i, doc in enumerate(docs):
+            try:
+                result = self._cmd_act({"action": {"apply": doc}}, viewer)
+            except CommandError as exc:
+                result = {"ok": False, "error": str(exc).replace("apply", f"document {i + 1}", 1)}
+            results.append(result)
+        return {"ok": all(r.get("ok") for r in results), "results": results}
+
+    def _cmd_orphan(self, cmd: Obj, viewer: str | None) -> Obj:
+        """Relabel a pod so its controller's selector no longer matches: the controller releases it."""
+        namespace, name = _text(cmd, "namespace", "default"), _text(cmd, "name")
+        pod = self.sim.server.peek("pods", namespace, name)
+        if pod is None:
+            raise CommandError(f'pods "{name}" not found')
+        labels = pod["metadata"].get("labels") or {}
+        if not labels:
+            raise CommandError(f"pod {name} has no labels to change")
+        patch = {"metadata": {"labels": {k: f"{v}-orphaned"[:63] for k, v in labels.items()}}}
+        return self._cmd_act(
+            {"action": {"patch": {"kind": "Pod", "name": name, "namespace": namespace, "patch": patch}}}, viewer
+        )
+
+    def _cmd_breakpoint(self, cmd: Obj, viewer: str | None) -> Obj:
+        try:
+            if cmd.get("do") == "add":
+                bp = self.breakpoints.add(cmd.get("spec"))
+                return {"ok": True, "id": bp.id, "description": bp.describe()}
+            if cmd.get("do") == "remove":
+                self.breakpoints.remove(cmd.get("id"))
+                return {"ok": True}
+            if cmd.get("do") == "toggle":
+                bp = self.breakpoints.toggle(cmd.get("id"))
+                return {"ok": True, "enabled": bp.enabled}
+        except BreakpointError as exc:
+            raise CommandError(f"breakpoint: {exc}") from None
+        raise CommandError("breakpoint: do must be add, remove or toggle")
+
+    def _cmd_focus(self, cmd: Obj, viewer: str | None) -> Obj:
+        keys = cmd.get("keys") or []
+        if not isinstance(keys, list) or len(keys) > 4:
+            raise CommandError("focus: keys must be a list of at most 4 [controller, key] pairs")
+        pairs = []
+        for item in keys:
+            if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)):
+                raise CommandError("focus: each key is [controller, namespace/name]")
+            pairs.append((item[0], item[1]))
+        if viewer is not None:
+            self.focus(viewer, pairs)
+        return {"ok": True}
+
+    # -- reads (answers to one viewer) ------------------------------------------------------------
+    def export(self) -> Obj:
+        """This session as scenario data (the current instant is finished first)."""
+        if self.error is None:
+            self.sim.finish_instant()
+        return self.sim.export_scenario()
+
+    def report(self) -> Obj:
+        if self.error is None:
+            self.sim.finish_instant()
+        return self.sim.report()
+
+
+MAX_YAML = 256 * 1024
+MAX_DOCUMENTS = 50
+
+
+def parse_manifests(text: Any) -> list[Obj]:
+    """The manifests of a YAML text (`---` between documents), or CommandError saying what is
+    wrong. Aliases are refused: a few bytes of them can expand into gigabytes once copied."""
+    if not isinstance(text, str) or not text.strip():
+        raise CommandError("yaml: paste one or more manifests")
+    if len(text) > MAX_YAML:
+        raise CommandError(f"yaml: longer than {MAX_YAML // 1024} KiB")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                raise CommandError("yaml: aliases (*name) are not accepted in manifests")
+        # Built iteratively, within limits: libyaml's own composer recurses in C, and a few
+        # hundred KiB of `[` crash the process before any RecursionError.
+        docs = [doc for doc in safeyaml.load_all(text) if doc is not None]
+    except safeyaml.YAMLInputError as exc:
+        raise CommandError(f"yaml: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise CommandError(f"yaml: not valid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise CommandError("yaml: nested too deeply") from None
+    if not docs:
+        raise CommandError("yaml: no manifest in the text")
+    if len(docs) > MAX_DOCUMENTS:
+        raise CommandError(f"yaml: at most {MAX_DOCUMENTS} manifests at once")
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise CommandError(f"yaml: document {i + 1} is not a mapping (a manifest has apiVersion, kind, metadata …)")
+    return docs
+
+
+MAX_RUN_TO = 1e7  # seconds of virtual time one "run to" may cover
+
+
+def _time(value: Any, now: float) -> float:
+    """A virtual time to run to: a finite number after now (at most MAX_RUN_TO ahead)."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise CommandError(f"t: must be a number of seconds (got {value!r})") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CommandError("t: must be a finite number of seconds")
+    if value <= now:
+        raise CommandError(f"t: must be later than now (t={now:.3f})")
+    if value - now > MAX_RUN_TO:
+        raise CommandError(f"t: at most {MAX_RUN_TO:g} s ahead")
+    return math.floor(float(value) * 1000.0 + 1e-6) / 1000.0
+
+
+_SPEED_LIST = ", ".join(f"{s:g}" for s in SPEEDS)
+
+
+def _speed(value: Any) -> float:
+    try:
+        speed = float(value)
+    except (TypeError, ValueError):
+        raise CommandError(f"speed: must be one of {_SPEED_LIST} or max") from None
+    if speed not in SPEEDS:
+        raise CommandError(f"speed: must be one of {_SPEED_LIST} or max")
+    return speed
+
+
+def _text(cmd: Obj, key: str, default: str | None = None) -> str:
+    value = cmd.get(key, default)
+    if not isinstance(value, str) or not value or len(value) > 253:
+        raise CommandError(f"{key}: required (a name)")
+    return value
+
+
+def _record_line(record: Obj) -> str:
+    kind = record["kind"]
+    if kind == "sync.stage":
+        return f"{record['controller']} {record['key']}: stage {record['stage']}"
+    if kind == "sync.start":
+        return f"{record['controller']} worker {record['worker']} starts syncing {record['key']}"
+    if kind == "sync.end":
+        error = f" with error: {record['error']}" if record.get("error") else ""
+        return f"{record['controller']} finished syncing {record['key']}{error}"
+    return kind

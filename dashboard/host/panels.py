@@ -1,0 +1,465 @@
+"""Panels: each partial of the debugger page, its template and the data it shows.
+
+A panel id names what it shows (`queue-replicaset`, `truth:replicaset:default/web`). Its context
+is built from the simulation's public snapshots and the frame builder's folded records, never
+from private fields; the same template renders it for the first page load (through the viewer's
+state message) and for every later frame. Everything here is a pure read.
+
+Three refresh rules:
+* ALWAYS and the per-controller panels are small: rendered every frame, sent when the HTML
+  changed (ages and countdowns move with the clock);
+* ON_CHANGE panels are rendered when a record made them dirty;
+* focused panels (the inspector and cache-vs-truth of one key) exist while some viewer looks at
+  that key.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from controlplane.expectations import EXPECTATIONS_TIMEOUT
+from controlplane.labels import selector_from_label_selector, selector_from_set
+from controlplane.podutil import is_pod_active
+from controlplane.scenario import default_config
+
+if TYPE_CHECKING:
+    from dashboard.host.hosted import HostedSimulation
+
+Obj = dict[str, Any]
+
+ALWAYS = ("informers", "faults", "breakpoints", "timers")
+ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
+ROW_TEMPLATES = {
+    "trace": "dashboard/_trace_rows.html",
+    "api": "dashboard/_api_rows.html",
+    "events": "dashboard/_event_rows.html",
+}
+UPSTREAM = "https://github.com/kubernetes/kubernetes/blob/release-1.36/"
+RS_GO = UPSTREAM + "pkg/controller/replicaset/replica_set.go"
+# Each sync stage: the upstream function it follows and the file it lives in.
+STAGES = {
+    "consistency": ("consistencyStore.EnsureReady", UPSTREAM + "pkg/controller/util/consistency/consistency.go"),
+    "get": ("syncReplicaSet: rsLister.Get", RS_GO),
+    "expectations": ("expectations.SatisfiedExpectations", UPSTREAM + "pkg/controller/controller_utils.go"),
+    "selector": ("metav1.LabelSelectorAsSelector", RS_GO),
+    "list": ("controller.FilterPodsByOwner + FilterActivePods", UPSTREAM + "pkg/controller/controller_utils.go"),
+    "claim": ("claimPods → PodControllerRefManager.ClaimPods", UPSTREAM + "pkg/controller/controller_ref_manager.go"),
+    "manage": ("manageReplicas", RS_GO),
+    "batch": ("slowStartBatch", RS_GO),
+    "delete": ("getPodsToDelete + podControl.DeletePod", RS_GO),
+    "status": ("calculateStatus + updateReplicaSetStatus", UPSTREAM + "pkg/controller/replicaset/replica_set_utils.go"),
+    "requeue": ("syncReplicaSet: queue.AddAfter / AddRateLimited", RS_GO),
+}
+LIST_LIMIT = 50  # entries a list panel shows before "+N more"
+TRUTH_LIMIT = 60
+
+
+def queue_id(controller: str) -> str:
+    return f"queue-{controller}"
+
+
+def workers_id(controller: str) -> str:
+    return f"workers-{controller}"
+
+
+def expectations_id(controller: str) -> str:
+    return f"expectations-{controller}"
+
+
+def inspector_id(controller: str, key: str) -> str:
+    return f"inspector:{controller}:{key}"
+
+
+def truth_id(controller: str, key: str) -> str:
+    return f"truth:{controller}:{key}"
+
+
+def is_focused_panel(panel_id: str) -> bool:
+    return panel_id.startswith(("inspector:", "truth:"))
+
+
+def template_of(panel_id: str) -> str:
+    base = panel_id.split(":", 1)[0].split("-", 1)[0]
+    return f"dashboard/_{base}.html"
+
+
+def context(hosted: HostedSimulation, panel_id: str) -> Obj:
+    base, _, rest = panel_id.partition(":")
+    if base.startswith(("queue-", "workers-", "expectations-")):
+        kind, controller = base.split("-", 1)
+        builder = {"queue": queue, "workers": workers, "expectations": expectations}[kind]
+        return {"panel_id": panel_id, "sim": hosted, **builder(hosted, controller)}
+    if base in ("inspector", "truth"):
+        controller, key = rest.split(":", 1)
+        builder = inspector if base == "inspector" else truth
+        return {"panel_id": panel_id, "sim": hosted, **builder(hosted, controller, key)}
+    if base == "inspector-latest":
+        return {"panel_id": panel_id, "sim": hosted, **inspector(hosted, None, None)}
+    return {"panel_id": panel_id, "sim": hosted, **_PANELS[base](hosted)}
+
+
+# -- status (JSON, every frame) -------------------------------------------------------------------
+def status(hosted: HostedSimulation) -> Obj:
+    sim = hosted.sim
+    nxt = sim.next_event() if sim.started else None
+    return {
+        "id": hosted.id,
+        "name": hosted.name,
+        "t": round(sim.now, 3),
+        "events": sim.kernel.events,
+        "seed": sim.seed,
+        "mode": hosted.mode,
+        "speed": hosted.speed,
+        "rate": hosted.rate,
+        "goal": hosted.goal_label,
+        "hit": hosted.hit,
+        "error": hosted.error,
+        "next": {"t": round(nxt["time"], 3), "what": nxt["what"]} if nxt else None,
+        "revision": sim.server.revision,
+        "pods": len(hosted.frames.pods),
+        "actions": len(sim.actions),
+        "marks": hosted.marks,
+    }
+
+
+# -- the controller side --------------------------------------------------------------------------
+def queue(hosted: HostedSimulation, name: str) -> Obj:
+    c = hosted.sim.controllers[name]
+    snap = c.queue.snapshot()
+    now = hosted.sim.now
+    workers = {str(w.key): w.id for w in c.workers if w.key is not None}
+    waiting = [{"key": w["key"], "readyAt": w["readyAt"], "in": max(0.0, w["readyAt"] - now)} for w in snap["waiting"]]
+    requeues = [
+        {"key": key, "count": n, "backoff": snap["backoff"].get(key, 0.0)} for key, n in snap["requeues"].items()
+    ]
+    processing = [
+        {"key": p["key"], "for": now - p["startedAt"], "worker": workers.get(str(p["key"]))} for p in snap["processing"]
+    ]
+    queued = snap["queue"]
+    dirty_only = [k for k in snap["dirty"] if k not in set(queued)]
+    return {
+        "controller": name,
+        "name": snap["name"],
+        "manual": c.config.manual_workers,
+        "queued": queued[:LIST_LIMIT],
+        "queued_more": max(0, len(queued) - LIST_LIMIT),
+        "dirty_processing": dirty_only[:LIST_LIMIT],
+        "processing": processing[:LIST_LIMIT],
+        "waiting": waiting[:LIST_LIMIT],
+        "waiting_more": max(0, len(waiting) - LIST_LIMIT),
+        "requeues": requeues[:LIST_LIMIT],
+        "depth": snap["depth"],
+        "adds": snap["adds"],
+        "retries": snap["retries"],
+    }
+
+
+def workers(hosted: HostedSimulation, name: str) -> Obj:
+    c = hosted.sim.controllers[name]
+    now = hosted.sim.now
+    rows = [
+        {
+            "id": w.id,
+            "key": w.key,
+            "stage": w.stage,
+            "for": now - w.since,
+            "syncs": w.syncs,
+            "surplus": w.id >= c.config.workers,
+        }
+        for w in c.workers
+    ]
+    return {
+        "controller": name,
+        "manual": c.config.manual_workers,
+        "configured": c.config.workers,
+        "workers": rows,
+        "synced": bool(c.workers),
+        "depth": len(c.queue.snapshot()["queue"]),
+    }
+
+
+def expectations(hosted: HostedSimulation, name: str) -> Obj:
+    c = hosted.sim.controllers[name]
+    rows = []
+    for key in c.expectations.keys():  # noqa: SIM118 - not a dict
+        snap = c.expectations.snapshot(key)
+        if snap is None:
+            continue
+        age = snap["age"]
+        satisfied = snap["fulfilled"] or snap["expired"] or not c.expectations.enabled
+        rows.append(
+            {
+                "key": key,
+                "add": snap["add"],
+                "del": snap["del"],
+                "uids": snap.get("uids", [])[:LIST_LIMIT],
+                "uids_more": max(0, len(snap.get("uids", [])) - LIST_LIMIT),
+                "age": age,
+                "ttl_left": max(0.0, EXPECTATIONS_TIMEOUT - age),
+                "ttl_pct": min(100.0, 100.0 * age / EXPECTATIONS_TIMEOUT),
+                "expired": snap["expired"],
+                "fulfilled": snap["fulfilled"],
+                "satisfied": satisfied,
+            }
+        )
+    consistency = []
+    read = {
+        "pods": c.pod_informer.indexer.last_store_sync_resource_version(),
+        c.kind.group_resource: c.rs_informer.indexer.last_store_sync_resource_version(),
+    }
+    for owner, written in c.consistency.snapshot().items():
+        for resource, rv in written.items():
+            have = read.get(resource, "")
+            consistency.append(
+                {"owner": owner, "resource": resource, "written": rv, "read": have, "stale": _rv_gt(rv, have)}
+            )
+    return {
+        "controller": name,
+        "enabled": c.expectations.enabled,
+        "rows": rows,
+        "timeout": EXPECTATIONS_TIMEOUT,
+        "gate": c.config.stale_controller_consistency and c.kind.kind == "ReplicaSet",
+        "consistency": consistency,
+    }
+
+
+def _rv_gt(a: str, b: str) -> bool:
+    try:
+        return bool(b) and int(a) > int(b)
+    except ValueError:
+        return False
+
+
+def informers(hosted: HostedSimulation) -> Obj:
+    sim = hosted.sim
+    revision = sim.server.revision
+    rows = []
+    for name, c in sim.controllers.items():
+        for informer in (c.pod_informer, c.rs_informer):
+            snap = informer.snapshot(revision)
+            snap["controller"] = name
+            snap["store_count"] = sim.server.count(informer.resource)
+            rows.append(snap)
+    return {"rows": rows, "revision": revision}
+
+
+# -- the cluster side -----------------------------------------------------------------------------
+def owners(hosted: HostedSimulation) -> Obj:
+    sim = hosted.sim
+    tiles = hosted.frames.tiles
+    rows = []
+    for resource, kind in (("replicasets", "ReplicaSet"), ("replicationcontrollers", "ReplicationController")):
+        controller = "replicaset" if kind == "ReplicaSet" else "replicationcontroller"
+        for obj in sim.server.objects(resource):
+            meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
+            owner = f"{kind}/{meta['name']}"
+            try:
+                if kind == "ReplicaSet":
+                    selector = str(selector_from_label_selector(spec.get("selector")))
+                else:
+                    selector = str(selector_from_set(spec.get("selector") or {}))
+            except ValueError:
+                selector = ""
+            index = hosted.frames.owner_index.get(owner)
+            rows.append(
+                {
+                    "kind": kind,
+                    "short": "rs" if kind == "ReplicaSet" else "rc",
+                    "controller": controller,
+                    "namespace": meta.get("namespace"),
+                    "name": meta["name"],
+                    "key": f"{meta.get('namespace')}/{meta['name']}",
+                    "owner": owner,
+                    "desired": spec.get("replicas", 1),
+                    "current": status.get("replicas", 0),
+                    "ready": status.get("readyReplicas", 0),
+                    "available": status.get("availableReplicas", 0),
+                    "labelled": status.get("fullyLabeledReplicas", 0),
+                    "terminating": status.get("terminatingReplicas"),
+                    "generation": meta.get("generation"),
+                    "observed": status.get("observedGeneration"),
+                    "conditions": status.get("conditions") or [],
+                    "selector": selector,
+                    "deleting": bool(meta.get("deletionTimestamp")),
+                    "min_ready": spec.get("minReadySeconds", 0),
+                    "tiles": tiles.get(index, {}) if index is not None else {},
+                }
+            )
+    orphans = sum(tiles.get(0, {}).values())
+    return {"rows": rows, "orphans": orphans}
+
+
+def nodes(hosted: HostedSimulation) -> Obj:
+    snap = hosted.sim.nodes.snapshot(pods=False)
+    return {"rows": snap["nodes"], "unscheduled": snap["pending"]}
+
+
+def faults(hosted: HostedSimulation) -> Obj:
+    sim = hosted.sim
+    defaults = default_config()
+    rules = [rule.describe() for rule in sim.faults.api_rules]
+    paused = []
+    for name, c in sim.controllers.items():
+        for informer in (c.pod_informer, c.rs_informer):
+            if informer.reflector.paused:
+                paused.append({"controller": name, "informer": informer.name, "resource": informer.resource})
+    node_names = sorted(sim.nodes.kubelets, key=_node_order)
+    down = [name for name in node_names if not sim.nodes.kubelets[name].running]
+    what_ifs = []
+    for group in ("whatIf", "featureGates"):
+        for key, value in sim.config[group].items():
+            if value != defaults[group][key]:
+                what_ifs.append({"group": group, "key": key, "value": value, "default": defaults[group][key]})
+    tuned = []
+    for key in ("workers", "burstReplicas", "kubeApiQPS", "kubeApiBurst", "watchLatency", "apiLatency"):
+        if sim.config[key] != defaults[key]:
+            tuned.append({"key": key, "value": sim.config[key], "default": defaults[key]})
+    return {
+        "rules": [r for r in rules if r["inForce"]],
+        "spent": [r for r in rules if not r["inForce"]][-10:],
+        "paused": paused,
+        "down": down,
+        "what_ifs": what_ifs,
+        "tuned": tuned,
+        "manual": list(sim.config["manualWorkers"]),
+        "config": sim.config,
+        "controllers": list(sim.controllers),
+        "nodes": node_names,
+    }
+
+
+def _node_order(name: str) -> tuple[int, str]:
+    number = name.rsplit("-", 1)[-1]
+    return (int(number), name) if number.isdigit() else (0, name)
+
+
+def breakpoints(hosted: HostedSimulation) -> Obj:
+    return {"items": [{**vars(bp), "description": bp.describe()} for bp in hosted.breakpoints.items], "hit": hosted.hit}
+
+
+def timers(hosted: HostedSimulation) -> Obj:
+    sim = hosted.sim
+    upcoming = sim.upcoming(6) if sim.started else []
+    return {"timers": [{**t, "in": t["time"] - sim.now} for t in upcoming]}
+
+
+def actions(hosted: HostedSimulation) -> Obj:
+    entries = hosted.sim.actions[-100:]
+    return {"entries": list(reversed(entries)), "total": len(hosted.sim.actions)}
+
+
+# -- one key: the inspector and cache vs truth ------------------------------------------------------
+def inspector(hosted: HostedSimulation, controller: str | None, key: str | None) -> Obj:
+    frames = hosted.frames
+    if controller is None or key is None:
+        narration = frames.latest
+        history: list[Any] = []
+    else:
+        syncs = list(frames.narrations.get((controller, key), ()))
+        narration = syncs[-1] if syncs else None
+        history = list(reversed(syncs[:-1]))
+    return {
+        "narration": narration,
+        "history": history,
+        "stages": STAGES,
+        "key": key,
+        "controller": controller,
+        "follow": controller is None,
+    }
+
+
+def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
+    """Three columns for one controller key: the pods the API server has, the pods the
+    controller's informer cache has, the pods its last sync counted — with the differences."""
+    sim = hosted.sim
+    c = sim.controllers.get(controller)
+    empty = {"controller": controller, "key": key, "found": False}
+    if c is None or key.count("/") != 1:
+        return empty
+    namespace, name = key.split("/", 1)
+    rs = sim.server.peek(c.kind.resource, namespace, name)
+    if rs is None:
+        return empty
+    uid = rs["metadata"].get("uid")
+    try:
+        selector = c.kind.selector(rs)
+    except ValueError:
+        selector = None
+
+    def relevant(pod: Obj) -> bool:
+        refs = [r for r in pod["metadata"].get("ownerReferences") or () if r.get("controller")]
+        if refs:
+            return refs[0].get("uid") == uid
+        return selector is not None and selector.matches(pod["metadata"].get("labels"))
+
+    def column(pods: Any) -> dict[str, str]:
+        out = {}
+        for pod in pods:
+            if pod["metadata"].get("namespace") == namespace and relevant(pod):
+                out[pod["metadata"]["name"]] = _pod_word(pod)
+        return out
+
+    server = column(sim.server.objects("pods"))
+    cache = column(c.pod_informer.indexer.list())
+    ctx = c.last_syncs.get(key)
+    counted = set(ctx.counted or []) if ctx is not None else set()
+    names = sorted(set(server) | set(cache) | counted)
+    rows = []
+    for pod in names:
+        in_server, in_cache, in_count = pod in server, pod in cache, pod in counted
+        active_server = in_server and server[pod] == "active"
+        differs = not (in_server == in_cache == in_count) or (in_server and in_cache and server[pod] != cache[pod])
+        rows.append(
+            {
+                "name": pod,
+                "server": server.get(pod),
+                "cache": cache.get(pod),
+                "counted": in_count,
+                "differs": differs or (active_server != in_count and ctx is not None),
+            }
+        )
+    differing = [r for r in rows if r["differs"]]
+    shown = differing[:TRUTH_LIMIT] + [r for r in rows if not r["differs"]][: max(0, TRUTH_LIMIT - len(differing))]
+    shown.sort(key=lambda r: r["name"])
+    return {
+        "controller": controller,
+        "key": key,
+        "namespace": namespace,
+        "found": True,
+        "desired": (rs.get("spec") or {}).get("replicas", 1),
+        "server_active": sum(1 for v in server.values() if v == "active"),
+        "server_total": len(server),
+        "cache_active": sum(1 for v in cache.values() if v == "active"),
+        "cache_total": len(cache),
+        "counted": len(counted),
+        "sync_time": ctx.start if ctx is not None else None,
+        "differing": len(differing),
+        "rows": shown,
+        "hidden": len(rows) - len(shown),
+        "cache_rv": c.pod_informer.indexer.last_store_sync_resource_version(),
+        "server_rv": sim.server.revision,
+        "paused": c.pod_informer.reflector.paused,
+        "lag": c.pod_informer.lag(),
+    }
+
+
+def _pod_word(pod: Obj) -> str:
+    if pod["metadata"].get("deletionTimestamp"):
+        return "terminating"
+    return "active" if is_pod_active(pod) else str((pod.get("status") or {}).get("phase", "inactive")).lower()
+
+
+def fmt_seconds(value: float) -> str:
+    return f"{value:.3f}" if math.isfinite(value) else str(value)
+
+
+_PANELS = {
+    "informers": informers,
+    "owners": owners,
+    "nodes": nodes,
+    "faults": faults,
+    "breakpoints": breakpoints,
+    "timers": timers,
+    "actions": actions,
+}

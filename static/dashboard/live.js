@@ -1,0 +1,653 @@
+// ctrlscope: the live debugger page. One websocket per page: frames in (panels rendered by the
+// server, log rows, canvas deltas), commands out. Every control sends a command and shows the
+// host's answer; nothing is computed here that the server did not say.
+"use strict";
+
+(function () {
+  const app = document.getElementById("app");
+  if (!app) return;
+  const SIM = app.dataset.sim;
+  const LOG_ROWS = 1000; // rows kept in each log table
+  const SPEEDS = ["0.1", "0.25", "0.5", "1", "2", "5", "10", "25", "50", "100", "max"];
+
+  const state = {
+    ws: null,
+    seq: null,
+    control: app.dataset.control === "1",
+    nextId: 1,
+    pending: new Map(), // command id -> {resolve}
+    panels: new Map(), // panel id -> latest HTML (also for panels not on screen)
+    deferred: new Map(), // panel id -> HTML held back while the user edits inside it
+    focus: null, // [controller, key]
+    followLatest: true,
+    controllers: [],
+    status: null,
+    retry: 500,
+    stopped: false,
+  };
+  window.ctrlscope = state; // for the browser tests and the curious
+
+  // -- connection -----------------------------------------------------------------------------
+  function connect() {
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(`${proto}//${location.host}${app.dataset.ws}`);
+    state.ws = ws;
+    setConn("connecting…", "connecting");
+    let parts = null; // a long message arrives as {"type":"parts","n":N} and N slices
+    ws.onmessage = (ev) => {
+      if (parts) {
+        parts.got.push(ev.data);
+        if (parts.got.length === parts.n) { const text = parts.got.join(""); parts = null; onMessage(text); }
+        return;
+      }
+      if (ev.data.startsWith('{"type":"parts"')) { parts = { n: JSON.parse(ev.data).n, got: [] }; return; }
+      onMessage(ev.data);
+    };
+    ws.onopen = () => {
+      state.retry = 500;
+      setTimeout(() => {
+        if (state.ws === ws && state.seq === null && ws.readyState === WebSocket.OPEN) {
+          setConn("the simulation does not answer (its server process may have restarted) — retrying", "down");
+          ws.close();
+        }
+      }, 8000);
+    };
+    ws.onclose = (ev) => {
+      state.seq = null;
+      if (state.stopped || ev.code === 4410) { setConn("simulation stopped", "down"); return; }
+      if (ev.code === 4404) { setConn("no such simulation (stopped?) — back to the list", "down"); return; }
+      setConn(`disconnected — reconnecting in ${(state.retry / 1000).toFixed(1)} s`, "down");
+      setTimeout(connect, state.retry);
+      state.retry = Math.min(state.retry * 2, 5000);
+    };
+  }
+
+  function setConn(text, cls) {
+    const el = document.getElementById("st-conn");
+    el.textContent = text;
+    el.className = "conn " + (cls || "");
+  }
+
+  function sendRaw(obj) {
+    if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(obj));
+  }
+
+  // A command to the host; resolves with its result ({ok, error?, ...}).
+  function command(cmd) {
+    const id = state.nextId++;
+    return new Promise((resolve) => {
+      if (!state.ws || state.ws.readyState !== WebSocket.OPEN) {
+        resolve({ ok: false, error: "not connected" });
+        return;
+      }
+      state.pending.set(id, resolve);
+      sendRaw({ type: "cmd", id, cmd });
+      setTimeout(() => {
+        if (state.pending.has(id)) { state.pending.delete(id); resolve({ ok: false, error: "no answer from the server" }); }
+      }, 15000);
+    });
+  }
+  state.command = command;
+
+  function onMessage(text) {
+    let msg;
+    try { msg = JSON.parse(text); } catch (e) { return; }
+    switch (msg.type) {
+      case "hello":
+        state.control = !!msg.control;
+        document.body.classList.toggle("can-control", state.control);
+        document.body.classList.toggle("read-only", !state.control);
+        break;
+      case "state": applyState(msg); break;
+      case "frame": applyFrame(msg); break;
+      case "reply": {
+        const resolve = state.pending.get(msg.id);
+        if (resolve) { state.pending.delete(msg.id); resolve(msg.result); }
+        break;
+      }
+      case "error": {
+        const resolve = msg.id != null && state.pending.get(msg.id);
+        if (resolve) { state.pending.delete(msg.id); resolve({ ok: false, error: msg.error }); }
+        else showResult({ ok: false, error: msg.error });
+        break;
+      }
+      case "stopped": state.stopped = true; setConn("simulation stopped", "down"); break;
+    }
+  }
+
+  // -- applying state and frames --------------------------------------------------------------
+  function applyState(msg) {
+    state.seq = msg.seq;
+    state.panels.clear();
+    state.deferred.clear();
+    applyPanels(msg.panels);
+    for (const log of ["trace", "api", "events"]) {
+      const body = document.getElementById("rows-" + log);
+      body.innerHTML = msg.rows[log] || "";
+      filterRows(log);
+      scrollDown(body, true);
+    }
+    window.CtrlscopePods && window.CtrlscopePods.reset(msg.canvas);
+    window.CtrlscopeTimeline && window.CtrlscopeTimeline.reset(msg.canvas);
+    applyStatus(msg.status);
+    setConn("live", "up");
+    fillFocusPicker();
+    sendRaw({ type: "ack", seq: msg.seq });
+  }
+
+  function applyFrame(msg) {
+    if (state.seq === null) return;
+    state.seq = msg.seq;
+    applyPanels(msg.panels);
+    for (const [log, html] of Object.entries(msg.rows || {})) appendRows(log, html);
+    const skipped = msg.skipped || {};
+    for (const log of ["trace", "api"]) {
+      const el = document.getElementById(log + "-skipped");
+      if (el && skipped[log]) el.textContent = `${skipped[log]} older rows of the last frame not shown`;
+    }
+    if (msg.canvas) {
+      window.CtrlscopePods && window.CtrlscopePods.apply(msg.canvas);
+      window.CtrlscopeTimeline && window.CtrlscopeTimeline.apply(msg.canvas);
+    }
+    applyStatus(msg.status);
+    sendRaw({ type: "ack", seq: msg.seq });
+  }
+
+  function applyPanels(panels) {
+    let ownersChanged = false;
+    for (const [id, html] of Object.entries(panels || {})) {
+      state.panels.set(id, html);
+      if (id === "owners") ownersChanged = true;
+      const ctl = /^(queue|workers|expectations)-(.+)$/.exec(id);
+      if (ctl) ensureController(ctl[2]);
+      if (id.startsWith("inspector:") || id.startsWith("truth:") || id === "inspector-latest") continue;
+      place(document.getElementById(id), id, html);
+    }
+    showSlots();
+    if (ownersChanged) fillFocusPicker();
+  }
+
+  // Replace the element with the panel's new HTML, unless the user is typing inside it: then
+  // hold the HTML back until they leave (a number being edited must not change under them).
+  function place(el, id, html) {
+    if (!el) return;
+    if (el.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) {
+      state.deferred.set(id, html);
+      return;
+    }
+    const before = numbers(el);
+    const tpl = document.createElement("template");
+    tpl.innerHTML = html.trim();
+    const fresh = tpl.content.firstElementChild;
+    if (!fresh) return;
+    const openDetails = [...el.querySelectorAll("details[open] > summary")].map((s) => s.textContent);
+    el.replaceWith(fresh);
+    for (const summary of fresh.querySelectorAll("details > summary")) {
+      if (openDetails.includes(summary.textContent)) summary.parentElement.open = true;
+    }
+    if (window.htmx) htmx.process(fresh);
+    flash(fresh, before);
+  }
+
+  document.addEventListener("focusout", () => {
+    setTimeout(() => {
+      for (const [id, html] of [...state.deferred]) {
+        const el = document.getElementById(id);
+        if (el && !el.contains(document.activeElement)) { state.deferred.delete(id); place(el, id, html); }
+      }
+    }, 0);
+  });
+
+  function numbers(el) {
+    const out = new Map();
+    for (const n of el.querySelectorAll(".n[data-k]")) out.set(n.dataset.k, n.textContent);
+    return out;
+  }
+
+  function flash(el, before) {
+    for (const n of el.querySelectorAll(".n[data-k]")) {
+      const old = before.get(n.dataset.k);
+      if (old !== undefined && old !== n.textContent) {
+        n.classList.add("flash");
+        setTimeout(() => n.classList.remove("flash"), 900);
+      }
+    }
+  }
+
+  function ensureController(name) {
+    if (state.controllers.includes(name)) return;
+    state.controllers.push(name);
+    const tabs = document.getElementById("controller-tabs");
+    const btn = document.createElement("button");
+    btn.textContent = name;
+    btn.dataset.controller = name;
+    btn.setAttribute("role", "tab");
+    btn.addEventListener("click", () => showController(name));
+    tabs.appendChild(btn);
+    const box = document.createElement("div");
+    box.className = "controller";
+    box.id = "controller-" + name;
+    box.hidden = true;
+    for (const kind of ["workers", "queue", "expectations"]) {
+      const s = document.createElement("section");
+      s.id = `${kind}-${name}`;
+      s.className = "panel";
+      box.appendChild(s);
+    }
+    document.getElementById("controllers").appendChild(box);
+    if (state.controllers.length === 1) showController(name);
+  }
+
+  function showController(name) {
+    for (const box of document.querySelectorAll("#controllers > .controller")) box.hidden = box.id !== "controller-" + name;
+    for (const b of document.querySelectorAll("#controller-tabs button")) b.setAttribute("aria-selected", String(b.dataset.controller === name));
+  }
+
+  // The inspector and cache-vs-truth slots show the focused key (or the latest sync).
+  function showSlots() {
+    const inspector = document.querySelector('[data-slot="inspector"]');
+    const truth = document.querySelector('[data-slot="truth"]');
+    const key = state.focus ? state.focus.join(":") : null;
+    const inspectorId = state.followLatest || !key ? "inspector-latest" : "inspector:" + key;
+    setSlot(inspector, inspectorId, state.followLatest ? "No sync yet." : "Waiting for the first sync of this key…");
+    setSlot(truth, key ? "truth:" + key : null, "Pick a key (click a ReplicaSet's name).");
+  }
+
+  function setSlot(slot, id, empty) {
+    if (!slot || slot.dataset.history) return;
+    const html = id && state.panels.get(id);
+    if (slot.dataset.showing === id && slot.dataset.html === html) return;
+    slot.dataset.showing = id || "";
+    slot.dataset.html = html || "";
+    if (html) {
+      const before = numbers(slot);
+      slot.innerHTML = html;
+      if (window.htmx) htmx.process(slot);
+      flash(slot, before);
+    } else {
+      slot.innerHTML = `<p class="muted empty">${empty}</p>`;
+    }
+  }
+
+  function appendRows(log, html) {
+    const body = document.getElementById("rows-" + log);
+    if (!body) return;
+    const scroller = body.closest(".tab");
+    const atBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 30;
+    body.insertAdjacentHTML("beforeend", html);
+    while (body.rows.length > LOG_ROWS) body.deleteRow(0);
+    filterRows(log);
+    scrollDown(body, atBottom);
+  }
+
+  function scrollDown(body, yes) {
+    const scroller = body.closest(".tab");
+    if (yes && scroller) scroller.scrollTop = scroller.scrollHeight;
+  }
+
+  // -- status -----------------------------------------------------------------------------------
+  function clock(t) {
+    const ms = Math.round(t * 1000);
+    const h = Math.floor(ms / 3600000), m = Math.floor(ms / 60000) % 60, s = Math.floor(ms / 1000) % 60;
+    return `${h}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}.${String(ms % 1000).padStart(3, "0")}`;
+  }
+
+  function applyStatus(st) {
+    if (!st) return;
+    state.status = st;
+    document.getElementById("st-time").textContent = clock(st.t);
+    document.getElementById("st-time").title = `${st.t.toFixed(3)} s of virtual time`;
+    document.getElementById("st-seed").textContent = st.seed;
+    document.getElementById("st-events").textContent = st.events.toLocaleString("en-US");
+    const mode = document.getElementById("st-mode");
+    const running = st.mode !== "paused";
+    mode.textContent = st.goal ? `stepping: ${st.goal}` : running ? (st.mode === "fast" ? "running at max" : `running ${st.speed}×`) : "paused";
+    mode.className = "mode mode-" + (st.goal ? "stepping" : st.mode);
+    document.body.classList.toggle("is-paused", !running && !st.goal);
+    document.getElementById("st-rate").textContent = running && st.rate != null ? `(${st.rate}× actual)` : "";
+    document.getElementById("st-next").textContent = st.next ? `next timer t=${st.next.t.toFixed(3)}: ${st.next.what}` : "no timer scheduled";
+    const hit = document.getElementById("st-hit");
+    if (st.error) {
+      hit.className = "banner bad";
+      hit.textContent = `Stopped on an error at t=${st.t.toFixed(3)}: ${st.error}`;
+    } else if (st.hit && !running) {
+      hit.className = "banner " + (st.hit.breakpoint ? "hit" : "info");
+      hit.textContent = (st.hit.breakpoint ? `❚❚ Breakpoint #${st.hit.breakpoint} fired at t=${st.hit.t.toFixed(3)}: ${st.hit.why}` : `❚❚ Paused at t=${st.hit.t.toFixed(3)}: ${st.hit.why}`) + (st.hit.detail ? ` — ${st.hit.detail}` : "");
+    } else if (!running && !st.goal) {
+      hit.className = "banner info";
+      hit.textContent = `❚❚ Paused at t=${st.t.toFixed(3)}`;
+    } else {
+      hit.className = "";
+      hit.textContent = "";
+    }
+    const sel = document.getElementById("speed");
+    const want = st.mode === "fast" ? "max" : String(st.speed);
+    if (document.activeElement !== sel && SPEEDS.includes(want)) sel.value = want;
+    document.getElementById("btn-run").disabled = running && !st.goal;
+    document.getElementById("btn-pause").disabled = !running && !st.goal;
+  }
+
+  function showResult(result, where) {
+    const el = where || document.getElementById("st-result");
+    if (!el) return;
+    el.classList.remove("ok", "bad");
+    if (result.ok) {
+      el.classList.add("ok");
+      el.textContent = describeOk(result);
+      clearTimeout(el._t);
+      el._t = setTimeout(() => { el.textContent = ""; }, 4000);
+    } else {
+      el.classList.add("bad");
+      const causes = (result.causes || []).map((c) => `${c.field}: ${c.message}`).join("; ");
+      el.textContent = (result.code ? `${result.code} ` : "") + (result.error || "refused") + (causes ? ` (${causes})` : "");
+    }
+  }
+
+  function describeOk(r) {
+    if (r.object) return `applied ${r.object}`;
+    if (r.key && r.worker !== undefined) return `worker ${r.worker} syncs ${r.key}`;
+    if (r.pods) return `${r.pods.length} pod${r.pods.length === 1 ? "" : "s"}: ${r.pods.slice(0, 6).join(", ")}${r.pods.length > 6 ? "…" : ""}` + (r.skipped ? ` (skipped ${r.skipped.join(", ")})` : "");
+    if (r.id !== undefined && r.rule !== undefined) return `API fault #${r.id} in force`;
+    if (r.lifted) return `lifted API fault ${r.lifted.join(", ")}`;
+    if (r.goal) return ""; // the status line tells the step's progress and where it stopped
+    if (r.informers) return `informers: ${r.informers.join(", ")}`;
+    return "done";
+  }
+
+  // -- controls -----------------------------------------------------------------------------------
+  async function run(cmd, where) {
+    if (!state.control) { showResult({ ok: false, error: "read-only: open the URL with the access token to control" }, where); return { ok: false }; }
+    const result = await command(cmd);
+    showResult(result, where);
+    return result;
+  }
+  state.run = run;
+
+  document.addEventListener("click", (ev) => {
+    const cmdEl = ev.target.closest("[data-cmd]");
+    if (cmdEl) {
+      if (cmdEl.tagName === "INPUT" && cmdEl.type === "checkbox") {
+        // A toggle: the server decides; the next frame shows the real state.
+      } else ev.preventDefault();
+      let cmd;
+      try { cmd = JSON.parse(cmdEl.dataset.cmd); } catch (e) { return; }
+      if (cmd.op === "run") cmd.speed = document.getElementById("speed").value;
+      run(cmd).then((result) => {
+        // A key synced by hand: the inspector follows that sync.
+        if (result.ok && cmd.op === "act" && cmd.action.sync) setFocus(cmd.action.sync.controller, result.key, true);
+      });
+      return;
+    }
+    const focusEl = ev.target.closest("[data-focus]");
+    if (focusEl) {
+      ev.preventDefault();
+      const [controller, key] = focusEl.dataset.focus.split("|");
+      setFocus(controller, key, true);
+      return;
+    }
+    const podEl = ev.target.closest("[data-pod]");
+    if (podEl) {
+      ev.preventDefault();
+      const [ns, name] = podEl.dataset.pod.split("/");
+      openPod(ns, name);
+      return;
+    }
+    const histEl = ev.target.closest("[data-sync-history]");
+    if (histEl) {
+      ev.preventDefault();
+      const [controller, key, id] = histEl.dataset.syncHistory.split("|");
+      openHistory(controller, key, id);
+      return;
+    }
+    const tab = ev.target.closest("#drawer-tabs [data-tab]");
+    if (tab) showTab(tab.dataset.tab);
+    const podsBtn = ev.target.closest("[data-pods]");
+    if (podsBtn) actOnSelection(podsBtn.dataset.pods);
+  });
+
+  document.getElementById("speed").addEventListener("change", (ev) => {
+    run({ op: "speed", speed: ev.target.value });
+  });
+
+  function showTab(id) {
+    for (const t of document.querySelectorAll("#drawer > .tab")) t.hidden = t.id !== id;
+    for (const b of document.querySelectorAll("#drawer-tabs [data-tab]")) b.setAttribute("aria-selected", String(b.dataset.tab === id));
+  }
+  state.showTab = showTab;
+
+  function setFocus(controller, key, reveal) {
+    state.focus = [controller, key];
+    const picker = document.getElementById("focus-key");
+    picker.value = `${controller}|${key}`;
+    if (reveal) {
+      state.followLatest = false;
+      document.getElementById("follow-latest").checked = false;
+      const current = document.querySelector("#drawer-tabs [aria-selected=true]");
+      if (!current || !["tab-inspector", "tab-truth"].includes(current.dataset.tab)) showTab("tab-inspector");
+    }
+    command({ op: "focus", keys: [[controller, key]] });
+    showSlots();
+  }
+  state.setFocus = setFocus;
+
+  function fillFocusPicker() {
+    const picker = document.getElementById("focus-key");
+    const keys = [...new Set([...document.querySelectorAll("#owners [data-focus]")].map((e) => e.dataset.focus))];
+    const current = picker.value;
+    picker.innerHTML = keys.map((k) => `<option value="${k}">${k.split("|")[1]} (${k.split("|")[0]})</option>`).join("");
+    if (keys.includes(current)) picker.value = current;
+    if (!state.focus && keys.length) {
+      const [c, k] = keys[0].split("|");
+      setFocus(c, k, false);
+    }
+  }
+
+  document.getElementById("focus-key").addEventListener("change", (ev) => {
+    const [c, k] = ev.target.value.split("|");
+    setFocus(c, k, false);
+  });
+  document.getElementById("follow-latest").addEventListener("change", (ev) => {
+    state.followLatest = ev.target.checked;
+    const slot = document.querySelector('[data-slot="inspector"]');
+    delete slot.dataset.history;
+    showSlots();
+  });
+
+  function openPod(ns, name) {
+    const target = document.getElementById("pod-detail");
+    document.getElementById("pod-tab-button").hidden = false;
+    document.getElementById("pod-tab-button").textContent = `Pod ${name}`;
+    showTab("tab-pod");
+    target.innerHTML = '<p class="muted">loading…</p>';
+    fetch(`/sim/${SIM}/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
+      .then((r) => r.text().then((t) => ({ ok: r.ok, t })))
+      .then(({ ok, t }) => { target.innerHTML = ok ? t : `<p class="bad">${t}</p>`; });
+  }
+  state.openPod = openPod;
+
+  function openHistory(controller, key, id) {
+    const slot = document.querySelector('[data-slot="inspector"]');
+    const [ns, name] = key.split("/");
+    fetch(`/sim/${SIM}/syncs/${controller}/${ns}/${name}?sync=${id}`)
+      .then((r) => r.text().then((t) => ({ ok: r.ok, t })))
+      .then(({ ok, t }) => {
+        slot.dataset.history = "1";
+        slot.innerHTML = `<p class="history-bar"><button class="small" id="back-to-live">← back to live</button> an earlier sync</p>` + (ok ? t : `<p class="bad">${t}</p>`);
+        document.getElementById("back-to-live").addEventListener("click", () => { delete slot.dataset.history; slot.dataset.showing = ""; showSlots(); });
+      });
+  }
+
+  // -- forms: each builds one action (or command) from its fields ----------------------------------
+  function fieldValue(input) {
+    const type = input.dataset.type;
+    if (type === "bool") return input.checked;
+    const raw = input.value.trim();
+    if (raw === "") return undefined;
+    if (type === "int") return /^-?\d+$/.test(raw) ? parseInt(raw, 10) : raw; // the server names a bad value
+    if (type === "number") return /^-?\d*\.?\d+(e-?\d+)?$/i.test(raw) ? parseFloat(raw) : raw;
+    return raw;
+  }
+
+  function formBody(form, submitter) {
+    const body = {};
+    for (const input of form.querySelectorAll("input, select, textarea")) {
+      if (!input.name || input.name.startsWith("_") || input.type === "submit") continue;
+      if (input.type === "radio" && !input.checked) continue;
+      if (input.dataset.tristate !== undefined && !input.dataset.touched) continue;
+      if (input.type === "checkbox" && input.dataset.type !== "bool") { if (!input.checked) continue; }
+      const value = fieldValue(input);
+      if (value === undefined) continue;
+      const path = input.name.split(".");
+      let at = body;
+      for (const part of path.slice(0, -1)) at = at[part] = at[part] || {};
+      at[path[path.length - 1]] = value;
+    }
+    if (submitter && submitter.name) body[submitter.name] = submitter.value;
+    return body;
+  }
+
+  document.addEventListener("change", (ev) => {
+    if (ev.target.dataset && ev.target.dataset.tristate !== undefined) ev.target.dataset.touched = "1";
+  });
+
+  document.addEventListener("submit", async (ev) => {
+    const form = ev.target;
+    if (form.id === "yaml-form") { ev.preventDefault(); return applyYaml(); }
+    if (form.id === "form-breakpoint") { ev.preventDefault(); return addBreakpoint(form); }
+    if (form.id === "run-to") { ev.preventDefault(); return run({ op: "step", what: "to", t: form.querySelector("input").value }); }
+    const verb = form.dataset.action;
+    if (!verb) return;
+    ev.preventDefault();
+    if (form.dataset.confirm && !confirm(form.dataset.confirm)) return;
+    const body = formBody(form, ev.submitter);
+    if (verb === "apiFault") {
+      const mode = (form.querySelector('input[name="_mode"]:checked') || {}).value;
+      if (mode !== "count") delete body.count;
+      if (mode !== "rate") delete body.rate;
+      if (mode === "forever") body.rate = 1;
+    }
+    if (verb === "watchFault" && body.fault !== "pause") delete body.delay;
+    if (verb === "watchFault" && !body.controller) delete body.controller;
+    const where = form.querySelector(".form-result") || document.getElementById("st-result");
+    const result = await run({ op: "act", action: { [verb]: body } }, where);
+    if (result.ok && verb === "config") {
+      for (const input of form.querySelectorAll("[data-touched]")) delete input.dataset.touched;
+    }
+  });
+
+  async function applyYaml() {
+    const text = document.getElementById("yaml-text").value;
+    const out = document.getElementById("yaml-result");
+    if (!state.control) { showResult({ ok: false, error: "read-only" }, out); return; }
+    const result = await command({ op: "apply_yaml", text });
+    out.classList.remove("ok", "bad");
+    if (!result.results) { showResult(result, out); return; }
+    out.innerHTML = "";
+    result.results.forEach((r, i) => {
+      const line = document.createElement("div");
+      line.className = r.ok ? "ok" : "bad";
+      const causes = (r.causes || []).map((c) => `${c.field}: ${c.message}`);
+      line.textContent = `document ${i + 1}: ` + (r.ok ? `applied ${r.object}` : `${r.code ? r.code + " " : ""}${r.error}`);
+      out.appendChild(line);
+      if (causes.length) {
+        const ul = document.createElement("ul");
+        ul.className = "causes";
+        for (const c of causes) { const li = document.createElement("li"); li.textContent = c; ul.appendChild(li); }
+        out.appendChild(ul);
+      }
+    });
+  }
+
+  async function addBreakpoint(form) {
+    const kind = form.querySelector('[name="kind"]').value;
+    const spec = { kind };
+    for (const input of form.querySelectorAll("input, select")) {
+      if (!input.name || input.name === "kind") continue;
+      const label = input.closest("label[data-for]");
+      if (label && !label.dataset.for.split(" ").includes(kind)) continue;
+      const value = fieldValue(input);
+      if (value !== undefined) spec[input.name] = value;
+    }
+    await run({ op: "breakpoint", do: "add", spec }, form.querySelector(".form-result"));
+  }
+
+  function showBreakpointFields() {
+    const kind = document.getElementById("bp-kind").value;
+    for (const label of document.querySelectorAll("#form-breakpoint label[data-for]")) {
+      label.hidden = !label.dataset.for.split(" ").includes(kind);
+    }
+  }
+  document.getElementById("bp-kind").addEventListener("change", showBreakpointFields);
+  showBreakpointFields();
+
+  // -- pods selection (from the tiles) -------------------------------------------------------------
+  async function actOnSelection(what) {
+    const pods = window.CtrlscopePods;
+    if (!pods) return;
+    if (what === "clear") { pods.clearSelection(); return; }
+    const selected = pods.selected();
+    let failed = 0;
+    const names = [];
+    for (const key of selected) {
+      const [namespace, name] = key.split("/");
+      const cmd = what === "orphan" ? { op: "orphan", namespace, name } : { op: "act", action: { podFault: { name, namespace, fault: what } } };
+      const result = await command(cmd);
+      if (!result.ok) failed += 1; else names.push(name);
+    }
+    showResult(failed ? { ok: false, error: `${what}: ${failed} of ${selected.length} refused` } : { ok: true, pods: names });
+    pods.clearSelection();
+  }
+
+  // -- log filters ---------------------------------------------------------------------------------
+  function filterRows(log) {
+    if (log === "trace") {
+      const kind = document.getElementById("trace-filter-kind").value.trim();
+      const key = document.getElementById("trace-filter-key").value.trim();
+      const controller = document.getElementById("trace-filter-controller").value;
+      for (const row of document.getElementById("rows-trace").rows) {
+        row.hidden = (kind && !row.dataset.kind.startsWith(kind)) || (key && !row.dataset.subject.includes(key)) || (controller && row.dataset.controller !== controller);
+      }
+    } else if (log === "api") {
+      const failedOnly = document.getElementById("api-failed-only").checked;
+      for (const row of document.getElementById("rows-api").rows) row.hidden = failedOnly && !row.classList.contains("failed");
+    }
+  }
+  for (const id of ["trace-filter-kind", "trace-filter-key", "trace-filter-controller"]) {
+    document.getElementById(id).addEventListener("input", () => filterRows("trace"));
+  }
+  document.getElementById("api-failed-only").addEventListener("change", () => filterRows("api"));
+
+  // -- keys, like a debugger's ------------------------------------------------------------------------
+  document.addEventListener("keydown", (ev) => {
+    if (ev.target.closest("input, textarea, select") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const keys = { n: "btn-event", ".": "btn-stage", s: "btn-sync", t: "btn-timer", i: "btn-idle" };
+    if (ev.key === " ") {
+      ev.preventDefault();
+      const st = state.status;
+      document.getElementById(st && st.mode !== "paused" ? "btn-pause" : "btn-run").click();
+    } else if (keys[ev.key]) {
+      ev.preventDefault();
+      document.getElementById(keys[ev.key]).click();
+    }
+  });
+
+  // The splitter between the panes and the drawer sets the drawer's height.
+  (function splitter() {
+    const bar = document.getElementById("splitter");
+    let start = null;
+    bar.addEventListener("mousedown", (ev) => {
+      const tab = document.querySelector("#drawer > .tab:not([hidden])");
+      start = { y: ev.clientY, h: tab ? tab.getBoundingClientRect().height : 300 };
+      ev.preventDefault();
+    });
+    window.addEventListener("mousemove", (ev) => {
+      if (!start) return;
+      const h = Math.min(Math.max(start.h - (ev.clientY - start.y), 80), window.innerHeight * 0.8);
+      document.documentElement.style.setProperty("--drawer", h + "px");
+    });
+    window.addEventListener("mouseup", () => { start = null; window.dispatchEvent(new Event("resize")); });
+  })();
+
+  showTab("tab-inspector");
+  connect();
+})();

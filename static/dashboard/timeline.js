@@ -1,0 +1,364 @@
+// The timeline: for each owner, its pods' states over virtual time as a stacked area (readable
+// at 1,000 pods, still drawing at 10,000: one path per state per lane), the syncs of its key as
+// spans (red when the sync returned an error), and each controller's queue depth at the bottom.
+// Wheel zooms around the pointer, drag pans, "follow" keeps the newest time in view.
+"use strict";
+
+(function () {
+  const canvas = document.getElementById("timeline-canvas");
+  if (!canvas) return;
+  const ctx = canvas.getContext("2d");
+  const tip = document.getElementById("timeline-tip");
+
+  const ORDER = ["Ready", "Running", "NotReady", "Scheduled", "Pending", "CrashLoopBackOff", "Unknown", "Terminating", "Failed", "Succeeded"];
+  const COLOR = {
+    Ready: "#2e9d4a", Running: "#9fd8a8", NotReady: "#f0a85e", Scheduled: "#f7cf7a", Pending: "#f4b740",
+    CrashLoopBackOff: "#d93a3a", Unknown: "#7e57c2", Terminating: "#b9c0c9", Failed: "#8f1d1d", Succeeded: "#9aa3ad",
+  };
+  const CONTROLLER_KIND = ["ReplicaSet", "ReplicationController"];
+  const CONTROLLER_NAME = ["replicaset", "replicationcontroller"];
+  const LANE = 44, SPANS = 10, AXIS = 18, DEPTH = 36, LEFT = 0;
+
+  const m = {
+    states: ["Pending", "Scheduled", "Running", "Ready", "NotReady", "CrashLoopBackOff", "Terminating", "Failed", "Succeeded", "Unknown", "Deleted"],
+    owners: [""],
+    keys: [],
+    lanes: new Map(), // owner index -> {events: number[] (t, state, delta triples), max}
+    podAt: new Map(), // pod id -> [owner, state]
+    spans: [], // [start, end, controller, key, worker, err]
+    depth: [], // [t, controller, depth]
+    now: 0,
+    dropped: 0,
+  };
+  const view = { t0: 0, t1: 60, follow: true };
+  let scheduled = false;
+  let dragging = null;
+  let hover = null;
+
+  function reset(data) {
+    if (data.states) m.states = data.states;
+    m.owners = data.owners || [""];
+    m.keys = data.keys || [];
+    m.lanes = new Map();
+    m.podAt = new Map();
+    m.spans = [];
+    m.depth = [];
+    m.dropped = data.dropped || 0;
+    for (const tr of data.tr || []) transition(tr);
+    m.spans = (data.spans || []).slice();
+    m.depth = (data.depth || []).slice();
+    schedule();
+  }
+
+  function apply(delta) {
+    if (delta.owners) m.owners = delta.owners;
+    if (delta.keys) m.keys = delta.keys;
+    for (const tr of delta.tr || []) transition(tr);
+    for (const s of delta.spans || []) m.spans.push(s);
+    for (const d of delta.depth || []) m.depth.push(d);
+    schedule();
+  }
+
+  function lane(owner) {
+    let l = m.lanes.get(owner);
+    if (!l) { l = { events: [], count: new Array(m.states.length).fill(0), max: 1, total: 0 }; m.lanes.set(owner, l); }
+    return l;
+  }
+
+  function transition([t, id, owner, state]) {
+    const deleted = m.states.indexOf("Deleted");
+    const prev = m.podAt.get(id);
+    if (t > m.now) m.now = t;
+    if (prev) {
+      const l = lane(prev[0]);
+      l.events.push(t, prev[1], -1);
+      l.count[prev[1]] -= 1;
+      l.total -= 1;
+    }
+    if (state === deleted) { m.podAt.delete(id); return; }
+    m.podAt.set(id, [owner, state]);
+    const l = lane(owner);
+    l.events.push(t, state, 1);
+    l.count[state] += 1;
+    l.total += 1;
+    if (l.total > l.max) l.max = l.total;
+  }
+
+  function setNow(t) {
+    if (t > m.now) m.now = t;
+  }
+
+  function schedule() {
+    if (scheduled) return;
+    scheduled = true;
+    requestAnimationFrame(() => { scheduled = false; draw(); });
+  }
+
+  function laneOrder() {
+    return [...m.lanes.keys()].filter((o) => m.lanes.get(o).max > 0).sort((a, b) => (a === 0) - (b === 0) || m.owners[a].localeCompare(m.owners[b]));
+  }
+
+  function controllersWithDepth() {
+    const seen = new Set(m.depth.map((d) => d[1]));
+    return [...seen].sort();
+  }
+
+  function draw() {
+    const st = window.ctrlscope && window.ctrlscope.status;
+    if (st) setNow(st.t);
+    const width = canvas.parentElement.clientWidth || 600;
+    const lanes = laneOrder();
+    const depthCtl = controllersWithDepth();
+    const height = AXIS + lanes.length * (LANE + SPANS + 6) + depthCtl.length * (DEPTH + 6) + 8;
+    const dpr = window.devicePixelRatio || 1;
+    if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
+      canvas.width = Math.round(width * dpr);
+      canvas.height = Math.round(height * dpr);
+      canvas.style.width = width + "px";
+      canvas.style.height = height + "px";
+    }
+    if (view.follow) {
+      const span = Math.max(view.t1 - view.t0, 1);
+      view.t1 = Math.max(m.now, span);
+      view.t0 = Math.max(0, view.t1 - span);
+      if (m.now < span) { view.t0 = 0; view.t1 = span; }
+    }
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    const W = width - LEFT;
+    const xOf = (t) => LEFT + ((t - view.t0) / (view.t1 - view.t0)) * W;
+    axis(width, height, xOf);
+    let y = AXIS;
+    for (const owner of lanes) {
+      drawLane(m.lanes.get(owner), y, W, xOf);
+      ctx.fillStyle = "rgba(255,255,255,0.8)";
+      const label = m.owners[owner] || "no controller";
+      ctx.font = "600 11px system-ui, sans-serif";
+      const lw = ctx.measureText(label).width;
+      ctx.fillRect(LEFT + 2, y + 2, lw + 8, 15);
+      ctx.fillStyle = "#1d2330";
+      ctx.fillText(label, LEFT + 6, y + 13);
+      drawSpans(owner, y + LANE + 2, xOf);
+      y += LANE + SPANS + 6;
+    }
+    for (const c of depthCtl) {
+      drawDepth(c, y, width, xOf);
+      y += DEPTH + 6;
+    }
+    // pinned times (a violation a swarm found …)
+    for (const mark of (st && st.marks) || []) {
+      const xm = xOf(mark.t);
+      if (xm < LEFT || xm > width) continue;
+      ctx.strokeStyle = "#d93a3a";
+      ctx.lineWidth = 2;
+      ctx.beginPath(); ctx.moveTo(xm, AXIS - 4); ctx.lineTo(xm, height); ctx.stroke();
+      ctx.fillStyle = "#d93a3a";
+      ctx.font = "600 11px system-ui, sans-serif";
+      ctx.fillText(mark.label, Math.min(xm + 4, width - ctx.measureText(mark.label).width - 4), AXIS + 10);
+    }
+    // now
+    const xn = xOf(m.now);
+    if (xn >= LEFT && xn <= width) {
+      ctx.strokeStyle = "#2f6fdf";
+      ctx.lineWidth = 1;
+      ctx.beginPath(); ctx.moveTo(xn + 0.5, AXIS - 4); ctx.lineTo(xn + 0.5, height); ctx.stroke();
+    }
+    if (hover) {
+      ctx.strokeStyle = "rgba(0,0,0,0.35)";
+      ctx.beginPath(); ctx.moveTo(hover.x + 0.5, AXIS); ctx.lineTo(hover.x + 0.5, height); ctx.stroke();
+    }
+    if (!lanes.length) {
+      ctx.fillStyle = "#5b6475";
+      ctx.font = "13px system-ui, sans-serif";
+      ctx.fillText("No pods yet.", 6, AXIS + 18);
+    }
+    if (m.dropped) {
+      ctx.fillStyle = "#8a5a00";
+      ctx.font = "11px system-ui, sans-serif";
+      ctx.fillText(`(${m.dropped.toLocaleString("en-US")} oldest transitions dropped)`, width - 230, height - 4);
+    }
+  }
+
+  function niceStep(span, px) {
+    const target = span / Math.max(2, px / 90);
+    const mag = Math.pow(10, Math.floor(Math.log10(target)));
+    for (const f of [1, 2, 5, 10]) if (f * mag >= target) return f * mag;
+    return 10 * mag;
+  }
+
+  function axis(width, height, xOf) {
+    const step = niceStep(view.t1 - view.t0, width);
+    ctx.fillStyle = "#5b6475";
+    ctx.strokeStyle = "#eef0f4";
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.lineWidth = 1;
+    for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
+      const x = Math.round(xOf(t)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(x, AXIS - 3); ctx.lineTo(x, height); ctx.stroke();
+      const label = step < 1 ? t.toFixed(step < 0.1 ? 2 : 1) + "s" : fmt(t);
+      ctx.fillText(label, x + 3, 11);
+    }
+  }
+
+  function fmt(t) {
+    if (t < 60) return `${Math.round(t)}s`;
+    const mm = Math.floor(t / 60), ss = Math.round(t % 60);
+    return `${mm}m${ss ? String(ss).padStart(2, "0") + "s" : ""}`;
+  }
+
+  // The stacked counts of one owner's pods by state, one column per pixel.
+  function drawLane(l, top, W, xOf) {
+    const cols = Math.max(1, Math.floor(W));
+    const nStates = m.states.length;
+    const counts = new Array(nStates).fill(0);
+    const ev = l.events;
+    const grid = new Array(cols);
+    let i = 0;
+    const dt = (view.t1 - view.t0) / cols;
+    const empty = new Array(nStates).fill(0);
+    for (let c = 0; c < cols; c++) {
+      const tStart = view.t0 + c * dt, tEnd = tStart + dt;
+      while (i < ev.length && ev[i] <= tEnd) { counts[ev[i + 1]] += ev[i + 2]; i += 3; }
+      grid[c] = tStart > m.now ? empty : counts.slice(); // nothing is known after now
+    }
+    const scale = (LANE - 2) / Math.max(1, l.max);
+    const base = new Float32Array(cols);
+    ctx.fillStyle = "#f6f7f9";
+    ctx.fillRect(LEFT, top, W, LANE);
+    for (const name of ORDER) {
+      const s = m.states.indexOf(name);
+      if (s < 0) continue;
+      let any = false;
+      for (let c = 0; c < cols; c++) if (grid[c][s]) { any = true; break; }
+      if (!any) continue;
+      ctx.fillStyle = COLOR[name];
+      ctx.beginPath();
+      ctx.moveTo(LEFT, top + LANE - base[0]);
+      for (let c = 0; c < cols; c++) {
+        const yTop = top + LANE - base[c] - grid[c][s] * scale;
+        ctx.lineTo(LEFT + c, yTop);
+        ctx.lineTo(LEFT + c + 1, yTop);
+      }
+      for (let c = cols - 1; c >= 0; c--) {
+        ctx.lineTo(LEFT + c + 1, top + LANE - base[c]);
+        ctx.lineTo(LEFT + c, top + LANE - base[c]);
+      }
+      ctx.closePath();
+      ctx.fill();
+      for (let c = 0; c < cols; c++) base[c] += grid[c][s] * scale;
+    }
+    l.grid = grid;
+    l.top = top;
+    // Scale mark: the most pods this owner had at once.
+    ctx.fillStyle = "#5b6475";
+    ctx.font = "10px system-ui, sans-serif";
+    ctx.fillText(String(l.max), LEFT + W - 24, top + 10);
+  }
+
+  function ownerOfKey(k) {
+    const key = m.keys[k];
+    if (!key) return null;
+    const [controller, nsName] = key.split(":");
+    const kind = CONTROLLER_KIND[CONTROLLER_NAME.indexOf(controller)];
+    return `${kind}/${nsName.split("/")[1]}`;
+  }
+
+  function drawSpans(owner, top, xOf) {
+    const name = m.owners[owner];
+    for (const [start, end, , k, , err] of m.spans) {
+      if (end < view.t0 || start > view.t1) continue;
+      if (ownerOfKey(k) !== name) continue;
+      const x0 = xOf(start), x1 = Math.max(xOf(end), x0 + 1.5);
+      ctx.fillStyle = err ? "#d93a3a" : "#2f6fdf";
+      ctx.fillRect(x0, top, x1 - x0, SPANS - 2);
+    }
+  }
+
+  function drawDepth(controller, top, width, xOf) {
+    const pts = m.depth.filter((d) => d[1] === controller);
+    let max = 1;
+    for (const p of pts) if (p[2] > max) max = p[2];
+    ctx.fillStyle = "#f6f7f9";
+    ctx.fillRect(LEFT, top, width - LEFT, DEPTH);
+    ctx.strokeStyle = "#5a3fc0";
+    ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    let last = 0;
+    ctx.moveTo(LEFT, top + DEPTH);
+    for (const [t, , d] of pts) {
+      const x = Math.min(Math.max(xOf(t), LEFT), width);
+      ctx.lineTo(x, top + DEPTH - (last / max) * (DEPTH - 4));
+      ctx.lineTo(x, top + DEPTH - (d / max) * (DEPTH - 4));
+      last = d;
+    }
+    ctx.lineTo(width, top + DEPTH - (last / max) * (DEPTH - 4));
+    ctx.stroke();
+    ctx.fillStyle = "#1d2330";
+    ctx.font = "600 11px system-ui, sans-serif";
+    ctx.fillText(`${CONTROLLER_NAME[controller]} queue depth (max ${max})`, LEFT + 6, top + 12);
+  }
+
+  // -- interaction --------------------------------------------------------------------------------
+  canvas.addEventListener("wheel", (ev) => {
+    ev.preventDefault();
+    const r = canvas.getBoundingClientRect();
+    const frac = (ev.clientX - r.left - LEFT) / (r.width - LEFT);
+    const t = view.t0 + frac * (view.t1 - view.t0);
+    const factor = ev.deltaY > 0 ? 1.25 : 0.8;
+    const span = Math.min(Math.max((view.t1 - view.t0) * factor, 0.01), Math.max(m.now, 60) * 1.2);
+    view.t0 = Math.max(0, t - frac * span);
+    view.t1 = view.t0 + span;
+    view.follow = view.t1 >= m.now && ev.deltaY > 0 ? view.follow : false;
+    followButton();
+    schedule();
+  }, { passive: false });
+
+  canvas.addEventListener("mousedown", (ev) => { dragging = { x: ev.clientX, t0: view.t0, t1: view.t1 }; });
+  window.addEventListener("mouseup", () => { dragging = null; });
+  canvas.addEventListener("mousemove", (ev) => {
+    const r = canvas.getBoundingClientRect();
+    if (dragging) {
+      const dt = ((ev.clientX - dragging.x) / (r.width - LEFT)) * (dragging.t1 - dragging.t0);
+      view.t0 = Math.max(0, dragging.t0 - dt);
+      view.t1 = view.t0 + (dragging.t1 - dragging.t0);
+      view.follow = false;
+      followButton();
+    }
+    const x = ev.clientX - r.left, y = ev.clientY - r.top;
+    hover = { x };
+    const t = view.t0 + ((x - LEFT) / (r.width - LEFT)) * (view.t1 - view.t0);
+    let text = `t=${t.toFixed(3)} s`;
+    for (const owner of laneOrder()) {
+      const l = m.lanes.get(owner);
+      if (l.top !== undefined && y >= l.top && y <= l.top + LANE && l.grid) {
+        const c = Math.min(l.grid.length - 1, Math.max(0, Math.floor(x - LEFT)));
+        const parts = ORDER.map((n) => [n, l.grid[c][m.states.indexOf(n)]]).filter(([, v]) => v > 0).map(([n, v]) => `${n} ${v}`);
+        text += ` · ${m.owners[owner] || "orphans"}: ${parts.join(", ") || "no pods"}`;
+      }
+    }
+    tip.hidden = false;
+    tip.textContent = text;
+    const box = canvas.parentElement.getBoundingClientRect();
+    tip.style.left = Math.min(x + 12, box.width - 300) + "px";
+    tip.style.top = y + canvas.offsetTop + 12 + "px";
+    schedule();
+  });
+  canvas.addEventListener("mouseleave", () => { hover = null; tip.hidden = true; schedule(); });
+
+  function followButton() {
+    const b = document.getElementById("tl-follow");
+    if (b) b.setAttribute("aria-pressed", String(view.follow));
+  }
+  document.getElementById("tl-follow").addEventListener("click", () => { view.follow = !view.follow; followButton(); schedule(); });
+  document.getElementById("tl-all").addEventListener("click", () => { view.t0 = 0; view.t1 = Math.max(m.now, 1); view.follow = true; followButton(); schedule(); });
+  window.addEventListener("resize", schedule);
+  // The clock moves even when no pod changes: redraw twice a second for the "now" line.
+  setInterval(schedule, 500);
+
+  window.CtrlscopeTimeline = {
+    reset,
+    apply,
+    lanes: () => laneOrder().map((o) => ({ owner: m.owners[o], max: m.lanes.get(o).max, now: m.lanes.get(o).count.reduce((a, b) => a + b, 0) })),
+    spans: () => m.spans.length,
+  };
+})();

@@ -1,0 +1,377 @@
+"""A hosted simulation: pacing slices, commands at the right virtual time, frames, breakpoints,
+step goals, and the promise that an exported session replays to the identical report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from controlplane.scenario import load_file, load_scenario
+from controlplane.simulation import Simulation, run_scenario
+from dashboard.host.hosted import CommandError, HostedSimulation
+
+
+def hosted(name="demo", **config):
+    scenario = load_file(name)
+    scenario.config.update(config)
+    return HostedSimulation("t", Simulation(scenario), name=scenario.name, source=name)
+
+
+def run_until(h, t):
+    """Step the kernel event by event (checking breakpoints as the driver does) until time t."""
+    while h.sim.now < t:
+        nxt = h.sim.kernel.peek()
+        if nxt is None or nxt > t:
+            h.sim.run_until(t)
+            break
+        h.sim.step()
+        h._after_event()
+
+
+def drive(h, limit=100_000):
+    """Let the driver work until it has nothing to do (a goal reached, a breakpoint hit)."""
+    for _ in range(limit):
+        if not h.busy:
+            return
+        h.run_slice()
+    raise AssertionError("the driver never stopped")
+
+
+def test_a_frame_carries_what_changed_and_nothing_when_nothing_did():
+    h = hosted()
+    run_until(h, 5.0)
+    first = json.loads(h.frames.frame())
+    assert first["seq"] == 1
+    assert {"owners", "nodes", "queue-replicaset", "workers-replicaset"} <= set(first["panels"])
+    assert first["canvas"]["tr"] and first["rows"]["trace"]
+    assert h.frames.frame() is None  # nothing moved
+    run_until(h, 5.5)
+    second = json.loads(h.frames.frame())
+    assert second["seq"] == 2
+    assert "owners" not in second["panels"]  # no pod changed state in that half second
+
+
+def test_frames_coalesce_a_burst_into_one_bounded_frame():
+    h = hosted()
+    run_until(h, 40.0)  # hundreds of records, dozens of transitions
+    frame = h.frames.frame()
+    assert len(frame) < 100_000
+    data = json.loads(frame)
+    assert data["rows"]["trace"].count("<tr") <= 100
+    assert data.get("skipped", {}).get("trace", 0) > 0
+
+
+def test_commands_apply_at_the_current_virtual_time():
+    h = hosted()
+    run_until(h, 12.345)
+    result = h.command({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 6}}})
+    assert result["ok"] is True
+    assert h.sim.actions[-1]["time"] == 12.345
+    assert h.sim.actions[-1]["source"] == "user"
+
+
+def test_bad_commands_are_refused_and_change_nothing():
+    h = hosted()
+    run_until(h, 3.0)
+    before = (h.sim.now, h.sim.kernel.events, len(h.sim.actions), h.mode)
+    for cmd in (
+        {"op": "nope"},
+        {"op": "__init__"},
+        {"op": "run", "speed": 3},
+        {"op": "speed", "speed": "fast"},
+        {"op": "step", "what": "everything"},
+        {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": "many"}}},
+        {"op": "act", "action": "scale"},
+        {"op": "breakpoint", "do": "add", "spec": {"kind": "dequeue"}},
+        {"op": "breakpoint", "do": "remove", "id": 99},
+        {"op": "focus", "keys": "default/web"},
+        {"op": "orphan", "name": "no-such-pod"},
+        {"op": "apply_yaml", "text": "a: [1, 2"},
+        {"op": "apply_yaml", "text": "a: &x [1]\nb: *x\n"},
+    ):
+        with pytest.raises(CommandError):
+            h.command(cmd)
+    assert (h.sim.now, h.sim.kernel.events, len(h.sim.actions), h.mode) == before
+
+
+def test_a_breakpoint_pauses_right_after_the_matching_event_and_says_why():
+    h = hosted()
+    h.command({"op": "breakpoint", "do": "add", "spec": {"kind": "dequeue", "key": "default/web"}})
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.mode == "paused"
+    assert h.hit["breakpoint"] == 1
+    assert "took default/web" in h.hit["detail"]
+    last = h.sim.recent[-1]
+    assert last["kind"] in ("queue.get", "sync.start") and last.get("key") == "default/web"
+    queued_get = [r for r in h.sim.recent if r["kind"] == "queue.get" and r["key"] == "default/web"]
+    assert len(queued_get) == 1  # fired once: on the first dequeue, not later ones
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.breakpoints.items[0].hits == 2
+
+
+def test_a_disabled_breakpoint_does_not_fire():
+    h = hosted()
+    h.command(
+        {"op": "breakpoint", "do": "add", "spec": {"kind": "podState", "owner": "ReplicaSet/web", "state": "Ready"}}
+    )
+    h.command({"op": "breakpoint", "do": "toggle", "id": 1})
+    h.command({"op": "step", "what": "timer"})
+    drive(h)
+    assert h.breakpoints.items[0].hits == 0
+
+
+def test_breakpoint_before_the_kth_create_stops_with_the_request_unanswered():
+    h = hosted()
+    h.command({"op": "breakpoint", "do": "add", "spec": {"kind": "podWrite", "verb": "create", "n": 3}})
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    record = h.sim.recent[-1]
+    assert record["kind"] == "sync.request" and record["n"] == 3
+    assert "not yet answered" in h.hit["detail"]
+
+
+def test_informer_lag_breakpoint():
+    h = hosted()
+    run_until(h, 5.0)
+    h.command(
+        {"op": "act", "action": {"watchFault": {"resource": "pods", "fault": "pause", "controller": "replicaset"}}}
+    )
+    h.command({"op": "breakpoint", "do": "add", "spec": {"kind": "informerLag", "resource": "pods", "above": 2}})
+    h.command({"op": "act", "action": {"podFault": {"selector": "app=web", "count": 3, "fault": "delete"}}})
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.hit["breakpoint"] == 1
+    assert "replicaset/pods is 3 changes behind" in h.hit["detail"]
+
+
+def test_step_stage_and_step_sync_stop_at_the_next_one():
+    h = hosted()
+    h.command({"op": "step", "what": "stage"})
+    drive(h)
+    # The first step: the sync starts and reads the ReplicaSet from the cache (one event).
+    assert [r["kind"] for r in list(h.sim.recent)[-2:]] == ["sync.start", "sync.stage"]
+    assert h.sim.recent[-1]["stage"] == "get"
+    h.command({"op": "step", "what": "stage"})
+    drive(h)
+    assert h.sim.recent[-1]["stage"] == "expectations"
+    h.command({"op": "step", "what": "stage"})
+    drive(h)
+    assert h.sim.recent[-1]["stage"] == "list"
+    key = h.sim.recent[-1]["key"]
+    h.command({"op": "step", "what": "sync"})
+    drive(h)
+    # The same sync, to its end (the worker's Forget and Done run in that event too).
+    ends = [r for r in list(h.sim.recent)[-4:] if r["kind"] == "sync.end"]
+    assert [r["key"] for r in ends] == [key]
+    assert h.hit["why"] == f"end of the sync of {key}"
+
+
+def test_step_timer_runs_to_the_next_timer_and_step_event_runs_one():
+    h = hosted()
+    run_until(h, 5.0)
+    upcoming = h.sim.upcoming(1)[0]
+    h.command({"op": "step", "what": "timer"})
+    drive(h)
+    assert h.sim.now == upcoming["time"]
+    events = h.sim.kernel.events
+    h.command({"op": "step", "what": "event"})
+    assert h.sim.kernel.events == events + 1
+
+
+def test_run_until_idle_stops_when_queues_are_empty_and_caches_caught_up():
+    h = hosted()
+    h.command({"op": "step", "what": "idle"})
+    drive(h)
+    assert h.hit["why"] == "idle"
+    for c in h.sim.controllers.values():
+        snap = c.queue.snapshot()
+        assert not snap["queue"] and not snap["processing"]
+        assert c.pod_informer.lag() == 0
+
+
+def test_pacing_runs_at_speed_against_the_wall_clock(monkeypatch):
+    import dashboard.host.hosted as mod
+
+    wall = [100.0]
+    monkeypatch.setattr(mod.time, "perf_counter", lambda: wall[0])
+    h = hosted()
+    h.command({"op": "run", "speed": 10})
+    wall[0] += 0.3
+    h.run_slice()
+    assert h.sim.now == pytest.approx(3.0)
+    wall[0] += 0.0004
+    h.run_slice()
+    assert h.sim.now == 3.004  # targets are whole milliseconds
+
+
+def test_a_slice_yields_within_its_budget():
+    h = hosted("scale-up-and-down")
+    h.command({"op": "run", "speed": "max"})
+    import time
+
+    start = time.perf_counter()
+    h.run_slice()
+    assert time.perf_counter() - start < 0.25  # 10 ms budget, generous for a loaded CI machine
+
+
+def test_a_failing_simulation_pauses_with_its_error_and_the_host_survives():
+    h = hosted()
+    h.sim.kernel.call_later(1.0, lambda: 1 / 0)  # a bug outside any sync: the session ends
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.error == "ZeroDivisionError: division by zero"
+    assert h.mode == "paused" and not h.busy
+    with pytest.raises(CommandError):
+        h.command({"op": "run"})
+    assert json.loads(h.frames.frame())["status"]["error"] == "ZeroDivisionError: division by zero"
+
+
+def test_a_sync_that_raises_pauses_the_run_and_the_session_goes_on():
+    h = hosted()
+
+    async def broken(key, worker=None):
+        raise RuntimeError("boom in sync")
+
+    h.sim.controllers["replicaset"].sync_handler = broken
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.error is None and h.mode == "paused"
+    assert h.hit["why"] == "the simulation contained an error (sync)"
+    assert h.hit["detail"] == "RuntimeError: boom in sync"
+    assert h.command({"op": "run", "speed": "max"})["ok"] is True  # the user can go on
+
+
+def test_apply_yaml_refuses_deep_nesting_without_crashing_the_process():
+    h = hosted()
+    text = "[" * 120_000 + "]" * 120_000  # under the size limit; libyaml's composer would segfault
+    with pytest.raises(CommandError, match="nested deeper than 100 levels"):
+        h.command({"op": "apply_yaml", "text": text})
+
+
+def test_apply_yaml_applies_each_document_and_reports_field_errors():
+    h = hosted()
+    run_until(h, 3.0)
+    good = yaml.safe_dump(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "cache", "namespace": "default"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "cache"}},
+                "template": {
+                    "metadata": {"labels": {"app": "cache"}},
+                    "spec": {"containers": [{"name": "c", "image": "redis"}]},
+                },
+            },
+        }
+    )
+    bad = good.replace("app: cache\n    spec", "app: other\n    spec").replace("name: cache", "name: broken")
+    result = h.command({"op": "apply_yaml", "text": good + "---\n" + bad})
+    assert result["ok"] is False
+    assert result["results"][0] == {"ok": True, "object": "ReplicaSet/cache"}
+    rejected = result["results"][1]
+    assert rejected["code"] == 422 and rejected["causes"]
+    assert h.sim.server.peek("replicasets", "default", "broken") is None
+
+
+def test_orphan_relabels_a_pod_and_the_controller_releases_it():
+    h = hosted()
+    run_until(h, 5.0)
+    pod = next(p for p in h.sim.server.objects("pods") if p["metadata"]["labels"].get("app") == "web")
+    name = pod["metadata"]["name"]
+    assert h.command({"op": "orphan", "name": name})["ok"] is True
+    run_until(h, 8.0)
+    pod = h.sim.server.peek("pods", "default", name)
+    assert not [r for r in pod["metadata"].get("ownerReferences", []) if r.get("controller")]
+    h.frames.frame()
+    assert h.frames.owners[h.frames.pods[f"default/{name}"][1]] == ""
+
+
+def ui_session():
+    """The demo driven through the host's commands, as the page would."""
+    h = hosted()
+    c = h.command
+    c({"op": "run", "speed": "max"})
+    for _ in range(3):
+        h.run_slice()
+    c({"op": "pause"})
+    run_until(h, 3.0)
+    c({"op": "step", "what": "event"})
+    c({"op": "act", "action": {"config": {"manualWorkers": ["replicaset"]}}})
+    c({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 7}}})
+    c({"op": "step", "what": "timer"})
+    drive(h)
+    c({"op": "act", "action": {"sync": {"controller": "replicaset"}}})
+    c({"op": "step", "what": "stage"})
+    drive(h)
+    c(
+        {
+            "op": "act",
+            "action": {"apiFault": {"verb": "create", "resource": "pods", "after": 1, "count": 2, "code": 403}},
+        }
+    )
+    c({"op": "step", "what": "sync"})
+    drive(h)
+    c(
+        {"op": "act", "action": {"sync": {"controller": "replicaset", "key": "default/web"}}}
+    ) if "default/web" in h.sim.controllers["replicaset"].queue.snapshot()["queue"] else None
+    run_until(h, h.sim.now + 2.0)
+    c({"op": "act", "action": {"config": {"manualWorkers": []}}})
+    c({"op": "act", "action": {"podFault": {"selector": "app=web", "count": 2, "fault": "crash"}}})
+    c({"op": "act", "action": {"watchFault": {"resource": "pods", "fault": "pause"}}})
+    run_until(h, h.sim.now + 3.0)
+    name = next(
+        iter(
+            sorted(
+                p["metadata"]["name"]
+                for p in h.sim.server.objects("pods")
+                if p["metadata"]["labels"].get("app") == "api"
+            )
+        )
+    )
+    c({"op": "orphan", "name": name})
+    c({"op": "act", "action": {"watchFault": {"resource": "pods", "fault": "resume"}}})
+    c({"op": "act", "action": {"liftFault": {"apiFault": 1}}})
+    c(
+        {
+            "op": "apply_yaml",
+            "text": (
+                "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: extra}\nspec:\n  replicas: 2\n"
+                "  selector: {app: extra}\n  template:\n    metadata: {labels: {app: extra}}\n"
+                "    spec: {containers: [{name: x, image: busybox}]}\n"
+            ),
+        }
+    )
+    c({"op": "breakpoint", "do": "add", "spec": {"kind": "syncError"}})
+    c({"op": "run", "speed": "max"})
+    for _ in range(20):
+        h.run_slice()
+    c({"op": "pause"})
+    c({"op": "act", "action": {"nodeFault": {"name": "node-1", "fault": "down"}}})
+    run_until(h, h.sim.now + 50.0)
+    return h
+
+
+def test_an_exported_session_replays_headless_to_the_identical_report(tmp_path):
+    h = ui_session()
+    assert len(h.sim.actions) >= 12
+    assert any("sync" in e["action"] for e in h.sim.actions)
+    exported = h.export()
+    path = tmp_path / "session.scenario.yaml"
+    path.write_text(yaml.safe_dump(exported, sort_keys=False))
+    assert load_scenario(path.read_text())  # a valid scenario file
+    replay = run_scenario(str(path))
+    assert json.dumps(replay) == json.dumps(h.report())
+
+
+def test_status_says_mode_clock_seed_events_and_the_next_timer():
+    h = hosted()
+    run_until(h, 2.0)
+    status = json.loads(h.frames.frame())["status"]
+    assert status["t"] == 2.0 and status["seed"] == 1 and status["events"] == h.sim.kernel.events
+    assert status["mode"] == "paused" and status["next"]["t"] > 2.0
