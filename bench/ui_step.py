@@ -25,10 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from playwright.sync_api import sync_playwright
-
 from _live import TOKEN, fleet, live_server, scenario_file, status
 from _machine import machine
+from playwright.sync_api import sync_playwright
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
