@@ -34,6 +34,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.scenario import Scenario
 from controlplane.simulation import Simulation
+from dashboard.host import k8s_ops
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -109,6 +110,7 @@ class Host:
             if task is not current:  # the listener stopping its own simulation ends by itself
                 task.cancel()
         self._wake.pop(sim_id, None)
+        await k8s_ops.close_watches(hosted)
         layer = get_channel_layer()
         await layer.group_send(viewers_group(sim_id), {"type": "sim.stopped"})
         await _delete_record(sim_id)
@@ -126,6 +128,7 @@ class Host:
         last_frame = 0.0
         while not hosted.stopped:
             pause = hosted.run_slice() if hosted.busy else None
+            await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
             now = time.monotonic()
             if now - last_frame >= FRAME_INTERVAL:
                 text = hosted.frames.frame()
@@ -188,6 +191,7 @@ class Host:
                 reply = hosted.command(cmd, viewer=viewer if isinstance(viewer, str) else None)
             except CommandError as exc:
                 reply = {"ok": False, "error": str(exc)}
+            await k8s_ops.publish(hosted)
             self.wake(hosted.id)
         if reply_to:
             await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": op, "result": reply})
@@ -262,6 +266,7 @@ READS = {
     "export": _read_export,
     "report": _read_report,
     "summary": _read_summary,
+    **k8s_ops.READS,  # the Kubernetes API's reads, dry runs and watches
 }
 
 
