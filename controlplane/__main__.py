@@ -5,7 +5,10 @@ a scenario whose checks fail prints one line per failed check on stderr and exit
 
 `python -m controlplane test [PATH…] [--junit-xml FILE] [-j N]`: run every scenario file with
 checks under the paths (default: the shipped library) in parallel, print a summary table; exit 1
-when a check fails, 2 when a file is invalid."""
+when a check fails, 2 when a file is invalid.
+
+`python -m controlplane swarm …` runs the fault swarm (issue 9): its host, with the process pool,
+Dask and the wall clock, lives outside controlplane, in `faultswarm`."""
 
 from __future__ import annotations
 
@@ -24,6 +27,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    args_in = sys.argv[1:] if argv is None else argv
+    if args_in[:1] == ["swarm"]:
+        from faultswarm.cli import main as swarm_main
+
+        return swarm_main(args_in[1:])
     parser = _Parser(prog="python -m controlplane", description="ctrlscope's headless simulation")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run a scenario and print its JSON report")
@@ -37,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     test.add_argument("--junit-xml", metavar="FILE", help="write a JUnit XML report to FILE")
     test.add_argument("-j", "--jobs", type=int, default=None, help="parallel processes (default: one per CPU)")
     sub.add_parser("list", help="list the shipped scenarios")
+    sub.add_parser("swarm", help="seeded fault schedules under the oracles (see `swarm --help`)")
     args = parser.parse_args(argv)
     if args.command == "list":
         for entry in library():

@@ -785,6 +785,11 @@ class Checker:
         and every event those bring about at T."""
         if self._never:
             self._unsubscribe = self.sim.subscribe(self._observe)
+        for check in self.checks:
+            # An oracle that watches the whole run (e.g. safety) attaches before anything happens.
+            attach = getattr(ORACLES[check.spec], "attach", None) if check.subject == "oracle" else None
+            if attach is not None:
+                attach(self.sim)
         self.sim.start()
         for check in self.checks:
             if check.at is not None and not check.never:

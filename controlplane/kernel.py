@@ -41,6 +41,15 @@ EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 END_OF_INSTANT = 1 << 62  # sequence offset of `call_at_end_of_instant` entries
 
 
+Rng = Random
+
+
+def seeded_rng(seed: int) -> Rng:
+    """A `Random` of its own for pure seeded generators outside a simulation (the fault swarm's
+    scenario generator): the kernel stays the one module that constructs one."""
+    return Random(seed)
+
+
 def rfc3339(t: float) -> str:
     """The RFC 3339 timestamp (whole seconds, as metav1.Time serialises) of virtual time `t`."""
     return _rfc3339_second(math.floor(t))
@@ -380,6 +389,14 @@ class Kernel:
         if ready and (not heap or ready[0] < heap[0]):
             return ready.popleft()
         return heapq.heappop(heap)
+
+    def next_entry(self) -> tuple[float, Callable[..., Any], tuple[Any, ...]] | None:
+        """`(time, fn, args)` of the next live callback (dropping cancelled ones at the head)."""
+        if self.peek() is None:
+            return None
+        first = self._first()
+        assert first is not None
+        return first[0], first[2], first[3]
 
     def peek(self) -> float | None:
         """Time of the next live callback, or None when nothing is scheduled."""

@@ -716,8 +716,9 @@ class NodeSimulator:
                 self.config[key] = value
 
     # -- UI ---------------------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        """Nodes (ready state, kubelet, taints, pod counts by state) and every pod's state."""
+    def snapshot(self, pods: bool = True) -> dict[str, Any]:
+        """Nodes (ready state, kubelet, taints, pod counts by state) and, unless `pods` is False,
+        every pod's state."""
         nodes = []
         for name in sorted(self.kubelets, key=lambda n: int(n.rsplit("-", 1)[1])):
             node = self.nodes.get(name) or {}
@@ -740,12 +741,14 @@ class NodeSimulator:
                     "podStates": counts,
                 }
             )
-        pods = []
+        if not pods:
+            return {"nodes": nodes, "pending": self.scheduler.pending_count()}
+        pod_list = []
         for key in sorted(self._pod_states):
             pod = self.pods.get(key)
             if pod is None:
                 continue
-            pods.append(
+            pod_list.append(
                 {
                     "namespace": pod["metadata"].get("namespace"),
                     "name": pod["metadata"]["name"],
@@ -753,4 +756,4 @@ class NodeSimulator:
                     "state": self._pod_states[key],
                 }
             )
-        return {"nodes": nodes, "pods": pods, "pending": self.scheduler.pending_count()}
+        return {"nodes": nodes, "pods": pod_list, "pending": self.scheduler.pending_count()}

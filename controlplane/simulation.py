@@ -503,6 +503,14 @@ class Simulation:
         out.sort(key=lambda timer: float(timer["time"]))
         return out[:limit]
 
+    def next_event(self) -> Obj | None:
+        """`{time, what}` of the next callback the kernel will run (it may be due now), or None:
+        O(1), for a status line; `upcoming` lists the later ones."""
+        entry = self.kernel.next_entry()
+        if entry is None:
+            return None
+        return {"time": entry[0], "what": self._describe_timer(entry[1], entry[2])}
+
     def _describe_timer(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> str:
         owner = getattr(fn, "__self__", None)
         name = getattr(fn, "__name__", "")

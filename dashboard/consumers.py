@@ -24,6 +24,7 @@ from dashboard.access import scope_can_control
 from dashboard.host import command_channel, viewers_group
 
 WINDOW = 4  # frames in flight (sent, not yet acknowledged) before a viewer counts as behind
+CHUNK = 512 * 1024  # a longer message goes out in parts (Daphne refuses messages over 1 MiB)
 MAX_MESSAGE = 256 * 1024  # bytes a viewer may send in one message (a YAML manifest fits)
 
 
@@ -59,6 +60,17 @@ class SimulationConsumer(AsyncWebsocketConsumer):
     async def send_json(self, content: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(content, separators=(",", ":")))
 
+    async def send_text(self, text: str) -> None:
+        """One message of the host's JSON text; a long one as `{"type": "parts", "n": N}` followed
+        by N raw slices that the page joins before parsing."""
+        if len(text) <= CHUNK:
+            await self.send(text_data=text)
+            return
+        parts = [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
+        await self.send_json({"type": "parts", "n": len(parts)})
+        for part in parts:
+            await self.send(text_data=part)
+
     async def _to_host(self, cmd: dict[str, Any], msg_id: Any = None) -> None:
         await self.channel_layer.send(
             command_channel(self.sim_id),
@@ -81,7 +93,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
     async def sim_state(self, event: dict[str, Any]) -> None:
         self.last_seq = self.last_sent = event["seq"]
         self.acked = event["seq"] - 1
-        await self.send(text_data=event["text"])
+        await self.send_text(event["text"])
 
     async def sim_frame(self, event: dict[str, Any]) -> None:
         if self.last_seq is None or event["seq"] <= self.last_seq:
@@ -94,7 +106,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
             self.behind = True  # skip: the page will resynchronise once it has caught up
             return
         self.last_sent = event["seq"]
-        await self.send(text_data=event["text"])
+        await self.send_text(event["text"])
 
     async def sim_reply(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "reply", "id": event.get("id"), "op": event.get("op"), "result": event["result"]})

@@ -37,6 +37,9 @@ CTRLSCOPE_TOKEN = _secret("CTRLSCOPE_TOKEN", "token", 24)
 # Request bodies above this many bytes are refused with 413 before they are read.
 CTRLSCOPE_MAX_BODY = int(os.environ.get("CTRLSCOPE_MAX_BODY", 4 * 1024 * 1024))
 DEBUG = os.environ.get("CTRLSCOPE_DEBUG", "0") == "1"
+# The simulation started with the server, running at 1x: a library id or a scenario file (set by
+# whoever runs the server; "" starts none). Pages never take a path from a request.
+CTRLSCOPE_START = os.environ.get("CTRLSCOPE_START", "demo")
 ALLOWED_HOSTS = os.environ.get("CTRLSCOPE_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
 
 INSTALLED_APPS = [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from typing import Any
 
 import yaml
@@ -70,7 +71,13 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
     library scenario or an uploaded file, with a seed; then open it."""
     control = await sync_to_async(can_control)(request)
     data = request.POST if request.method == "POST" else request.GET
-    form = {"scenario": data.get("scenario", ""), "seed": data.get("seed", ""), "errors": []}
+    form = {
+        "scenario": data.get("scenario", ""),
+        "seed": data.get("seed", ""),
+        "pause_before": data.get("pause_before", ""),
+        "mark": data.get("mark", "")[:200],
+        "errors": [],
+    }
     if request.method == "GET" or not control:
         if request.method == "POST":
             form["errors"].append("Open the dashboard with its access token to start simulations.")
@@ -86,6 +93,14 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
                 raise ValueError
         except ValueError:
             form["errors"].append(f"seed: must be a whole number from 0 to 2^63-1 (got {form['seed']!r})")
+    pause_before: float | None = None
+    if form["pause_before"].strip():
+        try:
+            pause_before = float(form["pause_before"])
+            if not (math.isfinite(pause_before) and 0.001 < pause_before <= 1e7):
+                raise ValueError
+        except ValueError:
+            form["errors"].append(f"pause before: a time in seconds, above 0.001 (got {form['pause_before']!r})")
     scenario = None
     source = form["scenario"]
     if upload is not None:
@@ -107,7 +122,12 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
         return await sync_to_async(_home)(request, await _alive_records(), form, 400)
     try:
         hosted = await host.get_host().start_simulation(
-            scenario, seed=seed, source=source, running=bool(data.get("run"))
+            scenario,
+            seed=seed,
+            source=source,
+            running=bool(data.get("run")),
+            pause_before=pause_before,
+            mark=form["mark"],
         )
     except (ScenarioError, host.HostError) as exc:
         form["errors"].append(str(exc))
@@ -180,5 +200,9 @@ async def sync_history(request: HttpRequest, sim_id: str, controller: str, names
     return HttpResponse(result["html"])
 
 
-def health(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"ok": True})
+@require_GET
+async def sim_status(request: HttpRequest, sim_id: str) -> HttpResponse:
+    """The status line as JSON (virtual time, events run, mode …): for scripts and benchmarks."""
+    await _record(sim_id)
+    result = await _ask(sim_id, {"op": "status"})
+    return JsonResponse(result["status"])

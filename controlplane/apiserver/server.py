@@ -414,9 +414,10 @@ class APIServer:
         finally:
             self.kernel.rng.setstate(state)
 
-    def events_since(self, rv: int) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
+    def events_after(self, rv: int) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
         """The committed events after `rv` `(rv, type, resource, object, old)`, oldest first;
-        410 Expired if the history no longer holds them all. A pure read."""
+        410 Expired if the history no longer holds them all (`events_since` returns what is
+        left instead). A pure read: the Kubernetes API's watches are served from it."""
         floor = self.revision - len(self._history)
         if rv < floor:
             raise errors.resource_expired(f"too old resource version: {rv} ({floor})")
@@ -427,6 +428,16 @@ class APIServer:
     def history(self) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
         """A copy of the retained events `(rv, type, resource, object, old)`, oldest first."""
         events = self._history.latest(self.revision, len(self._history))
+        events.reverse()
+        return events
+
+    def events_since(self, revision: int) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
+        """The retained events `(rv, type, resource, object, old)` after `revision`, oldest first
+        (the oracles read the store's history incrementally with it)."""
+        count = min(self.revision - revision, len(self._history))
+        if count <= 0:
+            return []
+        events = self._history.latest(self.revision, count)
         events.reverse()
         return events
 

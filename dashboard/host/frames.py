@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -33,12 +34,13 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-ROWS_PER_FRAME = 100  # newest rows of each log per frame; older ones are counted as skipped
+ROWS_PER_FRAME = 60  # newest rows of each log per frame; older ones are counted as skipped
 ROWS_IN_STATE = 300  # rows of each log a (re)connecting viewer gets
-TRANSITIONS_PER_FRAME = 3000  # canvas deltas per frame; the rest follow in the next frames
+TRANSITIONS_PER_FRAME = 1500  # canvas deltas per frame; the rest follow in the next frames
 MAX_TRANSITIONS = 400_000  # timeline history kept (oldest dropped beyond, and the page says so)
 MAX_SPANS = 100_000
 MAX_DEPTH_SAMPLES = 100_000
+PANEL_BUDGET = 20.0  # a panel is rebuilt at most every PANEL_BUDGET x its last build time
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
@@ -79,6 +81,7 @@ class FrameBuilder:
         self.owners: list[str] = [""]  # index 0: no controller (orphans)
         self.owner_index: dict[str, int] = {"": 0}
         self.pods: dict[str, list[Any]] = {}  # "ns/name" -> [id, owner, state, node]
+        self.tiles: dict[int, dict[int, int]] = {}  # owner index -> state index -> pods now
         self.pod_ids: dict[str, int] = {}
         self.next_pod_id = 0
         self.new_names: list[list[Any]] = []  # [id, "ns/name"] of pods first seen since last frame
@@ -97,6 +100,7 @@ class FrameBuilder:
         self.depth: list[list[Any]] = []  # [t, controller, depth]
         self.sent_depth = 0
         self.last_depth: dict[int, int] = {}
+        self.sent_sizes = (0, 0, 0)  # lengths of owners, nodes, keys the viewers have
         # -- narrations -----------------------------------------------------------------------
         self.narrations: dict[tuple[str, str], deque[Narration]] = {}
         self.running: dict[tuple[str, str], Narration] = {}
@@ -111,6 +115,7 @@ class FrameBuilder:
         # -- dirty panels -----------------------------------------------------------------------
         self.dirty: set[str] = set()
         self.rendered: dict[str, str] = {}  # panel id -> last HTML sent in a frame
+        self.not_before: dict[str, float] = {}  # panel id -> wall time before which it is not rebuilt
 
     # -- folding records ----------------------------------------------------------------------
     def fold(self, record: Obj) -> None:
@@ -119,7 +124,7 @@ class FrameBuilder:
         if handler is not None:
             handler(self, record)
         if kind != "api.request":
-            self._log("trace", _trace_row(record))
+            self._log("trace", record)  # formatted only if it is among the rows a frame shows
 
     def _log(self, log: str, row: Obj) -> None:
         rows = self.new_rows[log]
@@ -204,6 +209,7 @@ class FrameBuilder:
         owner = self._owner(record.get("owner") or "")
         state = STATE_INDEX[record["to"]]
         entry = self.pods.get(key)
+        is_new = entry is None
         if entry is None:
             if record["to"] == "Deleted":
                 return
@@ -213,7 +219,11 @@ class FrameBuilder:
             entry = self.pods[key] = [pod_id, owner, state, 0]
             self.new_names.append([pod_id, key])
         old_owner = entry[1]
+        if not is_new:
+            self._count(entry[1], entry[2], -1)
         entry[1], entry[2] = owner, state
+        if record["to"] != "Deleted":
+            self._count(owner, state, 1)
         node = self._node(record.get("node") or "")
         if node != entry[3]:
             entry[3] = node
@@ -224,6 +234,12 @@ class FrameBuilder:
         self.dirty.update(("owners", "nodes"))
         for index in {old_owner, owner}:
             self._truth_dirty(self.owners[index])
+
+    def _count(self, owner: int, state: int, delta: int) -> None:
+        counts = self.tiles.setdefault(owner, {})
+        counts[state] = counts.get(state, 0) + delta
+        if not counts[state]:
+            del counts[state]
 
     def _transition(self, t: float, entry: list[Any]) -> None:
         self.transitions.append([ms(t), entry[0], entry[1], entry[2]])
@@ -260,22 +276,10 @@ class FrameBuilder:
     def _on_api(self, record: Obj) -> None:
         if record["kind"] != "api.response":
             return
-        requests = self.sim.server.requests
-        request = requests[record["id"]]
-        row = {
-            "time": request["time"],
-            "client": request["client"],
-            "verb": request["verb"],
-            "resource": request["resource"],
-            "namespace": request["namespace"],
-            "name": request["name"],
-            "code": record["code"],
-            "reason": record.get("reason"),
-            "latency": record["time"] - request["time"],
-        }
-        self._log("api", row)
+        self._log("api", record)
+        request = self.sim.server.requests[record["id"]]
         resource = request["resource"] or ""
-        if request["verb"] in ("create", "update", "patch", "delete") and row["code"] < 400:
+        if request["verb"] in ("create", "update", "patch", "delete") and record["code"] < 400:
             base = resource.split("/", 1)[0]
             if base in ("replicasets", "replicationcontrollers"):
                 self.dirty.add("owners")
@@ -319,6 +323,8 @@ class FrameBuilder:
             index = self._owner(owner)
             if index != entry[1]:
                 previous = entry[1]
+                self._count(previous, entry[2], -1)
+                self._count(index, entry[2], 1)
                 entry[1] = index
                 self._transition(self.sim.now, entry)
                 self.dirty.add("owners")
@@ -340,17 +346,27 @@ class FrameBuilder:
         nothing changed since the last one."""
         self._refresh_owners()
         changed: dict[str, str] = {}
-        wanted = self._panel_ids() + sorted(self.dirty) + self.hosted.focused_panel_ids()
+        focused = self.hosted.focused_panel_ids()
+        wanted = self._panel_ids() + sorted(self.dirty) + focused
+        now = time.perf_counter()
         for panel_id in dict.fromkeys(wanted):
             if panel_id in panels.ON_CHANGE and panel_id not in self.dirty:
                 continue
-            if panels.is_focused_panel(panel_id) and panel_id not in self.hosted.focused_panel_ids():
+            if panels.is_focused_panel(panel_id) and panel_id not in focused:
+                self.dirty.discard(panel_id)
                 continue
+            if now < self.not_before.get(panel_id, 0.0):
+                continue  # throttled: still dirty, built in a later frame
             html = self._render(panel_id)
+            built = time.perf_counter()
+            # A panel that costs c seconds to build is built at most every 20 c (1 s at most):
+            # its cost stays a small share of the host's time however large the world grows.
+            self.not_before[panel_id] = built + min(PANEL_BUDGET * (built - now), 1.0)
+            now = built
+            self.dirty.discard(panel_id)
             if self.rendered.get(panel_id) != html:
                 self.rendered[panel_id] = html
                 changed[panel_id] = html
-        self.dirty.clear()
         rows = {log: self._rows_html(log, self.new_rows[log]) for log in self.new_rows if self.new_rows[log]}
         skipped = {log: n for log, n in self.skipped.items() if n}
         canvas = self._canvas_delta()
@@ -371,12 +387,47 @@ class FrameBuilder:
             frame["canvas"] = canvas
         return json.dumps(frame, separators=(",", ":"), allow_nan=False, default=_json_default)
 
+    def skip(self) -> None:
+        """Nobody watches: drop what a frame would carry (a viewer who comes later gets it all
+        in its state), so nothing piles up and no time is spent rendering."""
+        self._refresh_owners()
+        for log in self.new_rows:
+            for row in self.new_rows[log][-ROWS_IN_STATE:]:
+                self._keep(log, row)
+            self.new_rows[log] = []
+            self.skipped[log] = 0
+        self.sent_transitions = len(self.transitions)
+        self.sent_spans = len(self.spans)
+        self.sent_depth = len(self.depth)
+        self.new_names = []
+        self.node_changes = []
+
     def _keep(self, log: str, row: Obj) -> None:
         {"trace": self.trace_rows, "api": self.api_rows, "events": self.event_rows}[log].append(row)
 
-    def _rows_html(self, log: str, rows: list[Obj]) -> str:
-        rows = rows[-ROWS_PER_FRAME:]
+    def _rows_html(self, log: str, records: list[Obj]) -> str:
+        records = records[-ROWS_PER_FRAME:]
+        if log == "trace":
+            rows = [_trace_row(r) for r in records]
+        elif log == "api":
+            rows = [self._api_row(r) for r in records]
+        else:
+            rows = records
         return render_to_string(panels.ROW_TEMPLATES[log], {"rows": rows, "sim": self.hosted})
+
+    def _api_row(self, response: Obj) -> Obj:
+        request = self.sim.server.requests[response["id"]]
+        return {
+            "time": request["time"],
+            "client": request["client"],
+            "verb": request["verb"],
+            "resource": request["resource"],
+            "namespace": request["namespace"],
+            "name": request["name"],
+            "code": response["code"],
+            "reason": response.get("reason"),
+            "latency": response["time"] - request["time"],
+        }
 
     def _canvas_delta(self) -> Obj:
         out: Obj = {}
@@ -398,10 +449,13 @@ class FrameBuilder:
         if len(self.depth) > self.sent_depth:
             out["depth"] = self.depth[self.sent_depth :]
             self.sent_depth = len(self.depth)
-        if out:
+        # The name tables only grow: send them when they did.
+        sizes = (len(self.owners), len(self.nodes), len(self.keys))
+        if out and sizes != self.sent_sizes:
             out["owners"] = self.owners
             out["nodeNames"] = self.nodes
             out["keys"] = self.keys
+            self.sent_sizes = sizes
         return out
 
     def state(self, focus: list[tuple[str, str]] | None = None) -> str:
@@ -415,6 +469,11 @@ class FrameBuilder:
         for panel_id in dict.fromkeys(ids):
             html = self._render(panel_id)
             rendered[panel_id] = html
+            if self.rendered.get(panel_id) != html:
+                # This viewer now has a newer panel than the last frame carried: the next frame
+                # sends it to everyone, so a later change back cannot be skipped as "unchanged".
+                self.rendered.pop(panel_id, None)
+                self.dirty.add(panel_id)
         names = [[pod_id, key] for key, pod_id in self.pod_ids.items() if key in self.pods]
         pending = self.transitions[self.sent_transitions :]
         state = {

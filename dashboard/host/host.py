@@ -41,11 +41,18 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-FRAME_INTERVAL = 0.05  # at most 20 frames per second per simulation
+FRAME_INTERVAL = 0.05  # at most 20 frames per second per simulation ...
+FRAME_BUDGET = 10.0  # ... and at most one per 10x the time the last one took to build
 HEARTBEAT = 5.0
 MAX_SIMULATIONS = 20
 HOST_ID = uuid.uuid4().hex[:12]
 SIM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+def first_sim_id(path: str) -> str:
+    """The id of the simulation started from `CTRLSCOPE_START=<file>`: its name, slugged."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    return re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")[:40] or "start"
 
 
 def command_channel(sim_id: str) -> str:
@@ -77,9 +84,13 @@ class Host:
         source: str,
         sim_id: str | None = None,
         running: bool = False,
+        pause_before: float | None = None,
+        mark: str = "",
     ) -> HostedSimulation:
         """Build, start (t=0 objects applied) and host a simulation. ScenarioError if the API
-        server rejects a starting object; HostError when the host is full."""
+        server rejects a starting object; HostError when the host is full. With `pause_before`
+        (opening a swarm's violation, say) it runs to just before that time and pauses there,
+        the time pinned on the timeline with `mark`."""
         if len(self.sims) >= MAX_SIMULATIONS:
             raise HostError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
         if sim_id is None:
@@ -89,7 +100,10 @@ class Host:
             raise HostError(f"simulation id {sim_id!r} is not available")
         sim = Simulation(scenario, seed=seed)
         hosted = HostedSimulation(sim_id, sim, name=scenario.name, source=source)
-        if running:
+        if pause_before is not None:
+            hosted.marks.append({"t": pause_before, "label": mark or f"t={pause_before:g}"})
+            hosted.command({"op": "step", "what": "to", "t": round(pause_before - 0.001, 3)})
+        elif running:
             hosted.command({"op": "run", "speed": 1.0})
         self.sims[sim_id] = hosted
         self._wake[sim_id] = asyncio.Event()
@@ -126,13 +140,17 @@ class Host:
         group = viewers_group(hosted.id)
         wake = self._wake[hosted.id]
         last_frame = 0.0
+        interval = FRAME_INTERVAL
         while not hosted.stopped:
             pause = hosted.run_slice() if hosted.busy else None
             await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
             now = time.monotonic()
-            if now - last_frame >= FRAME_INTERVAL:
-                text = hosted.frames.frame()
+            if now - last_frame >= interval:
                 last_frame = now
+                text = hosted.frames.frame() if hosted.viewers else hosted.frames.skip()
+                # Frames of a huge world cost more to build: space them out so that building
+                # them stays under a tenth of the host's time.
+                interval = max(FRAME_INTERVAL, FRAME_BUDGET * (time.monotonic() - now))
                 if text is not None:
                     await layer.group_send(group, {"type": "sim.frame", "seq": hosted.frames.seq, "text": text})
             if pause is None:
@@ -167,6 +185,7 @@ class Host:
         reply: Obj
         if op == "state":
             if isinstance(viewer, str):
+                hosted.viewers.add(viewer)
                 hosted.focus(viewer, [tuple(k) for k in cmd.get("focus") or [] if isinstance(k, list) and len(k) == 2])
             text = hosted.frames.state(sorted(hosted.focused()))
             if reply_to:
@@ -198,15 +217,24 @@ class Host:
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
-        from controlplane.scenario import load_file
+        from django.conf import settings
+
+        from controlplane.scenario import library, load_file
 
         self._heartbeat = _spawn(self._beat(), "heartbeat")
         if isinstance(get_channel_layer(), InMemoryChannelLayer):
             # One process serves everything: whatever the registry lists from another process
             # died with it (a restart within the heartbeat window).
             await _forget_other_hosts()
-        if "demo" not in self.sims and not await _record_alive("demo"):
-            await self.start_simulation(load_file("demo"), source="demo", sim_id="demo", running=True)
+        # The first simulation: the demo, or what the operator named (a library id or a file).
+        first = settings.CTRLSCOPE_START
+        if not first:
+            return
+        ids = {entry["id"] for entry in library()}
+        sim_id = first if first in ids else first_sim_id(first)
+        if sim_id not in self.sims and not await _record_alive(sim_id):
+            source = first if first in ids else "file"
+            await self.start_simulation(load_file(first), source=source, sim_id=sim_id, running=True)
 
     async def shutdown(self) -> None:
         """Stop every simulation and the heartbeat (tests; a process exiting needs nothing)."""
@@ -256,8 +284,10 @@ def _read_report(hosted: HostedSimulation, cmd: Obj) -> Obj:
     return {"report": hosted.report()}
 
 
-def _read_summary(hosted: HostedSimulation, cmd: Obj) -> Obj:
-    return {"id": hosted.id, "name": hosted.name, "t": hosted.sim.now, "mode": hosted.mode}
+def _read_status(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    from dashboard.host import panels
+
+    return {"status": panels.status(hosted)}
 
 
 READS = {
@@ -265,7 +295,7 @@ READS = {
     "syncs": _read_syncs,
     "export": _read_export,
     "report": _read_report,
-    "summary": _read_summary,
+    "status": _read_status,
     **k8s_ops.READS,  # the Kubernetes API's reads, dry runs and watches
 }
 

@@ -82,6 +82,8 @@ class HostedSimulation:
         self.error: str | None = None
         self.breakpoints = Breakpoints()
         self._focus: dict[str, set[tuple[str, str]]] = {}  # viewer channel -> keys it looks at
+        self.viewers: set[str] = set()  # channels of the viewers connected (frames are for them)
+        self.marks: list[Obj] = []  # times pinned on the timeline: {t, label}
         self._stop: Hit | None = None
         self.stepping: tuple[str, str] | None = None  # the sync the last stage step stopped in
         self._anchor = (0.0, 0.0)  # (virtual, wall) the speed pacing counts from
@@ -103,6 +105,7 @@ class HostedSimulation:
 
     def unfocus(self, viewer: str) -> None:
         self._focus.pop(viewer, None)
+        self.viewers.discard(viewer)
 
     def focused(self) -> set[tuple[str, str]]:
         out: set[tuple[str, str]] = set()
@@ -192,7 +195,7 @@ class HostedSimulation:
                 if self.goal.kinds or self.goal.predicate is not None:
                     self._finish_goal(f"{self.goal.label}: not reached by t={self.goal.until:.3f}")
                 else:
-                    self._finish_goal(f"{self.goal.label} (t={self.goal.until:.3f})")
+                    self._finish_goal(self.goal.label)
         if self.mode == "fast" and self.goal is None and kernel.peek() is None:
             self._pause_with("nothing left to run: no event is scheduled")
         if self.mode == "running" and self.goal is None:
@@ -316,9 +319,11 @@ class HostedSimulation:
         if self.error is not None:
             raise CommandError("the simulation stopped on an error; start a new one")
         what = cmd.get("what")
-        if what not in ("event", "stage", "sync", "timer", "idle"):
-            raise CommandError("step: what must be event, stage, sync, timer or idle")
+        if what not in ("event", "stage", "sync", "timer", "idle", "to"):
+            raise CommandError("step: what must be event, stage, sync, timer, idle or to")
         sim = self.sim
+        if what == "to":
+            target = _time(cmd.get("t"), sim.now)
         if what == "timer" and not sim.upcoming(1):
             raise CommandError("no timer is scheduled")
         self.mode = "paused"
@@ -358,6 +363,8 @@ class HostedSimulation:
             if not upcoming:
                 raise CommandError("no timer is scheduled")
             self.goal = Goal(f"next timer: {upcoming[0]['what']}", until=upcoming[0]["time"], start_events=start)
+        elif what == "to":
+            self.goal = Goal("ran to the time asked", until=target, start_events=start)
         elif what == "idle":
             horizon = sim.now + IDLE_HORIZON
             self.goal = Goal("idle", until=horizon, predicate=self._idle, start_events=start)
@@ -398,6 +405,8 @@ class HostedSimulation:
             self._fail(exc)
             return {"ok": False, "error": self.error}
         self.frames.dirty.update(("actions", "faults", "owners"))
+        if "sync" in action and result.get("ok"):
+            self.stepping = (action["sync"]["controller"], result["key"])  # stage steps follow it
         self._after_event()  # the action's own records may have hit a breakpoint
         return result
 
@@ -501,6 +510,25 @@ def parse_manifests(text: Any) -> list[Obj]:
         if not isinstance(doc, dict):
             raise CommandError(f"yaml: document {i + 1} is not a mapping (a manifest has apiVersion, kind, metadata …)")
     return docs
+
+
+MAX_RUN_TO = 1e7  # seconds of virtual time one "run to" may cover
+
+
+def _time(value: Any, now: float) -> float:
+    """A virtual time to run to: a finite number after now (at most MAX_RUN_TO ahead)."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise CommandError(f"t: must be a number of seconds (got {value!r})") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CommandError("t: must be a finite number of seconds")
+    if value <= now:
+        raise CommandError(f"t: must be later than now (t={now:.3f})")
+    if value - now > MAX_RUN_TO:
+        raise CommandError(f"t: at most {MAX_RUN_TO:g} s ahead")
+    return math.floor(float(value) * 1000.0 + 1e-6) / 1000.0
 
 
 _SPEED_LIST = ", ".join(f"{s:g}" for s in SPEEDS)

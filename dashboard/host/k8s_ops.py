@@ -297,7 +297,7 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
             except ValueError:
                 raise bad_request(f'invalid resource version "{rv_text}"') from None
             try:
-                events = server.events_since(min(since, server.revision))
+                events = server.events_after(min(since, server.revision))
             except ApiError as err:
                 return {"code": 200, "lines": dumps({"type": "ERROR", "object": err.status()}) + "\n", "end": True}
             watcher.since = since
@@ -345,7 +345,7 @@ async def publish(hosted: HostedSimulation) -> None:
         return
     layer = get_channel_layer()
     try:
-        events = server.events_since(hub.published)
+        events = server.events_after(hub.published)
     except ApiError as err:  # more events than the history holds since the last publish
         doomed = list(hub.watchers.values())
         hub.watchers.clear()

@@ -102,7 +102,7 @@ def context(hosted: HostedSimulation, panel_id: str) -> Obj:
 # -- status (JSON, every frame) -------------------------------------------------------------------
 def status(hosted: HostedSimulation) -> Obj:
     sim = hosted.sim
-    upcoming = sim.upcoming(1) if sim.started else []
+    nxt = sim.next_event() if sim.started else None
     return {
         "id": hosted.id,
         "name": hosted.name,
@@ -115,10 +115,11 @@ def status(hosted: HostedSimulation) -> Obj:
         "goal": hosted.goal_label,
         "hit": hosted.hit,
         "error": hosted.error,
-        "next": {"t": round(upcoming[0]["time"], 3), "what": upcoming[0]["what"]} if upcoming else None,
+        "next": {"t": round(nxt["time"], 3), "what": nxt["what"]} if nxt else None,
         "revision": sim.server.revision,
         "pods": len(hosted.frames.pods),
         "actions": len(sim.actions),
+        "marks": hosted.marks,
     }
 
 
@@ -246,10 +247,7 @@ def informers(hosted: HostedSimulation) -> Obj:
 # -- the cluster side -----------------------------------------------------------------------------
 def owners(hosted: HostedSimulation) -> Obj:
     sim = hosted.sim
-    tiles: dict[int, dict[int, int]] = {}
-    for entry in hosted.frames.pods.values():
-        counts = tiles.setdefault(entry[1], {})
-        counts[entry[2]] = counts.get(entry[2], 0) + 1
+    tiles = hosted.frames.tiles
     rows = []
     for resource, kind in (("replicasets", "ReplicaSet"), ("replicationcontrollers", "ReplicationController")):
         controller = "replicaset" if kind == "ReplicaSet" else "replicationcontroller"
@@ -293,7 +291,7 @@ def owners(hosted: HostedSimulation) -> Obj:
 
 
 def nodes(hosted: HostedSimulation) -> Obj:
-    snap = hosted.sim.nodes.snapshot()
+    snap = hosted.sim.nodes.snapshot(pods=False)
     return {"rows": snap["nodes"], "unscheduled": snap["pending"]}
 
 
@@ -306,7 +304,8 @@ def faults(hosted: HostedSimulation) -> Obj:
         for informer in (c.pod_informer, c.rs_informer):
             if informer.reflector.paused:
                 paused.append({"controller": name, "informer": informer.name, "resource": informer.resource})
-    down = [n["name"] for n in sim.nodes.snapshot()["nodes"] if n["kubelet"] != "running"]
+    node_names = sorted(sim.nodes.kubelets, key=_node_order)
+    down = [name for name in node_names if not sim.nodes.kubelets[name].running]
     what_ifs = []
     for group in ("whatIf", "featureGates"):
         for key, value in sim.config[group].items():
@@ -326,8 +325,13 @@ def faults(hosted: HostedSimulation) -> Obj:
         "manual": list(sim.config["manualWorkers"]),
         "config": sim.config,
         "controllers": list(sim.controllers),
-        "nodes": [n["name"] for n in sim.nodes.snapshot()["nodes"]],
+        "nodes": node_names,
     }
+
+
+def _node_order(name: str) -> tuple[int, str]:
+    number = name.rsplit("-", 1)[-1]
+    return (int(number), name) if number.isdigit() else (0, name)
 
 
 def breakpoints(hosted: HostedSimulation) -> Obj:

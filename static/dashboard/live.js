@@ -33,7 +33,16 @@
     const ws = new WebSocket(`${proto}//${location.host}${app.dataset.ws}`);
     state.ws = ws;
     setConn("connecting…", "connecting");
-    ws.onmessage = (ev) => onMessage(ev.data);
+    let parts = null; // a long message arrives as {"type":"parts","n":N} and N slices
+    ws.onmessage = (ev) => {
+      if (parts) {
+        parts.got.push(ev.data);
+        if (parts.got.length === parts.n) { const text = parts.got.join(""); parts = null; onMessage(text); }
+        return;
+      }
+      if (ev.data.startsWith('{"type":"parts"')) { parts = { n: JSON.parse(ev.data).n, got: [] }; return; }
+      onMessage(ev.data);
+    };
     ws.onopen = () => {
       state.retry = 500;
       setTimeout(() => {
@@ -340,7 +349,7 @@
     if (r.pods) return `${r.pods.length} pod${r.pods.length === 1 ? "" : "s"}: ${r.pods.slice(0, 6).join(", ")}${r.pods.length > 6 ? "…" : ""}` + (r.skipped ? ` (skipped ${r.skipped.join(", ")})` : "");
     if (r.id !== undefined && r.rule !== undefined) return `API fault #${r.id} in force`;
     if (r.lifted) return `lifted API fault ${r.lifted.join(", ")}`;
-    if (r.goal) return `stepping: ${r.goal}`;
+    if (r.goal) return ""; // the status line tells the step's progress and where it stopped
     if (r.informers) return `informers: ${r.informers.join(", ")}`;
     return "done";
   }
@@ -363,7 +372,10 @@
       let cmd;
       try { cmd = JSON.parse(cmdEl.dataset.cmd); } catch (e) { return; }
       if (cmd.op === "run") cmd.speed = document.getElementById("speed").value;
-      run(cmd);
+      run(cmd).then((result) => {
+        // A key synced by hand: the inspector follows that sync.
+        if (result.ok && cmd.op === "act" && cmd.action.sync) setFocus(cmd.action.sync.controller, result.key, true);
+      });
       return;
     }
     const focusEl = ev.target.closest("[data-focus]");
@@ -502,6 +514,7 @@
     const form = ev.target;
     if (form.id === "yaml-form") { ev.preventDefault(); return applyYaml(); }
     if (form.id === "form-breakpoint") { ev.preventDefault(); return addBreakpoint(form); }
+    if (form.id === "run-to") { ev.preventDefault(); return run({ op: "step", what: "to", t: form.querySelector("input").value }); }
     const verb = form.dataset.action;
     if (!verb) return;
     ev.preventDefault();
@@ -617,6 +630,23 @@
       document.getElementById(keys[ev.key]).click();
     }
   });
+
+  // The splitter between the panes and the drawer sets the drawer's height.
+  (function splitter() {
+    const bar = document.getElementById("splitter");
+    let start = null;
+    bar.addEventListener("mousedown", (ev) => {
+      const tab = document.querySelector("#drawer > .tab:not([hidden])");
+      start = { y: ev.clientY, h: tab ? tab.getBoundingClientRect().height : 300 };
+      ev.preventDefault();
+    });
+    window.addEventListener("mousemove", (ev) => {
+      if (!start) return;
+      const h = Math.min(Math.max(start.h - (ev.clientY - start.y), 80), window.innerHeight * 0.8);
+      document.documentElement.style.setProperty("--drawer", h + "px");
+    });
+    window.addEventListener("mouseup", () => { start = null; window.dispatchEvent(new Event("resize")); });
+  })();
 
   showTab("tab-inspector");
   connect();

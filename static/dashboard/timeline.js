@@ -145,6 +145,17 @@
       drawDepth(c, y, width, xOf);
       y += DEPTH + 6;
     }
+    // pinned times (a violation a swarm found …)
+    for (const mark of (st && st.marks) || []) {
+      const xm = xOf(mark.t);
+      if (xm < LEFT || xm > width) continue;
+      ctx.strokeStyle = "#d93a3a";
+      ctx.lineWidth = 2;
+      ctx.beginPath(); ctx.moveTo(xm, AXIS - 4); ctx.lineTo(xm, height); ctx.stroke();
+      ctx.fillStyle = "#d93a3a";
+      ctx.font = "600 11px system-ui, sans-serif";
+      ctx.fillText(mark.label, Math.min(xm + 4, width - ctx.measureText(mark.label).width - 4), AXIS + 10);
+    }
     // now
     const xn = xOf(m.now);
     if (xn >= LEFT && xn <= width) {

@@ -17,6 +17,7 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+TOKEN = "browser-test-token"
 
 
 @pytest.fixture(scope="session")
@@ -25,19 +26,32 @@ def browser_type_launch_args(browser_type_launch_args):
 
 
 @pytest.fixture(scope="session")
+def browser_context_args(browser_context_args):
+    return {**browser_context_args, "viewport": {"width": 1600, "height": 1000}}
+
+
+@pytest.fixture(scope="session")
 def live_server_url(tmp_path_factory):
-    """`daphne` in a subprocess (no fork problems), on a free port, with its own SQLite file."""
+    """`daphne` in a subprocess (no fork problems), on a free port, with its own SQLite file,
+    state directory and a known access token."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    db = tmp_path_factory.mktemp("db") / "browser.sqlite3"
-    env = {**os.environ, "CTRLSCOPE_DB_PATH": str(db), "DJANGO_SETTINGS_MODULE": "dashboard.settings"}
+    state = tmp_path_factory.mktemp("state")
+    env = {
+        **os.environ,
+        "CTRLSCOPE_DB_PATH": str(state / "browser.sqlite3"),
+        "CTRLSCOPE_STATE_DIR": str(state),
+        "CTRLSCOPE_TOKEN": TOKEN,
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+    }
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     bindir = pathlib.Path(sys.executable).parent
     subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
+    log = open(state / "daphne.log", "wb")  # noqa: SIM115 - closed at teardown
     proc = subprocess.Popen([str(bindir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -47,11 +61,14 @@ def live_server_url(tmp_path_factory):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError(f"daphne did not start: {proc.stderr.read().decode()[-2000:]}") from None
+                raise RuntimeError(f"daphne did not start: {(state / 'daphne.log').read_text()[-2000:]}") from None
             time.sleep(0.2)
     yield url
     proc.terminate()
     proc.wait(timeout=10)
+    log.close()
+    errors = [line for line in (state / "daphne.log").read_text().splitlines() if "Traceback" in line]
+    assert not errors, "the server logged tracebacks: see " + str(state / "daphne.log")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,5 +1,5 @@
 """The `request` action (one API write as a client sent it), server-side apply, and the API
-server's unrecorded doors (read, dry_run, events_since)."""
+server's unrecorded doors (read, dry_run, events_after)."""
 
 from __future__ import annotations
 
@@ -158,17 +158,17 @@ def test_read_and_dry_run_leave_no_trace_and_draw_nothing_from_the_rng():
     assert srv.peek("replicasets", "default", "x") is None and srv.peek("replicasets", "default", "web")
 
 
-def test_events_since_answers_the_history_and_410_when_too_old():
+def test_events_after_answers_the_history_and_410_when_too_old():
     _kernel, srv = server()
     rv = srv.revision
     srv.create("replicasets", "default", rs_manifest())
-    events = srv.events_since(rv)
+    events = srv.events_after(rv)
     assert [(e[0], e[1], e[2]) for e in events] == [(rv + 1, "ADDED", "replicasets")]
     small = APIServer(Kernel(seed=1), history_limit=2)
     for name in "abc":
         small.create("replicasets", "default", rs_manifest(name))
     with pytest.raises(ApiError) as err:
-        small.events_since(0)
+        small.events_after(0)
     assert err.value.code == 410
 
 

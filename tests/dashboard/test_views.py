@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 
@@ -169,3 +170,21 @@ async def test_a_body_over_the_limit_is_refused_before_it_is_read():
     assert sent[0]["status"] == 413
     assert [m["type"] for m in received] == ["http.request", "http.disconnect"]
     assert len(chunks) == 8
+
+
+async def test_open_a_file_paused_just_before_a_time_pinned_on_the_timeline(running_host):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    client = await controlling_client()
+    upload = SimpleUploadedFile("swarm-seed-7.yaml", b"name: seed 7\nuntil: 100\n")
+    response = await client.post("/sim/new", {"file": upload, "pause_before": "12.5", "mark": "esr"})
+    sim_id = response["Location"].strip("/").split("/")[1]
+    hosted = running_host.sims[sim_id]
+    assert hosted.marks == [{"t": 12.5, "label": "esr"}]
+    for _ in range(200):
+        if not hosted.busy:
+            break
+        await asyncio.sleep(0.02)
+    assert hosted.sim.now == 12.499 and hosted.mode == "paused"
+    bad = await client.post("/sim/new", {"scenario": "demo", "pause_before": "nan"})
+    assert bad.status_code == 400 and "pause before" in bad.content.decode()

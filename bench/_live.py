@@ -1,0 +1,95 @@
+"""A live ctrlscope server for the UI benchmarks: `daphne` in a subprocess on a free port, its own
+database and state directory, a known token, and the first simulation from a scenario file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TOKEN = "bench-token"
+
+
+def scenario_file(doc: dict, directory: pathlib.Path, name: str) -> pathlib.Path:
+    import yaml
+
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def fleet(replicasets: int, replicas: int, nodes: int, **config: object) -> dict:
+    """`replicasets` ReplicaSets of `replicas` pods each on `nodes` nodes, client QPS off."""
+    objects = []
+    for i in range(replicasets):
+        name = f"rs-{i:03d}"
+        objects.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {
+                        "metadata": {"labels": {"app": name}},
+                        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+                    },
+                },
+            }
+        )
+    return {"name": "bench fleet", "seed": 1, "config": {"nodes": nodes, "kubeApiQPS": -1, **config},
+            "objects": objects, "until": 3600}
+
+
+@contextlib.contextmanager
+def live_server(start_file: pathlib.Path) -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    state = pathlib.Path(tempfile.mkdtemp(prefix="ctrlscope-bench-"))
+    env = {
+        **os.environ,
+        "CTRLSCOPE_DB_PATH": str(state / "bench.sqlite3"),
+        "CTRLSCOPE_STATE_DIR": str(state),
+        "CTRLSCOPE_TOKEN": TOKEN,
+        "CTRLSCOPE_START": str(start_file),
+        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+    }
+    bindir = pathlib.Path(sys.executable).parent
+    subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True,
+                   capture_output=True)
+    log = open(state / "daphne.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen([str(bindir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((state / "daphne.log").read_text()[-2000:]) from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def status(url: str, sim_id: str) -> dict:
+    with urllib.request.urlopen(f"{url}/sim/{sim_id}/status.json", timeout=30) as response:
+        return json.loads(response.read())
+
