@@ -34,6 +34,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.scenario import Scenario
 from controlplane.simulation import Simulation
+from dashboard.host import k8s_ops
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,7 @@ class Host:
             if task is not current:  # the listener stopping its own simulation ends by itself
                 task.cancel()
         self._wake.pop(sim_id, None)
+        await k8s_ops.close_watches(hosted)
         layer = get_channel_layer()
         await layer.group_send(viewers_group(sim_id), {"type": "sim.stopped"})
         await _delete_record(sim_id)
@@ -141,6 +143,7 @@ class Host:
         cost = 0.0  # moving average of the time a frame takes to build
         while not hosted.stopped:
             pause = hosted.run_slice() if hosted.busy else None
+            await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
             now = time.monotonic()
             # Frames of a huge world cost more to build. While the simulation wants all the CPU
             # (as fast as possible, or behind its speed), space them out so that building them
@@ -212,6 +215,7 @@ class Host:
                 reply = hosted.command(cmd, viewer=viewer if isinstance(viewer, str) else None)
             except CommandError as exc:
                 reply = {"ok": False, "error": str(exc)}
+            await k8s_ops.publish(hosted)
             self.wake(hosted.id)
         if reply_to:
             await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": op, "result": reply})
@@ -297,6 +301,7 @@ READS = {
     "export": _read_export,
     "report": _read_report,
     "status": _read_status,
+    **k8s_ops.READS,  # the Kubernetes API's reads, dry runs and watches
 }
 
 
