@@ -60,7 +60,8 @@ MEASURE = """async ([owner, key, before]) => {
       return {inspector: inspectorAt - t0, tile: tileAt - t0, both: painted - t0};
     }
   }
-  return {inspector: inspectorAt === null ? null : inspectorAt - t0, tile: tileAt === null ? null : tileAt - t0, both: null};
+  const since = (t) => (t === null ? null : t - t0);
+  return {inspector: since(inspectorAt), tile: since(tileAt), both: null};
 }"""
 
 ECHO = """async (url) => {
@@ -81,7 +82,7 @@ ECHO = """async (url) => {
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))], 1)
+    return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 1)
 
 
 def main() -> None:
@@ -135,7 +136,8 @@ def main() -> None:
             )
             command({"op": "run", "speed": 1})
             before = page.evaluate(
-                "() => { const m = (document.querySelector('[data-slot=inspector]').textContent.match(/#(\\d+) · t=/)); return m ? Number(m[1]) : 0; }"
+                "() => { const m = (document.querySelector('[data-slot=inspector]').textContent"
+                ".match(/#(\\d+) · t=/)); return m ? Number(m[1]) : 0; }"
             )
             samples.append(page.evaluate(MEASURE, [owner, key, before]))
             print(f"rep {rep}: {key} {samples[-1]}", file=sys.stderr)
