@@ -85,7 +85,7 @@ def two_processes(tmp_path_factory):
 
 
 def test_process_b_lists_and_answers_for_the_simulation_process_a_hosts(two_processes):
-    a, b = two_processes
+    _, b = two_processes
     deadline = time.monotonic() + 20
     while b"/sim/demo/" not in get(b + "/"):  # A registers the demo in the shared database
         assert time.monotonic() < deadline
@@ -101,7 +101,8 @@ def test_a_viewer_at_process_b_watches_and_controls_the_simulation_in_a(two_proc
         url = b.replace("http://", "ws://") + f"/ws/sim/demo/?token={TOKEN}"
         async with websockets.connect(url, origin=b, max_size=None) as ws:
             kinds, frames = [], 0
-            parts = None
+            parts: list[str] | None = None
+            expected = 0
             while frames < 3:
                 text = await asyncio.wait_for(ws.recv(), 10)
                 if parts is not None:
