@@ -470,10 +470,21 @@ class Kernel:
         self, limit: int, after: float | None = None
     ) -> list[tuple[float, Callable[..., Any], tuple[Any, ...]]]:
         """The next `limit` live callbacks due strictly after `after` (default: now), in run
-        order, as `(time, fn, args)`. A pure read, O(n): for display."""
+        order, as `(time, fn, args)`. A pure read for display: it walks the heap from its root
+        in order (a second small heap of positions), O(k log k) for k entries visited, instead
+        of sorting the whole heap."""
         horizon = self.now if after is None else after
-        live = [entry for entry in self._heap if entry[2] is not None and entry[0] > horizon]
-        return [(entry[0], entry[2], entry[3]) for entry in heapq.nsmallest(limit, live)]
+        heap = self._heap
+        out: list[tuple[float, Callable[..., Any], tuple[Any, ...]]] = []
+        frontier: list[tuple[Timer, int]] = [(heap[0], 0)] if heap else []
+        while frontier and len(out) < limit:
+            entry, i = heapq.heappop(frontier)
+            if entry[2] is not None and entry[0] > horizon:
+                out.append((entry[0], entry[2], entry[3]))
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < len(heap):
+                    heapq.heappush(frontier, (heap[child], child))
+        return out
 
     def pending(self) -> int:
         """Number of live scheduled callbacks (cancelled ones excluded). O(n): for display, not

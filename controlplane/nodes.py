@@ -149,6 +149,9 @@ def node_object(index: int, now: float, max_pods: int = 110) -> Obj:
                 "osImage": "Debian GNU/Linux 13 (trixie)",
                 "containerRuntimeVersion": "containerd://2.1.4",
                 "kubeletVersion": "v1.36.0",
+                # Deprecated and left empty since v1.31, but not omitempty: always serialised
+                # (the official Python client's model requires it).
+                "kubeProxyVersion": "",
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },

@@ -391,11 +391,80 @@ def check_verb(verb: str, body: Any, path: str) -> None:
             key = _string(value["key"], f"{path}.key")
             if key.count("/") != 1 or not all(key.split("/")):
                 raise _fail(f"{path}.key", f"must be namespace/name (got {key!r})")
+    elif verb == "request":
+        check_request(value, path)
     elif verb == "liftFault":
         _keys(value, path, ("apiFault",), ())
         target = value["apiFault"]
         if target != "all":
             _number(target, f"{path}.apiFault", 1, integer=True, maximum=limits.MAX_INT32)
+
+
+REQUEST_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+REQUEST_SUBRESOURCES = ("status", "scale", "binding")
+REQUEST_PATCH_TYPES = ("merge", "strategic", "json", "apply")
+# option: (type checker name, choices)
+REQUEST_OPTIONS: dict[str, str] = {
+    "propagationPolicy": "policy",
+    "gracePeriodSeconds": "int",
+    "orphanDependents": "bool",
+    "preconditions": "preconditions",
+    "fieldManager": "string",
+    "fieldValidation": "string",
+    "force": "bool",
+    "labelSelector": "string",
+    "fieldSelector": "string",
+}
+
+
+def check_request(value: dict[str, Any], path: str) -> None:
+    """The body of a `request` action: one write to the API server, as an HTTP client sent it."""
+    from controlplane.apiserver.resources import RESOURCES  # the served resources
+
+    _keys(
+        value,
+        path,
+        ("verb", "resource"),
+        ("client", "subresource", "namespace", "name", "body", "patchType", "options"),
+    )
+    verb = _string(value["verb"], f"{path}.verb", REQUEST_VERBS)
+    _string(value["resource"], f"{path}.resource", tuple(RESOURCES))
+    for key in ("client", "namespace", "name"):
+        if key in value:
+            text = _string(value[key], f"{path}.{key}")
+            if not text or len(text) > 512:
+                raise _fail(f"{path}.{key}", "must be 1 to 512 characters")
+    if "subresource" in value:
+        _string(value["subresource"], f"{path}.subresource", REQUEST_SUBRESOURCES)
+    if verb in ("update", "patch", "delete") and "name" not in value:
+        raise _fail(f"{path}.name", f"required for {verb}")
+    if verb in ("create", "update", "patch") and "body" not in value:
+        raise _fail(f"{path}.body", f"required for {verb}")
+    if verb == "patch":
+        if "patchType" not in value:
+            raise _fail(f"{path}.patchType", "required for patch")
+        _string(value["patchType"], f"{path}.patchType", REQUEST_PATCH_TYPES)
+    elif "patchType" in value:
+        raise _fail(f"{path}.patchType", "only for patch")
+    if "body" in value and not isinstance(value["body"], dict | list):
+        raise _fail(f"{path}.body", f"must be a mapping or a list, not {_type_name(value['body'])}")
+    options = _mapping(value.get("options", {}), f"{path}.options")
+    _keys(options, f"{path}.options", (), tuple(REQUEST_OPTIONS))
+    for key, item in options.items():
+        where = f"{path}.options.{key}"
+        kind = REQUEST_OPTIONS[key]
+        if kind == "policy":
+            _string(item, where, PROPAGATION)
+        elif kind == "int":  # gracePeriodSeconds: a duration
+            _number(item, where, -(2**63), integer=True, maximum=limits.MAX_SECONDS)
+        elif kind == "bool":
+            _bool(item, where)
+        elif kind == "string":
+            _string(item, where)
+        elif kind == "preconditions":
+            _keys(_mapping(item, where), where, (), ("uid", "resourceVersion"))
+            for sub, text in item.items():
+                _string(text, f"{where}.{sub}")
 
 
 ACTION_VERBS = (
@@ -411,6 +480,7 @@ ACTION_VERBS = (
     "config",
     "sync",
     "liftFault",
+    "request",
 )
 
 

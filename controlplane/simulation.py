@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apiserver import ApiError, APIServer, Client, decode
+from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -147,6 +147,8 @@ class Simulation:
             )
         self.faults = FaultInjector(self)
         self.started = False
+        # The HTTP answer to the last `request` action: (code, object / List / Status).
+        self.last_response: tuple[int, Obj] | None = None
         self._timeline_pending: set[int] = set()  # indexes of the file's actions not yet applied
 
     @classmethod
@@ -283,11 +285,17 @@ class Simulation:
             causes = (exc.details or {}).get("causes")
             if causes:
                 failure["causes"] = causes
-            return self._done(action, failure, source)
+            logged = self._done(action, failure, source)
+            if verb == "request":
+                return {**logged, "response": (exc.code, exc.status())}
+            return logged
         except Exception as exc:  # a bug, or input no check foresaw: the session goes on
             text = self._error("action", exc, action=action)
             return self._done(action, {"ok": False, "error": f"internal error: {text}"}, source)
-        return self._done(action, {"ok": "error" not in result, **result}, source)
+        logged = self._done(action, {"ok": "error" not in result, **result}, source)
+        if verb == "request":
+            return {**logged, "response": self.last_response}
+        return logged
 
     def _apply_timeline(self, index: int) -> None:
         self._timeline_pending.discard(index)
@@ -458,6 +466,31 @@ class Simulation:
         namespace = None if resource in CLUSTER_SCOPED else body.get("namespace", "default")
         self.server.patch(resource, namespace, body["name"], body["patch"], patch_type="merge", client="user")
         return {}
+
+    def _do_request(self, body: Obj) -> Obj:
+        """One write exactly as an API client sent it (kubectl through the dashboard's Kubernetes
+        API): replayed through the API server's `handle`, with the client's user agent."""
+        options = dict(body.get("options") or {})
+        if "patchType" in body:
+            options["patchType"] = body["patchType"]
+        req = Request(
+            str(body.get("client") or "user"),
+            body["verb"],
+            body["resource"],
+            body.get("subresource"),
+            body.get("namespace"),
+            body.get("name"),
+            copy.deepcopy(body.get("body")),
+            options,
+        )
+        self.last_response = None
+        answer = self.server.handle(req)
+        code = int(self.server.requests[-1]["code"])
+        self.last_response = (code, answer)
+        result: Obj = {"code": code}
+        if isinstance(answer, dict) and isinstance(answer.get("metadata"), dict) and answer["metadata"].get("name"):
+            result["object"] = f"{answer.get('kind')}/{answer['metadata']['name']}"
+        return result
 
     def _do_podFault(self, body: Obj) -> Obj:
         return self.faults.pod_fault(body)

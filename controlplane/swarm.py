@@ -387,9 +387,13 @@ class _Generator:
         if ctl is None:
             return None
         if self.chance(0.2):
-            # The same through a merge patch of spec.replicas (a new generation) instead of /scale.
+            # The same through a merge patch of spec.replicas (a new generation) instead of /scale,
+            # sent as an API client's `request` (what kubectl's writes become): the same API call
+            # as a `patch` action.
             patch = {"spec": {"replicas": self.replicas()}}
-            return {"patch": {**self.target(ctl), "patch": patch}}
+            plural = "replicasets" if ctl.kind == "ReplicaSet" else "replicationcontrollers"
+            request = {"verb": "patch", "resource": plural, "namespace": ctl.namespace, "name": ctl.name}
+            return {"request": {**request, "patchType": "merge", "body": patch}}
         return {"scale": {**self.target(ctl), "replicas": self.replicas()}}
 
     @staticmethod

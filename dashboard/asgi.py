@@ -17,12 +17,13 @@ from django.core.asgi import get_asgi_application
 django_asgi_app = get_asgi_application()
 
 from dashboard.asgi_limits import BodyLimit, StartHost  # noqa: E402
+from dashboard.k8s.api import KubernetesAPI  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = StartHost(
     ProtocolTypeRouter(
         {
-            "http": BodyLimit(django_asgi_app),
+            "http": BodyLimit(KubernetesAPI(django_asgi_app)),
             "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )

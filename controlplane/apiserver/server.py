@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane import labels
+from controlplane.apiserver import apply as server_side_apply
 from controlplane.apiserver import decode, errors, fields
 from controlplane.apiserver import patch as patches
 from controlplane.apiserver import validation as v
@@ -54,6 +55,7 @@ from controlplane.apiserver.resources import RESOURCES, ResourceInfo, lookup
 from controlplane.apiserver.strategy import ORPHAN_DEPENDENTS, Strategy, strategy_for
 from controlplane.apiserver.watch import ADDED, DELETED, MODIFIED, Watch
 from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
+from controlplane.limits import MAX_SECONDS
 from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
@@ -213,6 +215,7 @@ class APIServer:
             "update": self._handle_update,
             "patch": self._handle_patch,
             "delete": self._handle_delete,
+            "deletecollection": self._handle_deletecollection,
         }
         for name in BOOTSTRAP_NAMESPACES:
             self._create_object(
@@ -326,10 +329,13 @@ class APIServer:
         patch_type: str = "merge",
         subresource: str | None = None,
         client: str = "user",
+        field_manager: str | None = None,
     ) -> Any:
-        return self.handle(
-            Request(client, "patch", resource, subresource, namespace, name, patch, {"patchType": patch_type})
-        )
+        """A patch; an apply patch's field manager defaults to the client."""
+        options: dict[str, Any] = {"patchType": patch_type}
+        if field_manager is not None or PATCH_TYPES.get(patch_type) == "apply":
+            options["fieldManager"] = field_manager or client
+        return self.handle(Request(client, "patch", resource, subresource, namespace, name, patch, options))
 
     def delete(
         self,
@@ -396,6 +402,44 @@ class APIServer:
     def history_oldest_rv(self) -> int:
         """The resourceVersion of the oldest event still in the history (revision + 1 if none)."""
         return self.revision - len(self._history) + 1
+
+    def read(self, req: Request) -> Any:
+        """Answer a `get` or `list` request without recording it: no request log line, no
+        trace record, no interceptor (fault) sees it. The Kubernetes API's reads use this, so that
+        looking at a simulation never changes its report."""
+        if req.verb not in ("get", "list"):
+            raise errors.method_not_allowed(req.resource, req.verb)
+        return self._handlers[req.verb](req)[0]
+
+    def dry_run(self, req: Request) -> tuple[Any, int]:
+        """Answer a write as `dryRun=All` would, without recording it or changing anything: the
+        seeded rng is restored afterwards (a dry-run create draws a uid), nothing is committed, no
+        interceptor sees it. Returns `(answer, code)`; raises ApiError as `handle` would."""
+        handler = self._handlers.get(req.verb)
+        if handler is None or req.verb in ("watch", "get", "list"):
+            raise errors.method_not_allowed(req.resource, req.verb)
+        if req.resource == "namespaces" and req.verb in ("delete", "deletecollection"):
+            raise errors.method_not_allowed("namespaces", "dry-run delete")
+        options = {**req.options, "dryRun": "All"}
+        state = self.kernel.rng.getstate()
+        try:
+            result: tuple[Any, int] = handler(
+                Request(req.client, req.verb, req.resource, req.subresource, req.namespace, req.name, req.body, options)
+            )
+            return result
+        finally:
+            self.kernel.rng.setstate(state)
+
+    def events_after(self, rv: int) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
+        """The committed events after `rv` `(rv, type, resource, object, old)`, oldest first;
+        410 Expired if the history no longer holds them all (`events_since` returns what is
+        left instead). A pure read: the Kubernetes API's watches are served from it."""
+        floor = self.revision - len(self._history)
+        if rv < floor:
+            raise errors.resource_expired(f"too old resource version: {rv} ({floor})")
+        events = self._history.latest(self.revision, max(0, self.revision - rv))
+        events.reverse()
+        return events
 
     def history(self) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
         """A copy of the retained events `(rv, type, resource, object, old)`, oldest first."""
@@ -548,15 +592,32 @@ class APIServer:
                         f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
                     )
                 meta["name"] = name
-                body = {**body, "metadata": meta}
-                decode.check_body(info, body)
-                return self._create_object(info, namespace, body, dry_run=dry_run), 201
+                decode.check_body(info, {**body, "metadata": meta})
+                manager = _field_manager(req.options)
+                applied = server_side_apply.apply(None, body, manager, info.api_version, self._timestamp(), force=True)
+                managed = applied["metadata"]["managedFields"]
+                created = self._create_object(
+                    info, namespace, {**body, "metadata": meta}, dry_run=dry_run, managed_fields=managed
+                )
+                return created, 201
             raise errors.not_found(info.group_resource, name)
         if req.subresource == "scale":
             patched_scale = self._apply_patch(patch_type, self._scale_of(info, existing), req.body)
             decode.check_patched(info, patched_scale, "scale")
             return self._update_scale(info, existing, patched_scale, dry_run), 200
-        patched = self._apply_patch(patch_type, existing, req.body)
+        if patch_type == "apply" and req.subresource is None:
+            if not isinstance(req.body, dict):
+                raise errors.bad_request("the body of the request was in an unknown format")
+            patched = server_side_apply.apply(
+                existing,
+                req.body,
+                _field_manager(req.options),
+                info.api_version,
+                self._timestamp(),
+                force=str(req.options.get("force", "")).lower() == "true",
+            )
+        else:
+            patched = self._apply_patch(patch_type, existing, req.body)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
         decode.check_patched(info, patched, None, existing)
@@ -576,8 +637,40 @@ class APIServer:
             return self._delete_namespace(existing), 200
         return self._delete_object(info, existing, req.options), 200
 
+    def _handle_deletecollection(self, req: Request) -> tuple[Any, int]:
+        # Store.DeleteCollection: list with the selectors, then delete each (one request).
+        info = lookup(req.resource)
+        if req.subresource is not None or info.plural == "namespaces":
+            raise errors.method_not_allowed(info.group_resource, "deletecollection")
+        namespace = req.namespace if info.namespaced and req.namespace else None
+        predicate = self._predicate(info, req.options)
+        doomed = [obj for obj in self._iter(info, namespace) if predicate is None or predicate(obj)]
+        deleted = []
+        for obj in doomed:
+            meta = obj["metadata"]
+            current = self._store[info.plural].get(meta.get("namespace") or "", {}).get(meta["name"])
+            if current is not None:
+                deleted.append(self._delete_object(info, current, req.options))
+        return (
+            {
+                "kind": info.list_kind,
+                "apiVersion": info.api_version,
+                "metadata": {"resourceVersion": str(self.revision)},
+                "items": deleted,
+            },
+            200,
+        )
+
     # -- create ---------------------------------------------------------------------------
-    def _create_object(self, info: ResourceInfo, namespace: str, body: Obj, *, dry_run: bool = False) -> Obj:
+    def _create_object(
+        self,
+        info: ResourceInfo,
+        namespace: str,
+        body: Obj,
+        *,
+        dry_run: bool = False,
+        managed_fields: builtins.list[Obj] | None = None,
+    ) -> Obj:
         strategy = self._strategies[info.plural]
         self._check_kind(info, body)
         meta_in = body.get("metadata") or {}
@@ -611,6 +704,8 @@ class APIServer:
             _drop_empty_meta(meta)
             if "labels" in meta:
                 meta["labels"] = self._shared_labels(meta["labels"])
+            if managed_fields:
+                meta["managedFields"] = managed_fields
             # rest.FillObjectMetaSystemFields, then the generated name (store.create order).
             meta["uid"] = self._new_uid()
             meta["creationTimestamp"] = self._timestamp()
@@ -944,7 +1039,12 @@ class APIServer:
             )
         grace = options.get("gracePeriodSeconds")
         if grace is not None:
-            grace = int(grace)
+            if isinstance(grace, bool) or not isinstance(grace, int) or grace > MAX_SECONDS:
+                # A *int64 upstream; beyond ctrlscope's ceiling on durations a deletion timestamp
+                # would not even be a date.
+                raise errors.bad_request(
+                    f"gracePeriodSeconds: must be an integer of at most {int(MAX_SECONDS)} seconds (got {grace!r:.40})"
+                )
             if grace < 0:
                 grace = 1
         dry_run = _dry_run(options)
@@ -1217,6 +1317,23 @@ def _required_name(req: Request) -> str:
     if not req.name:
         raise errors.bad_request("resource name may not be empty")
     return req.name
+
+
+def _field_manager(options: dict[str, Any]) -> str:
+    manager = options.get("fieldManager")
+    if not manager or not isinstance(manager, str):
+        raise errors.invalid(
+            "PatchOptions.meta.k8s.io",
+            "",
+            [
+                {
+                    "reason": "FieldValueRequired",
+                    "message": "Required value: is required for apply patch",
+                    "field": "fieldManager",
+                }
+            ],
+        )
+    return manager
 
 
 def _dry_run(options: dict[str, Any]) -> bool:

@@ -34,13 +34,14 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-ROWS_PER_FRAME = 60  # newest rows of each log per frame; older ones are counted as skipped
+ROWS_PER_FRAME = 30  # newest rows of each log per frame; older ones are counted as skipped
 ROWS_IN_STATE = 300  # rows of each log a (re)connecting viewer gets
 TRANSITIONS_PER_FRAME = 1500  # canvas deltas per frame; the rest follow in the next frames
 MAX_TRANSITIONS = 400_000  # timeline history kept (oldest dropped beyond, and the page says so)
 MAX_SPANS = 100_000
 MAX_DEPTH_SAMPLES = 100_000
-PANEL_BUDGET = 20.0  # a panel is rebuilt at most every PANEL_BUDGET x its last build time
+FRAME_WORK = 0.004  # seconds of panel building per frame, beyond which panels wait
+PANEL_SHARE = 10.0  # a panel is built again at the earliest PANEL_SHARE x its build time later
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
@@ -82,6 +83,8 @@ class FrameBuilder:
         self.owner_index: dict[str, int] = {"": 0}
         self.pods: dict[str, list[Any]] = {}  # "ns/name" -> [id, owner, state, node]
         self.tiles: dict[int, dict[int, int]] = {}  # owner index -> state index -> pods now
+        self.node_pods: dict[int, dict[int, int]] = {}  # node index -> state index -> pods now
+        self.node_states: dict[str, str] = {}  # node name -> Ready / NotReady / Unknown
         self.pod_ids: dict[str, int] = {}
         self.next_pod_id = 0
         self.new_names: list[list[Any]] = []  # [id, "ns/name"] of pods first seen since last frame
@@ -115,7 +118,9 @@ class FrameBuilder:
         # -- dirty panels -----------------------------------------------------------------------
         self.dirty: set[str] = set()
         self.rendered: dict[str, str] = {}  # panel id -> last HTML sent in a frame
-        self.not_before: dict[str, float] = {}  # panel id -> wall time before which it is not rebuilt
+        self.built_at: dict[str, float] = {}  # panel id -> wall time it was last built
+        self.cost: dict[str, float] = {}  # panel id -> seconds its last build took
+        self.dirty_since: dict[str, float] = {}  # panel id -> when it became dirty (wall time)
 
     # -- folding records ----------------------------------------------------------------------
     def fold(self, record: Obj) -> None:
@@ -220,11 +225,13 @@ class FrameBuilder:
             self.new_names.append([pod_id, key])
         old_owner = entry[1]
         if not is_new:
-            self._count(entry[1], entry[2], -1)
+            self._count(self.tiles, entry[1], entry[2], -1)
+            self._count(self.node_pods, entry[3], entry[2], -1)
+        node = self._node(record.get("node") or "")
         entry[1], entry[2] = owner, state
         if record["to"] != "Deleted":
-            self._count(owner, state, 1)
-        node = self._node(record.get("node") or "")
+            self._count(self.tiles, owner, state, 1)
+            self._count(self.node_pods, node, state, 1)
         if node != entry[3]:
             entry[3] = node
             self.node_changes.append([entry[0], node])
@@ -235,8 +242,9 @@ class FrameBuilder:
         for index in {old_owner, owner}:
             self._truth_dirty(self.owners[index])
 
-    def _count(self, owner: int, state: int, delta: int) -> None:
-        counts = self.tiles.setdefault(owner, {})
+    @staticmethod
+    def _count(table: dict[int, dict[int, int]], group: int, state: int, delta: int) -> None:
+        counts = table.setdefault(group, {})
         counts[state] = counts.get(state, 0) + delta
         if not counts[state]:
             del counts[state]
@@ -288,6 +296,14 @@ class FrameBuilder:
         if self.sim.faults.api_rules:
             self.dirty.add("faults")
 
+    def _on_node(self, record: Obj) -> None:
+        if record["kind"] == "node.transition":
+            if record["to"] == "Deleted":
+                self.node_states.pop(record["name"], None)
+            else:
+                self.node_states[record["name"]] = record["to"]
+            self.dirty.add("nodes")
+
     def _on_event(self, record: Obj) -> None:
         self._log("events", record)
 
@@ -323,8 +339,8 @@ class FrameBuilder:
             index = self._owner(owner)
             if index != entry[1]:
                 previous = entry[1]
-                self._count(previous, entry[2], -1)
-                self._count(index, entry[2], 1)
+                self._count(self.tiles, previous, entry[2], -1)
+                self._count(self.tiles, index, entry[2], 1)
                 entry[1] = index
                 self._transition(self.sim.now, entry)
                 self.dirty.add("owners")
@@ -346,24 +362,49 @@ class FrameBuilder:
         nothing changed since the last one."""
         self._refresh_owners()
         changed: dict[str, str] = {}
-        focused = self.hosted.focused_panel_ids()
-        wanted = self._panel_ids() + sorted(self.dirty) + focused
-        now = time.perf_counter()
-        for panel_id in dict.fromkeys(wanted):
-            if panel_id in panels.ON_CHANGE and panel_id not in self.dirty:
-                continue
-            if panels.is_focused_panel(panel_id) and panel_id not in focused:
-                self.dirty.discard(panel_id)
-                continue
-            if now < self.not_before.get(panel_id, 0.0):
-                continue  # throttled: still dirty, built in a later frame
+        focused = set(self.hosted.focused_panel_ids())
+        for panel_id in [p for p in self.dirty if panels.is_focused_panel(p) and p not in focused]:
+            self.dirty.discard(panel_id)  # nobody looks at that key any more
+        for panel_id in focused:
+            if panel_id not in self.rendered:
+                self.dirty.add(panel_id)  # just focused: build it now
+        for panel_id in self.dirty:
+            self.dirty_since.setdefault(panel_id, time.perf_counter())
+        # The panels records made dirty (what a command or an event changed), then the small
+        # panels whose ages and countdowns move with the clock, each group least recently built
+        # first, within a time budget: what is left waits for a later frame (a dirty panel stays
+        # dirty), so a huge world costs the host about FRAME_WORK per frame instead of slowing
+        # the simulation. The first panel is always built, so nothing starves.
+        # A panel that took c seconds to build waits PANEL_SHARE x c before it is built again,
+        # so no single panel (cache-vs-truth of a 10,000-pod ReplicaSet, say) takes more than
+        # a tenth of the host's time either.
+        start = time.perf_counter()
+        every = self._panel_ids()
+
+        def eligible(p: str) -> bool:
+            return start >= self.built_at.get(p, 0.0) + PANEL_SHARE * self.cost.get(p, 0.0)
+
+        def stale(p: str) -> float:
+            return self.built_at.get(p, 0.0)
+
+        def cheap_first(p: str) -> float:
+            # What a user waits for after a click (the inspector, the queue) is cheap: build
+            # cheap panels first; an expensive one goes first once it has waited a second.
+            waited = start - self.dirty_since.get(p, start)
+            return -1.0 if waited > 1.0 else self.cost.get(p, 0.0)
+
+        dirty = sorted((p for p in self.dirty if eligible(p)), key=cheap_first)
+        ticking = sorted((p for p in every if p not in self.dirty and eligible(p)), key=stale)
+        order = dirty + ticking
+        for panel_id in order:
+            now = time.perf_counter()
+            if now - start > FRAME_WORK and panel_id != order[0]:
+                break
             html = self._render(panel_id)
-            built = time.perf_counter()
-            # A panel that costs c seconds to build is built at most every 20 c (1 s at most):
-            # its cost stays a small share of the host's time however large the world grows.
-            self.not_before[panel_id] = built + min(PANEL_BUDGET * (built - now), 1.0)
-            now = built
+            self.built_at[panel_id] = now
+            self.cost[panel_id] = time.perf_counter() - now
             self.dirty.discard(panel_id)
+            self.dirty_since.pop(panel_id, None)
             if self.rendered.get(panel_id) != html:
                 self.rendered[panel_id] = html
                 changed[panel_id] = html
@@ -514,6 +555,7 @@ _HANDLERS = {
     "queue": FrameBuilder._on_queue,
     "sync": FrameBuilder._on_sync,
     "pod": FrameBuilder._on_pod,
+    "node": FrameBuilder._on_node,
     "api": FrameBuilder._on_api,
     "event": FrameBuilder._on_event,
     "action": FrameBuilder._on_action,

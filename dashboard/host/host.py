@@ -34,6 +34,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.scenario import Scenario
 from controlplane.simulation import Simulation
+from dashboard.host import k8s_ops
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,7 @@ class Host:
             if task is not current:  # the listener stopping its own simulation ends by itself
                 task.cancel()
         self._wake.pop(sim_id, None)
+        await k8s_ops.close_watches(hosted)
         layer = get_channel_layer()
         await layer.group_send(viewers_group(sim_id), {"type": "sim.stopped"})
         await _delete_record(sim_id)
@@ -138,29 +140,35 @@ class Host:
         group = viewers_group(hosted.id)
         wake = self._wake[hosted.id]
         last_frame = 0.0
-        interval = FRAME_INTERVAL
+        cost = 0.0  # moving average of the time a frame takes to build
         while not hosted.stopped:
             pause = hosted.run_slice() if hosted.busy else None
+            await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
             now = time.monotonic()
+            # Frames of a huge world cost more to build. While the simulation wants all the CPU
+            # (as fast as possible, or behind its speed), space them out so that building them
+            # stays under a tenth of the host's time -- except right after a command, whose
+            # effect the user is waiting to see. A simulation that keeps up has time to spare.
+            busy = hosted.saturated and not wake.is_set()
+            interval = max(FRAME_INTERVAL, FRAME_BUDGET * cost) if busy else FRAME_INTERVAL
             if now - last_frame >= interval:
                 last_frame = now
+                wake.clear()
                 text = hosted.frames.frame() if hosted.viewers else hosted.frames.skip()
-                # Frames of a huge world cost more to build: space them out so that building
-                # them stays under a tenth of the host's time.
-                interval = max(FRAME_INTERVAL, FRAME_BUDGET * (time.monotonic() - now))
+                cost = 0.8 * cost + 0.2 * (time.monotonic() - now)
                 if text is not None:
                     await layer.group_send(group, {"type": "sim.frame", "seq": hosted.frames.seq, "text": text})
             if pause is None:
-                wake.clear()
-                # Paused: sleep until a command arrives (frames only change through commands).
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), timeout=1.0)
-                # A frame for the command's effect as soon as the interval allows.
+                # Paused: sleep until a command arrives (frames only change through commands),
+                # then build a frame for its effect as soon as the interval allows.
+                if not wake.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), timeout=1.0)
                 delay = FRAME_INTERVAL - (time.monotonic() - last_frame)
                 if delay > 0 and not hosted.busy:
                     await asyncio.sleep(delay)
             else:
-                await asyncio.sleep(pause)
+                await asyncio.sleep(min(pause, max(0.0, last_frame + FRAME_INTERVAL - time.monotonic())))
 
     # -- the command channel ------------------------------------------------------------------------
     async def _listen(self, hosted: HostedSimulation) -> None:
@@ -207,6 +215,7 @@ class Host:
                 reply = hosted.command(cmd, viewer=viewer if isinstance(viewer, str) else None)
             except CommandError as exc:
                 reply = {"ok": False, "error": str(exc)}
+            await k8s_ops.publish(hosted)
             self.wake(hosted.id)
         if reply_to:
             await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": op, "result": reply})
@@ -292,6 +301,7 @@ READS = {
     "export": _read_export,
     "report": _read_report,
     "status": _read_status,
+    **k8s_ops.READS,  # the Kubernetes API's reads, dry runs and watches
 }
 
 

@@ -90,6 +90,7 @@ class HostedSimulation:
         self._anchor = (0.0, 0.0)  # (virtual, wall) the speed pacing counts from
         self._rate_sample = (0.0, 0.0)
         self.stopped = False
+        self.saturated = False  # the last slice ran out of time with work left
         self.frames = FrameBuilder(self)
         sim.subscribe(self._on_record)
         sim.start()
@@ -179,6 +180,7 @@ class HostedSimulation:
                 target = sim.now
         deadline = wall + SLICE
         ran = 0
+        self.saturated = False
         try:
             while True:
                 nxt = kernel.peek()
@@ -191,6 +193,7 @@ class HostedSimulation:
                 if self._after_event():
                     break
                 if (ran & 15) == 0 and time.perf_counter() > deadline:
+                    self.saturated = True  # more work than the slice: the simulation wants the CPU
                     break
         except Exception as exc:  # a bug in the simulation: pause, say so, keep the process
             self._fail(exc)

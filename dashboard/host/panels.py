@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.labels import selector_from_label_selector, selector_from_set
+from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
 from controlplane.scenario import default_config
 
@@ -291,8 +292,28 @@ def owners(hosted: HostedSimulation) -> Obj:
 
 
 def nodes(hosted: HostedSimulation) -> Obj:
-    snap = hosted.sim.nodes.snapshot(pods=False)
-    return {"rows": snap["nodes"], "unscheduled": snap["pending"]}
+    """From the frame builder's running counts (no pass over the pods): each node's Ready
+    state, whether its kubelet runs, its taints, and its pods by state."""
+    sim, frames = hosted.sim, hosted.frames
+    terminal = {frames_states.index("Failed"), frames_states.index("Succeeded")}
+    rows = []
+    for name in sorted(sim.nodes.kubelets, key=_node_order):
+        counts = frames.node_pods.get(frames.node_index.get(name, -1), {})
+        node = sim.server.peek("nodes", None, name) or {}
+        rows.append(
+            {
+                "name": name,
+                "state": frames.node_states.get(name, "Unknown"),
+                "kubelet": "running" if sim.nodes.kubelets[name].running else "stopped",
+                "pods": sum(n for s, n in counts.items() if s not in terminal),
+                "podStates": {frames_states[s]: n for s, n in sorted(counts.items())},
+                "taints": [
+                    f"{t.get('key')}:{t.get('effect')}" for t in (node.get("spec") or {}).get("taints") or []
+                ],
+            }
+        )
+    unscheduled = sum(frames.node_pods.get(0, {}).values())
+    return {"rows": rows, "unscheduled": unscheduled, "compact": len(rows) > 12}
 
 
 def faults(hosted: HostedSimulation) -> Obj:

@@ -7,7 +7,7 @@
   const app = document.getElementById("app");
   if (!app) return;
   const SIM = app.dataset.sim;
-  const LOG_ROWS = 1000; // rows kept in each log table
+  const LOG_ROWS = 500; // rows kept in each log table
   const SPEEDS = ["0.1", "0.25", "0.5", "1", "2", "5", "10", "25", "50", "100", "max"];
 
   const state = {
@@ -24,6 +24,7 @@
     status: null,
     retry: 500,
     stopped: false,
+    hooks: [], // functions called with each frame after it is applied (benchmarks, tests)
   };
   window.ctrlscope = state; // for the browser tests and the curious
 
@@ -151,6 +152,7 @@
     }
     applyStatus(msg.status);
     sendRaw({ type: "ack", seq: msg.seq });
+    for (const hook of state.hooks) hook(msg);
   }
 
   function applyPanels(panels) {
@@ -269,15 +271,26 @@
     }
   }
 
+  // New log rows go at the bottom. Only a visible log is scrolled, and only if it was at the
+  // bottom already: reading a hidden tab's geometry would force a layout of the whole page.
   function appendRows(log, html) {
     const body = document.getElementById("rows-" + log);
     if (!body) return;
     const scroller = body.closest(".tab");
-    const atBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 30;
+    const visible = !scroller.hidden;
+    const atBottom = visible && scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 30;
+    const before = body.rows.length;
     body.insertAdjacentHTML("beforeend", html);
-    while (body.rows.length > LOG_ROWS) body.deleteRow(0);
-    filterRows(log);
-    scrollDown(body, atBottom);
+    filterRows(log, before);
+    const extra = body.rows.length - LOG_ROWS;
+    if (extra > 0) {
+      const range = document.createRange();
+      range.setStartBefore(body.rows[0]);
+      range.setEndAfter(body.rows[extra - 1]);
+      range.deleteContents();
+    }
+    if (atBottom) scroller.scrollTop = scroller.scrollHeight;
+    if (!visible) scroller.dataset.scrollOnShow = "1";
   }
 
   function scrollDown(body, yes) {
@@ -411,6 +424,8 @@
 
   function showTab(id) {
     for (const t of document.querySelectorAll("#drawer > .tab")) t.hidden = t.id !== id;
+    const shown = document.getElementById(id);
+    if (shown && shown.dataset.scrollOnShow) { delete shown.dataset.scrollOnShow; shown.scrollTop = shown.scrollHeight; }
     for (const b of document.querySelectorAll("#drawer-tabs [data-tab]")) b.setAttribute("aria-selected", String(b.dataset.tab === id));
   }
   state.showTab = showTab;
@@ -599,17 +614,29 @@
   }
 
   // -- log filters ---------------------------------------------------------------------------------
-  function filterRows(log) {
+  // Hide the rows a filter excludes: all rows when a filter changes, only new ones otherwise.
+  function filterRows(log, from = 0) {
     if (log === "trace") {
       const kind = document.getElementById("trace-filter-kind").value.trim();
       const key = document.getElementById("trace-filter-key").value.trim();
       const controller = document.getElementById("trace-filter-controller").value;
-      for (const row of document.getElementById("rows-trace").rows) {
-        row.hidden = (kind && !row.dataset.kind.startsWith(kind)) || (key && !row.dataset.subject.includes(key)) || (controller && row.dataset.controller !== controller);
+      if (!from || kind || key || controller) {
+        const rows = document.getElementById("rows-trace").rows;
+        for (let i = from; i < rows.length; i++) {
+          const row = rows[i];
+          const hide = !!((kind && !row.dataset.kind.startsWith(kind)) || (key && !row.dataset.subject.includes(key)) || (controller && row.dataset.controller !== controller));
+          if (row.hidden !== hide) row.hidden = hide;
+        }
       }
     } else if (log === "api") {
       const failedOnly = document.getElementById("api-failed-only").checked;
-      for (const row of document.getElementById("rows-api").rows) row.hidden = failedOnly && !row.classList.contains("failed");
+      if (!from || failedOnly) {
+        const rows = document.getElementById("rows-api").rows;
+        for (let i = from; i < rows.length; i++) {
+          const hide = failedOnly && !rows[i].classList.contains("failed");
+          if (rows[i].hidden !== hide) rows[i].hidden = hide;
+        }
+      }
     }
   }
   for (const id of ["trace-filter-kind", "trace-filter-key", "trace-filter-controller"]) {

@@ -96,8 +96,11 @@
     return { groups, size, gap, height: Math.max(y, 40) };
   }
 
+  // The width comes from a ResizeObserver: reading it while drawing would force a layout.
+  let width = canvas.parentElement.clientWidth || 600;
+  new ResizeObserver((entries) => { width = entries[0].contentRect.width || width; schedule(); }).observe(canvas.parentElement);
+
   function draw() {
-    const width = canvas.parentElement.clientWidth || 600;
     layout = computeLayout(width);
     const dpr = window.devicePixelRatio || 1;
     if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
@@ -291,8 +294,6 @@
     if (model.selected.has(id)) model.selected.delete(id); else model.selected.add(id);
     schedule();
   }
-
-  window.addEventListener("resize", schedule);
 
   window.CtrlscopePods = {
     reset,

@@ -88,6 +88,10 @@
     if (t > m.now) m.now = t;
   }
 
+  // The width comes from a ResizeObserver: reading it while drawing would force a layout.
+  let width = canvas.parentElement.clientWidth || 600;
+  new ResizeObserver((entries) => { width = entries[0].contentRect.width || width; schedule(); }).observe(canvas.parentElement);
+
   function schedule() {
     if (scheduled) return;
     scheduled = true;
@@ -106,7 +110,6 @@
   function draw() {
     const st = window.ctrlscope && window.ctrlscope.status;
     if (st) setNow(st.t);
-    const width = canvas.parentElement.clientWidth || 600;
     const lanes = laneOrder();
     const depthCtl = controllersWithDepth();
     const height = AXIS + lanes.length * (LANE + SPANS + 6) + depthCtl.length * (DEPTH + 6) + 8;
@@ -255,18 +258,27 @@
     ctx.fillText(String(l.max), LEFT + W - 24, top + 10);
   }
 
+  const keyOwner = []; // key index -> "Kind/name" (keys only grow)
   function ownerOfKey(k) {
-    const key = m.keys[k];
-    if (!key) return null;
-    const [controller, nsName] = key.split(":");
-    const kind = CONTROLLER_KIND[CONTROLLER_NAME.indexOf(controller)];
-    return `${kind}/${nsName.split("/")[1]}`;
+    if (keyOwner[k] === undefined) {
+      const key = m.keys[k];
+      if (!key) return null;
+      const [controller, nsName] = key.split(":");
+      const kind = CONTROLLER_KIND[CONTROLLER_NAME.indexOf(controller)];
+      keyOwner[k] = `${kind}/${nsName.split("/")[1]}`;
+    }
+    return keyOwner[k];
   }
 
   function drawSpans(owner, top, xOf) {
     const name = m.owners[owner];
-    for (const [start, end, , k, , err] of m.spans) {
-      if (end < view.t0 || start > view.t1) continue;
+    const spans = m.spans;
+    // Spans are in end-time order: skip to the first that ends in view.
+    let lo = 0, hi = spans.length;
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (spans[mid][1] < view.t0) lo = mid + 1; else hi = mid; }
+    for (let i = lo; i < spans.length; i++) {
+      const [start, end, , k, , err] = spans[i];
+      if (start > view.t1) continue;
       if (ownerOfKey(k) !== name) continue;
       const x0 = xOf(start), x1 = Math.max(xOf(end), x0 + 1.5);
       ctx.fillStyle = err ? "#d93a3a" : "#2f6fdf";
@@ -351,7 +363,6 @@
   }
   document.getElementById("tl-follow").addEventListener("click", () => { view.follow = !view.follow; followButton(); schedule(); });
   document.getElementById("tl-all").addEventListener("click", () => { view.t0 = 0; view.t1 = Math.max(m.now, 1); view.follow = true; followButton(); schedule(); });
-  window.addEventListener("resize", schedule);
   // The clock moves even when no pod changes: redraw twice a second for the "now" line.
   setInterval(schedule, 500);
 

@@ -159,3 +159,10 @@ def test_the_pod_ceiling_refuses_creates_as_an_exceeded_quota(server):
     assert err.message == (
         'pods "b" is forbidden: exceeded quota: ctrlscope-pod-ceiling, requested: pods=1, used: pods=1, limited: pods=1'
     )
+
+
+def test_a_grace_period_beyond_the_duration_ceiling_is_a_400(server):
+    server.create("pods", "default", bare_pod("p"))
+    err = refusal(lambda: server.delete("pods", "default", "p", grace_period_seconds=2**62))
+    assert err.code == 400 and err.message.startswith("gracePeriodSeconds: must be an integer of at most 2592000")
+    assert server.peek("pods", "default", "p") is not None

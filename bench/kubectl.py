@@ -1,0 +1,309 @@
+"""Benchmark: the real kubectl against a live ctrlscope server.
+
+1. `kubectl get pods -A` (a Table, paged by kubectl's `limit=500`) over N pods (default 10,000):
+   wall seconds of the whole command, best and median of `--runs` runs with a warm discovery cache.
+2. The delay from a pod's creation by the ReplicaSet controller (simulation at 1x) to its line in
+   `kubectl get pods -w`: a scale-up by one is sent (a raw HTTP PATCH, so kubectl's own start-up is
+   not counted) at wall time T; the controller's create request is answered at virtual time v
+   after the scale's virtual time s; the watch line is read at wall time L. The delay is
+   `(L - T) - (v - s)`: the wall time the line took beyond the virtual time the simulation needed.
+
+Prints one JSON line with the figures and the machine and interpreter.
+
+Usage: .venv/bin/python bench/kubectl.py [--pods 10000] [--runs 5] [--samples 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import pathlib
+import platform
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import requests
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TOKEN = "bench-token"
+KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+
+
+def world(pods: int, nodes: int) -> dict:
+    return {
+        "name": "kubectl bench",
+        "seed": 1,
+        "config": {"nodes": nodes, "podStartup": 0.5, "kubeApiQPS": -1, "kubeletQPS": -1, "schedulerQPS": -1},
+        "objects": [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": "big", "namespace": "default"},
+                "spec": {
+                    "replicas": pods,
+                    "selector": {"matchLabels": {"app": "big"}},
+                    "template": {
+                        "metadata": {"labels": {"app": "big"}},
+                        "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+                    },
+                },
+            }
+        ],
+        "until": 36000,
+    }
+
+
+class Server:
+    def __init__(self, tmp: pathlib.Path) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "CTRLSCOPE_DB_PATH": str(tmp / "db.sqlite3"),
+            "CTRLSCOPE_STATE_DIR": str(tmp / "state"),
+            "CTRLSCOPE_TOKEN": TOKEN,
+            "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+        }
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "--no-input"],
+            cwd=ROOT,
+            env=self.env,
+            check=True,
+            capture_output=True,
+        )
+        daphne = pathlib.Path(sys.executable).parent / "daphne"
+        self.proc = subprocess.Popen(
+            [str(daphne), "-b", "127.0.0.1", "-p", str(self.port), "dashboard.asgi:application"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                requests.get(self.url + "/version", timeout=1)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.session = requests.Session()
+        self.session.get(f"{self.url}/?token={TOKEN}", timeout=10)
+
+    def start(self, scenario: dict) -> str:
+        page = self.session.get(f"{self.url}/sim/new", timeout=10).text
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[1]
+        answer = self.session.post(
+            f"{self.url}/sim/new",
+            data={"csrfmiddlewaretoken": csrf, "run": "1"},
+            files={"file": ("w.yaml", yaml.safe_dump(scenario), "application/yaml")},
+            headers={"Referer": self.url + "/"},
+            allow_redirects=False,
+            timeout=60,
+        )
+        return re.search(r"/sim/([^/]+)/", answer.headers["Location"])[1]
+
+    def command(self, sim_id: str, cmd: dict) -> None:
+        """One host command through the dashboard's websocket, as the page sends it."""
+        import websocket
+
+        ws = websocket.create_connection(
+            f"ws://127.0.0.1:{self.port}/ws/sim/{sim_id}/?token={TOKEN}", origin=self.url, timeout=30
+        )
+        try:
+            ws.send(json.dumps({"type": "cmd", "id": 1, "cmd": cmd}))
+            while True:
+                text = ws.recv()
+                if isinstance(text, str) and text.startswith("{") and json.loads(text).get("type") == "reply":
+                    return
+        finally:
+            ws.close()
+
+    def api(self, sim_id: str) -> str:
+        return f"{self.url}/sim/{sim_id}/k8s/token/{TOKEN}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+
+
+def kubeconfig(path: pathlib.Path, server: str) -> None:
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": server}}],
+                "users": [{"name": "u", "user": {}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u", "namespace": "default"}}],
+                "current-context": "c",
+            }
+        )
+    )
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def bench_get(server: Server, env: dict, pods: int, runs: int) -> dict:
+    sim = server.start(world(pods, max(3, pods // 100)))
+    api = server.api(sim)
+
+    def created() -> bool:
+        rs = server.session.get(f"{api}/apis/apps/v1/namespaces/default/replicasets/big", timeout=30).json()
+        return (rs.get("status") or {}).get("readyReplicas") == pods
+
+    wait_for(created, 900, f"{pods} pods ready")
+    time.sleep(2.0)  # the last status updates settle
+
+    def measure() -> tuple[list[float], int]:
+        times, rows = [], 0
+        for _ in range(runs + 1):  # the first run fills the discovery cache
+            start = time.perf_counter()
+            out = subprocess.run([KUBECTL, "get", "pods", "-A"], env=env, capture_output=True, text=True, check=True)
+            times.append(time.perf_counter() - start)
+            rows = out.stdout.count("\n") - 1
+        return times[1:], rows
+
+    running, rows = measure()
+    # Paused, the dashboard builds no frames for this simulation (~0.1 s each at 10,000 pods).
+    figures: dict = {}
+    try:
+        server.command(sim, {"op": "pause"})
+        time.sleep(1.0)
+        paused, _ = measure()
+        figures = {
+            "get_pods_paused_best_s": round(min(paused), 3),
+            "get_pods_paused_median_s": round(statistics.median(paused), 3),
+        }
+    except OSError as exc:  # the websocket may refuse a viewer of a 10,000-pod state
+        figures = {"pause_failed": str(exc)}
+    return {
+        **figures,
+        "get_pods_rows": rows,
+        "get_pods_running_best_s": round(min(running), 3),
+        "get_pods_running_median_s": round(statistics.median(running), 3),
+    }
+
+
+def bench_watch(server: Server, env: dict, samples: int) -> dict:
+    scenario = world(1, 3)
+    scenario["objects"][0]["metadata"]["name"] = "w"
+    scenario["objects"][0]["spec"]["selector"]["matchLabels"] = {"app": "w"}
+    scenario["objects"][0]["spec"]["template"]["metadata"]["labels"] = {"app": "w"}
+    sim = server.start(scenario)
+    api = server.api(sim)
+    watch = subprocess.Popen(
+        [KUBECTL, "get", "pods", "-w", "-l", "app=w", "--no-headers"], env=env, stdout=subprocess.PIPE, text=True
+    )
+    seen: dict[str, float] = {}
+
+    def read() -> None:
+        for line in watch.stdout:
+            name = line.split()[0]
+            seen.setdefault(name, time.monotonic())
+
+    threading.Thread(target=read, daemon=True).start()
+    wait_for(lambda: len(seen) == 1, 30, "the first pod")
+    delays = []
+    headers = {"Content-Type": "application/merge-patch+json", "User-Agent": "bench"}
+    for replicas in range(2, samples + 2):
+        time.sleep(0.3)
+        before = set(seen)
+        sent = time.monotonic()
+        server.session.patch(
+            f"{api}/apis/apps/v1/namespaces/default/replicasets/w/scale",
+            data=json.dumps({"spec": {"replicas": replicas}}),
+            headers=headers,
+            timeout=10,
+        )
+        wait_for(lambda: len(seen) > len(before), 10, "the watch line")  # noqa: B023
+        name = next(n for n in seen if n not in before)
+        report = server.session.get(f"{server.url}/sim/{sim}/report.json", timeout=30).json()
+        scale_v = [a["time"] for a in report["actions"] if "request" in a["action"]][-1]
+        create_v = next(c["time"] for c in report["apiCalls"] if c["verb"] == "create" and c["name"] == name)
+        # The create is answered apiLatency after it was sent: the pod exists from then.
+        virtual = create_v + 0.005 - scale_v
+        delays.append((seen[name] - sent) - virtual)
+    watch.terminate()
+    return {
+        "watch_delay_median_ms": round(statistics.median(delays) * 1000, 1),
+        "watch_delay_max_ms": round(max(delays) * 1000, 1),
+        "watch_samples": len(delays),
+    }
+
+
+def machine() -> dict:
+    model = ""
+    with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo") as cpuinfo:
+        model = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    version = subprocess.run([KUBECTL, "version", "--client"], capture_output=True, text=True).stdout.split("\n")[0]
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "kubectl": version,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--samples", type=int, default=10)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = pathlib.Path(tmp_name)
+        server = Server(tmp)
+        try:
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin"),
+                "HOME": tmp_name,
+                "KUBECACHEDIR": str(tmp / "cache"),
+                "TMPDIR": tmp_name,
+            }
+            figures: dict = {"bench": "kubectl", "pods": args.pods}
+            watch_env = {**env, "KUBECONFIG": str(tmp / "kc-watch")}
+            get_env = {**env, "KUBECONFIG": str(tmp / "kc-get")}
+            # The watch delay first, while the server has nothing else to do.
+            kubeconfig(tmp / "kc-watch", "placeholder")
+            orig = server.start
+            sims: list[str] = []
+
+            def start(scenario: dict) -> str:
+                sim_id = orig(scenario)
+                sims.append(sim_id)
+                kubeconfig(tmp / ("kc-watch" if len(sims) == 1 else "kc-get"), server.api(sim_id))
+                return sim_id
+
+            server.start = start  # type: ignore[method-assign]
+            figures.update(bench_watch(server, watch_env, args.samples))
+            figures.update(bench_get(server, get_env, args.pods, args.runs))
+            figures.update(machine())
+        finally:
+            server.stop()
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

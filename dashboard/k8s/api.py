@@ -1,0 +1,581 @@
+"""The Kubernetes API over HTTP: what real `kubectl` and the official Python client talk to.
+
+An ASGI app in front of Django: it answers `/version`, `/api…`, `/apis…`, `/openapi/…` (the demo
+simulation) and `/sim/<id>/k8s/…` (any simulation), and `/metrics`; every other path goes to the
+dashboard. It never holds a simulation: reads, dry runs and watches are ops of the host
+(`dashboard.host.k8s_ops`), writes are `request` actions (`op: act`), all through the channel
+layer, so several Daphne processes with the Redis layer work as one.
+
+Guarantees
+----------
+* `Authorization: Bearer <the dashboard's access token>` on everything but `/version`; 401
+  Unauthorized Status otherwise.
+* Every failure is a `metav1.Status` (kind Status, apiVersion v1, status Failure, reason, code),
+  so kubectl prints its usual messages.
+* A write changes the world only as one `request` action (recorded with the request's
+  User-Agent as its client, replayed by "Download as scenario"); `dryRun=All` writes are answered
+  by the host without any action. Reads never enter the simulation's API call log.
+* Watches stream chunked, newline-delimited JSON events until the client goes away,
+  `timeoutSeconds` passes, or the simulation stops (then the stream ends cleanly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from typing import Any
+from urllib.parse import parse_qs
+
+import yaml
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+
+from controlplane.apiserver.resources import RESOURCES, ResourceInfo
+from dashboard.access import token_matches
+from dashboard.k8s import discovery
+
+Obj = dict[str, Any]
+Scope = dict[str, Any]
+
+DEMO = "demo"
+SIM_PATH = re.compile(r"^/sim/(?P<id>[a-z0-9][a-z0-9-]{0,62})/k8s(?:/token/(?P<token>[^/]*))?(?P<rest>/.*)?$")
+ROOT_PREFIXES = ("/api", "/apis", "/openapi/")
+RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LEASE is 90)
+BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
+MAX_CLIENT = 512
+PATCH_CONTENT_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/json-patch+json": "json",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+cbor": None,
+}
+
+
+class Failure(Exception):
+    """An answer that is a Status: raised anywhere while handling a request."""
+
+    def __init__(self, code: int, reason: str, message: str, details: Obj | None = None) -> None:
+        super().__init__(message)
+        self.code, self.reason, self.message, self.details = code, reason, message, details
+
+    def status(self) -> Obj:
+        body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message}
+        body["reason"] = self.reason
+        if self.details is not None:
+            body["details"] = self.details
+        body["code"] = self.code
+        return body
+
+
+def not_found(message: str = "the server could not find the requested resource") -> Failure:
+    return Failure(404, "NotFound", message)
+
+
+def route(path: str) -> tuple[str, str, str, str | None] | None:
+    """(simulation id, URL prefix, path below it, token in the path) for a Kubernetes API path,
+    else None."""
+    match = SIM_PATH.match(path)
+    if match:
+        prefix = path[: match.start("rest")] if match["rest"] else path
+        return match["id"], prefix, match["rest"] or "/", match["token"]
+    if path == "/version" or path in ("/api", "/apis") or path.startswith(("/api/", "/apis/", "/openapi/")):
+        return DEMO, "", path, None
+    return None
+
+
+class KubernetesAPI:
+    """ASGI: the Kubernetes API and `/metrics`; anything else goes to `app`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            if path == "/metrics":
+                await _metrics(scope, receive, send)
+                return
+            target = route(path)
+            if target is not None:
+                await Call(scope, receive, send, *target).run()
+                return
+        await self.app(scope, receive, send)
+
+
+# -- one request ------------------------------------------------------------------------------------
+class Call:
+    def __init__(
+        self, scope: Scope, receive: Any, send: Any, sim_id: str, prefix: str, rest: str, path_token: str | None
+    ) -> None:
+        self.scope, self.receive, self.send = scope, receive, send
+        self.path_token = path_token
+        self.sim_id, self.prefix = sim_id, prefix
+        self.segments = [s for s in rest.split("/") if s]
+        self.method = scope["method"]
+        self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        raw = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        self.query = {k: v[-1] for k, v in raw.items()}
+        self.accept = self.headers.get("accept", "")
+        self.client = (self.headers.get("user-agent") or "unknown")[:MAX_CLIENT]
+
+    async def run(self) -> None:
+        try:
+            authorized = token_matches(self.path_token) if self.path_token is not None else _authorized(self.headers)
+            if self.segments != ["version"] and not authorized:
+                raise Failure(401, "Unauthorized", "Unauthorized")
+            await self.dispatch()
+        except Failure as failure:
+            await respond(self.send, failure.code, failure.status())
+
+    async def reply(self, body: Any, code: int = 200, content_type: str = "application/json") -> None:
+        await respond(self.send, code, body, content_type)
+
+    async def dispatch(self) -> None:
+        segs = self.segments
+        if self.method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+            raise Failure(405, "MethodNotAllowed", f"{self.method} is not supported")
+        if segs[:2] == ["api", "v1"] and len(segs) > 2:
+            await self.resource_request("", segs[2:])
+            return
+        if segs[:3] == ["apis", "apps", "v1"] and len(segs) > 3:
+            await self.resource_request("apps", segs[3:])
+            return
+        if self.method != "GET":
+            raise Failure(405, "MethodNotAllowed", f"{self.method} is not supported on this path")
+        await self.static(segs)
+
+    async def static(self, segs: list[str]) -> None:
+        if segs == ["version"]:
+            await self.reply(discovery.VERSION)
+        elif segs in (["api"], ["apis"]):
+            aggregated = discovery.aggregated("" if segs == ["api"] else "apps", self.accept)
+            if aggregated is not None:
+                content_type, body = aggregated
+                await self.reply(body, content_type=content_type)
+            elif segs == ["api"]:
+                await self.reply(discovery.api_versions(self.headers.get("host", "127.0.0.1")))
+            else:
+                await self.reply(discovery.api_group_list())
+        elif segs == ["api", "v1"]:
+            await self.reply(discovery.resource_list(""))
+        elif segs == ["apis", "apps"]:
+            await self.reply(discovery.api_group("apps"))
+        elif segs == ["apis", "apps", "v1"]:
+            await self.reply(discovery.resource_list("apps"))
+        elif segs == ["openapi", "v3"]:
+            await self.reply(discovery.openapi_v3_index(self.prefix))
+        elif segs[:2] == ["openapi", "v3"] and "/".join(segs[2:]) in discovery.OPENAPI_V3_DOCUMENTS:
+            await self.reply(discovery.OPENAPI_V3_DOCUMENTS["/".join(segs[2:])])
+        elif segs == ["openapi", "v2"] and ("json" in self.accept or not self.accept or "*/*" in self.accept):
+            await self.reply(discovery.OPENAPI_V2)
+        elif segs == []:
+            paths = [
+                "/api",
+                "/api/v1",
+                "/apis",
+                "/apis/apps",
+                "/apis/apps/v1",
+                "/openapi/v2",
+                "/openapi/v3",
+                "/version",
+            ]
+            await self.reply({"paths": paths})
+        else:
+            raise not_found()
+
+    # -- resources --------------------------------------------------------------------------------
+    async def resource_request(self, group: str, segs: list[str]) -> None:
+        namespace = None
+        if segs[0] == "namespaces" and len(segs) >= 3 and segs[2] not in ("status", "finalize"):
+            namespace, segs = segs[1], segs[2:]
+        if len(segs) > 3:
+            raise not_found()
+        plural = segs[0]
+        name = segs[1] if len(segs) > 1 else None
+        subresource = segs[2] if len(segs) > 2 else None
+        info = RESOURCES.get(plural)
+        if info is None or info.group != group or (namespace is not None and not info.namespaced):
+            raise not_found()
+        method = self.method
+        if method == "GET":
+            if name is not None:
+                await self.get(info, namespace, name, subresource)
+            elif self.query.get("watch") in ("true", "1"):
+                await self.watch(info, namespace)
+            else:
+                await self.list(info, namespace)
+            return
+        if method == "POST":
+            if name is not None and subresource is None:
+                raise Failure(405, "MethodNotAllowed", f'create is not supported on resources of kind "{plural}"')
+            await self.write(info, "create", namespace, name, subresource, await self.body())
+        elif method == "PUT":
+            await self.write(info, "update", namespace, _named(name, info), subresource, await self.body())
+        elif method == "PATCH":
+            content_type = self.headers.get("content-type", "").split(";")[0].strip()
+            patch_type = PATCH_CONTENT_TYPES.get(content_type)
+            if patch_type is None:
+                accepted = ", ".join(t for t, p in PATCH_CONTENT_TYPES.items() if p)
+                raise Failure(
+                    415,
+                    "UnsupportedMediaType",
+                    f"the body of the request was in an unknown format - accepted media types include: {accepted}",
+                )
+            body = await self.body(yaml_ok=patch_type == "apply")
+            await self.write(info, "patch", namespace, _named(name, info), subresource, body, patch_type)
+        elif method == "DELETE":
+            if subresource is not None:
+                raise Failure(
+                    405, "MethodNotAllowed", f'delete is not supported on resources of kind "{plural}/{subresource}"'
+                )
+            raw = await self.read_body()
+            delete_options: Any = _decode(raw, yaml_ok=False) if raw.strip() else {}
+            if not isinstance(delete_options, dict):
+                raise Failure(400, "BadRequest", "the body of the request must be a DeleteOptions object")
+            await self.write(
+                info, "delete" if name else "deletecollection", namespace, name, None, None, None, delete_options
+            )
+
+    async def get(self, info: ResourceInfo, namespace: str | None, name: str, subresource: str | None) -> None:
+        answer = await self.ask(
+            {
+                "op": "k8s_get",
+                "resource": info.plural,
+                "namespace": namespace,
+                "name": name,
+                "subresource": subresource,
+                "table": _wants_table(self.accept),
+                "includeObject": self.query.get("includeObject"),
+            }
+        )
+        await self.reply_text(answer)
+
+    async def list(self, info: ResourceInfo, namespace: str | None) -> None:
+        limit = None
+        if self.query.get("limit"):
+            try:
+                limit = int(self.query["limit"])
+            except ValueError:
+                raise Failure(400, "BadRequest", f"limit: invalid value {self.query['limit']!r}") from None
+        answer = await self.ask(
+            {
+                "op": "k8s_list",
+                "resource": info.plural,
+                "namespace": namespace,
+                "labelSelector": self.query.get("labelSelector"),
+                "fieldSelector": self.query.get("fieldSelector"),
+                "limit": limit,
+                "continue": self.query.get("continue"),
+                "table": _wants_table(self.accept),
+                "includeObject": self.query.get("includeObject"),
+            }
+        )
+        await self.reply_text(answer)
+
+    async def write(
+        self,
+        info: ResourceInfo,
+        verb: str,
+        namespace: str | None,
+        name: str | None,
+        subresource: str | None,
+        body: Any,
+        patch_type: str | None = None,
+        delete_options: Obj | None = None,
+    ) -> None:
+        request: Obj = {"client": self.client, "verb": verb, "resource": info.plural}
+        if subresource is not None:
+            request["subresource"] = subresource
+        if namespace is not None:
+            request["namespace"] = namespace
+        if name is not None:
+            request["name"] = name
+        if body is not None:
+            request["body"] = body
+        if patch_type is not None:
+            request["patchType"] = patch_type
+        options, dry_run = self.write_options(verb, delete_options or {})
+        if options:
+            request["options"] = options
+        if dry_run:
+            await self.reply_text(await self.ask({"op": "k8s_dryrun", "request": request}))
+            return
+        result = await self.ask({"op": "act", "action": {"request": request}, "source": self.client})
+        response = result.get("response")
+        if response is None:
+            raise Failure(400, "BadRequest", str(result.get("error") or "the request was refused"))
+        code, answer = response
+        await self.reply(answer, int(code))
+
+    def write_options(self, verb: str, delete_options: Obj) -> tuple[Obj, bool]:
+        q = self.query
+        options: Obj = {}
+        dry_run = q.get("dryRun") == "All" or "All" in (delete_options.get("dryRun") or ())
+        if q.get("dryRun") not in (None, "", "All"):
+            raise Failure(400, "BadRequest", f'dryRun: Unsupported value: {q["dryRun"]!r}: supported values: "All"')
+        if verb in ("create", "update", "patch"):
+            if q.get("fieldManager"):
+                options["fieldManager"] = q["fieldManager"][:128]
+            if q.get("force"):
+                options["force"] = q["force"].lower() == "true"
+        if verb in ("delete", "deletecollection"):
+            policy = q.get("propagationPolicy") or delete_options.get("propagationPolicy")
+            if policy:
+                options["propagationPolicy"] = policy
+            grace = q.get("gracePeriodSeconds", delete_options.get("gracePeriodSeconds"))
+            if grace is not None and grace != "":
+                try:
+                    options["gracePeriodSeconds"] = int(grace)
+                except (TypeError, ValueError):
+                    raise Failure(400, "BadRequest", f"gracePeriodSeconds: invalid value {grace!r}") from None
+            orphan = q.get("orphanDependents", delete_options.get("orphanDependents"))
+            if orphan is not None and orphan != "":
+                options["orphanDependents"] = orphan is True or str(orphan).lower() == "true"
+            preconditions = delete_options.get("preconditions")
+            if isinstance(preconditions, dict):
+                options["preconditions"] = {k: v for k, v in preconditions.items() if v is not None}
+            if verb == "deletecollection":
+                for key in ("labelSelector", "fieldSelector"):
+                    if q.get(key):
+                        options[key] = q[key]
+        return options, dry_run
+
+    # -- watch ------------------------------------------------------------------------------------
+    async def watch(self, info: ResourceInfo, namespace: str | None) -> None:
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        timeout = None
+        if self.query.get("timeoutSeconds"):
+            try:
+                timeout = max(0.0, float(self.query["timeoutSeconds"]))
+            except ValueError:
+                raise Failure(400, "BadRequest", "timeoutSeconds: must be a number") from None
+        bookmarks = self.query.get("allowWatchBookmarks") == "true"
+        answer = await self.ask(
+            {
+                "op": "k8s_watch",
+                "channel": channel,
+                "resource": info.plural,
+                "namespace": namespace,
+                "labelSelector": self.query.get("labelSelector"),
+                "fieldSelector": self.query.get("fieldSelector"),
+                "resourceVersion": self.query.get("resourceVersion"),
+                "sendInitialEvents": self.query.get("sendInitialEvents") == "true",
+                "bookmarks": bookmarks,
+                "table": _wants_table(self.accept),
+                "includeObject": self.query.get("includeObject"),
+            }
+        )
+        if "lines" not in answer:
+            await self.reply_text(answer)
+            return
+        await self.send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")],
+            }
+        )
+        try:
+            await self.stream(layer, channel, answer, info, timeout, bookmarks)
+        finally:
+            with contextlib.suppress(Exception):
+                await _tell(self.sim_id, {"op": "k8s_unwatch", "channel": channel})
+
+    async def stream(
+        self, layer: Any, channel: str, answer: Obj, info: ResourceInfo, timeout: float | None, bookmarks: bool
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout is not None else None
+        revision = int(answer.get("revision") or 0)
+        # Even empty: Daphne (twisted) writes the status line and headers with the first body
+        # write, and a client waiting for them must not wait for the first event.
+        await self.chunk(answer["lines"])
+        if answer.get("end"):
+            await self.chunk("", last=True)
+            return
+        disconnected = asyncio.ensure_future(_wait_disconnect(self.receive))
+        renew_at = loop.time() + RENEW_EVERY
+        bookmark_at = loop.time() + BOOKMARK_EVERY
+        try:
+            while True:
+                now = loop.time()
+                wake = min(
+                    renew_at, bookmark_at if bookmarks else renew_at, deadline if deadline is not None else renew_at
+                )
+                if wake <= now:
+                    if deadline is not None and now >= deadline:
+                        break
+                    if now >= renew_at:
+                        renewal = await self.ask({"op": "k8s_renew", "channel": channel})
+                        if not renewal.get("alive"):
+                            break
+                        renew_at = now + RENEW_EVERY
+                    if bookmarks and now >= bookmark_at:
+                        await self.chunk(_bookmark_line(info, revision))
+                        bookmark_at = now + BOOKMARK_EVERY
+                    continue
+                receiving = asyncio.ensure_future(layer.receive(channel))
+                done, _ = await asyncio.wait(
+                    {receiving, disconnected}, timeout=wake - now, return_when=asyncio.FIRST_COMPLETED
+                )
+                if disconnected in done:
+                    receiving.cancel()
+                    return
+                if receiving not in done:
+                    receiving.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await receiving
+                    continue
+                message = receiving.result()
+                revision = int(message.get("revision") or revision)
+                if message.get("text"):
+                    await self.chunk(message["text"])
+                if message.get("end"):
+                    break
+            if bookmarks:
+                await self.chunk(_bookmark_line(info, revision))
+            await self.chunk("", last=True)
+        finally:
+            disconnected.cancel()
+
+    async def chunk(self, text: str, *, last: bool = False) -> None:
+        await self.send({"type": "http.response.body", "body": text.encode(), "more_body": not last})
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    async def ask(self, cmd: Obj) -> Obj:
+        await _ensure_running(self.sim_id)
+        from dashboard.host import request
+
+        try:
+            return await request(self.sim_id, cmd, control=True)
+        except LookupError:
+            raise not_found(f'simulation "{self.sim_id}" is not running') from None
+
+    async def reply_text(self, answer: Obj) -> None:
+        if "body" not in answer:
+            raise Failure(400, "BadRequest", str(answer.get("error") or "bad request"))
+        await respond(self.send, int(answer["code"]), answer["body"])
+
+    async def read_body(self) -> bytes:
+        chunks = []
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        return b"".join(chunks)
+
+    async def body(self, *, yaml_ok: bool = False) -> Any:
+        raw = await self.read_body()
+        if not raw.strip():
+            raise Failure(400, "BadRequest", "the body of the request was empty")
+        content_type = self.headers.get("content-type", "")
+        return _decode(raw, yaml_ok=yaml_ok or "yaml" in content_type)
+
+
+def _named(name: str | None, info: ResourceInfo) -> str:
+    if not name:
+        raise Failure(
+            405, "MethodNotAllowed", f'the server does not allow this method on the requested resource "{info.plural}"'
+        )
+    return name
+
+
+def _wants_table(accept: str) -> bool:
+    return "as=Table" in accept
+
+
+def _decode(raw: bytes, *, yaml_ok: bool) -> Any:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Failure(400, "BadRequest", "the body of the request is not UTF-8") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        if not yaml_ok:
+            raise Failure(400, "BadRequest", f"the body of the request was in an unknown format: {exc}") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                raise Failure(400, "BadRequest", "YAML aliases are not accepted")
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as exc:
+        raise Failure(400, "BadRequest", f"error decoding YAML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise Failure(400, "BadRequest", "error decoding YAML: nested too deeply") from None
+
+
+def _bookmark_line(info: ResourceInfo, revision: int) -> str:
+    obj = {"kind": info.kind, "apiVersion": info.api_version, "metadata": {"resourceVersion": str(revision)}}
+    return json.dumps({"type": "BOOKMARK", "object": obj}, separators=(",", ":")) + "\n"
+
+
+def _authorized(headers: dict[str, str]) -> bool:
+    value = headers.get("authorization", "")
+    scheme, _, token = value.partition(" ")
+    return scheme.lower() == "bearer" and token_matches(token.strip())
+
+
+async def respond(send: Any, code: int, body: Any, content_type: str = "application/json") -> None:
+    data = (body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": code,
+            "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+async def _wait_disconnect(receive: Any) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def _tell(sim_id: str, cmd: Obj) -> None:
+    """A command without waiting for an answer."""
+    from dashboard.host import command_channel
+
+    await get_channel_layer().send(
+        command_channel(sim_id), {"type": "sim.command", "cmd": cmd, "control": True, "viewer": None}
+    )
+
+
+async def _ensure_running(sim_id: str) -> None:
+    """404 at once for a simulation nobody hosts (rather than waiting for an answer that never comes)."""
+    from dashboard.host import get_host
+
+    if sim_id in get_host().sims:
+        return
+    if not await _alive(sim_id):
+        raise not_found(f'simulation "{sim_id}" is not running')
+
+
+@sync_to_async(thread_sensitive=False)
+def _alive(sim_id: str) -> bool:
+    from dashboard.models import SimulationRecord
+
+    return SimulationRecord.alive().filter(id=sim_id).exists()
+
+
+# -- /metrics -----------------------------------------------------------------------------------------
+async def _metrics(scope: Scope, receive: Any, send: Any) -> None:
+    from dashboard.k8s.metrics import exposition
+
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+    if not _authorized(headers):
+        await respond(send, 401, Failure(401, "Unauthorized", "Unauthorized").status())
+        return
+    content_type, text = await exposition()
+    await respond(send, 200, text, content_type)

@@ -1,0 +1,203 @@
+"""Discovery, `/version` and the OpenAPI stubs: static documents built once from the resources the
+simulated API server serves (`controlplane.apiserver.RESOURCES`).
+
+Guarantees (see ../shared/spec/kubectl-surface.md §2 and §8)
+----------
+* `/version` reports major "1", minor "32": `/usr/bin/kubectl` is a dispatcher that runs the
+  kubectl of the reported version, and 1.32 is its built-in one.
+* Legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/apps/v1`) and aggregated discovery
+  (`apidiscovery.k8s.io/v2` or `v2beta1`, only when the Accept header lists it, with its exact
+  Content-Type) carry shortNames, `categories: [all]`, verbs and the `status` / `scale`
+  subresources.
+* `/openapi/v3` is an index of one small document per group/version, each declaring for every
+  Kind a `patch` operation that takes `fieldValidation`: enough for kubectl's default
+  `--validate=strict` (it then sends `fieldValidation=Strict`). No schemas: kubectl keeps its
+  compiled-in types for strategic merge patches, and `kubectl explain` does not work.
+* `/openapi/v2` is a minimal JSON Swagger document for clients that accept JSON; a client asking
+  only for the protobuf form gets 404, which kubectl tolerates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from controlplane.apiserver.resources import RESOURCES, VERBS, ResourceInfo
+
+Obj = dict[str, Any]
+
+VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-ctrlscope",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.23.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+
+SUBRESOURCE_VERBS = ["get", "patch", "update"]
+GROUPS = ("", "apps")
+
+
+def _resources(group: str) -> list[ResourceInfo]:
+    return [info for info in RESOURCES.values() if info.group == group]
+
+
+def _verbs(info: ResourceInfo) -> list[str]:
+    if info.plural == "namespaces":
+        return ["create", "delete", "get", "list", "patch", "update", "watch"]
+    return list(VERBS)
+
+
+def _subresources(info: ResourceInfo) -> list[str]:
+    return [s for s in info.subresources if s in ("status", "scale")]
+
+
+def resource_list(group: str) -> Obj:
+    """The legacy APIResourceList of a group (`""` core or `apps`)."""
+    group_version = f"{group}/v1" if group else "v1"
+    resources: list[Obj] = []
+    for info in _resources(group):
+        entry: Obj = {
+            "name": info.plural,
+            "singularName": info.singular,
+            "namespaced": info.namespaced,
+            "kind": info.kind,
+            "verbs": _verbs(info),
+        }
+        if info.short_names:
+            entry["shortNames"] = list(info.short_names)
+        if info.categories:
+            entry["categories"] = list(info.categories)
+        resources.append(entry)
+        for sub in _subresources(info):
+            sub_entry: Obj = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced}
+            if sub == "scale":
+                sub_entry.update({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+            else:
+                sub_entry["kind"] = info.kind
+            sub_entry["verbs"] = SUBRESOURCE_VERBS
+            resources.append(sub_entry)
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+def api_versions(server_address: str) -> Obj:
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
+
+
+def api_group_list() -> Obj:
+    version = {"groupVersion": "apps/v1", "version": "v1"}
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [{"name": "apps", "versions": [version], "preferredVersion": version}],
+    }
+
+
+def api_group(name: str) -> Obj:
+    version = {"groupVersion": f"{name}/v1", "version": "v1"}
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": [version], "preferredVersion": version}
+
+
+def _aggregated_group(group: str) -> Obj:
+    resources: list[Obj] = []
+    for info in _resources(group):
+        entry: Obj = {
+            "resource": info.plural,
+            "responseKind": {"group": group, "version": "v1", "kind": info.kind},
+            "scope": "Namespaced" if info.namespaced else "Cluster",
+            "singularResource": info.singular,
+            "verbs": _verbs(info),
+        }
+        if info.short_names:
+            entry["shortNames"] = list(info.short_names)
+        if info.categories:
+            entry["categories"] = list(info.categories)
+        subs = []
+        for sub in _subresources(info):
+            kind = (
+                {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+                if sub == "scale"
+                else {"group": group, "version": "v1", "kind": info.kind}
+            )
+            subs.append({"subresource": sub, "responseKind": kind, "verbs": SUBRESOURCE_VERBS})
+        if subs:
+            entry["subresources"] = subs
+        resources.append(entry)
+    return {
+        "metadata": {"name": group},
+        "versions": [{"version": "v1", "resources": resources, "freshness": "Current"}],
+    }
+
+
+def aggregated(group: str, accept: str) -> tuple[str, Obj] | None:
+    """The aggregated discovery document for `/api` (`group` "") or `/apis` ("apps") and its
+    Content-Type, when the Accept header asks for one; None for legacy discovery."""
+    if "g=apidiscovery.k8s.io" not in accept or "as=APIGroupDiscoveryList" not in accept:
+        return None
+    offered = [part.strip() for part in accept.split(",")]
+    version = None
+    for part in offered:  # the client's first choice wins
+        if "g=apidiscovery.k8s.io" in part and "as=APIGroupDiscoveryList" in part:
+            version = "v2" if "v=v2;" in part + ";" and "v=v2beta1" not in part else "v2beta1"
+            break
+    if version is None:
+        return None
+    body = {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": f"apidiscovery.k8s.io/{version}",
+        "metadata": {},
+        "items": [_aggregated_group(group)],
+    }
+    return (AGGREGATED_V2 if version == "v2" else AGGREGATED_V2BETA1), body
+
+
+# -- OpenAPI -------------------------------------------------------------------------------------------
+def _openapi_group_document(group: str) -> Obj:
+    paths: Obj = {}
+    for info in _resources(group):
+        gvk = {"group": group, "version": "v1", "kind": info.kind}
+        paths[f"/{'apis/' + group if group else 'api'}/v1/{info.plural}"] = {
+            "patch": {
+                "x-kubernetes-group-version-kind": gvk,
+                "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "OK"}},
+            }
+        }
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes (ctrlscope)", "version": "v1.32.0"}, "paths": paths}
+
+
+OPENAPI_V3_DOCUMENTS = {"api/v1": _openapi_group_document(""), "apis/apps/v1": _openapi_group_document("apps")}
+
+
+def _hash(doc: Obj) -> str:
+    return hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:64].upper()
+
+
+def openapi_v3_index(prefix: str = "") -> Obj:
+    """The index; `prefix` is the server URL's path (`/sim/<id>/k8s`): client-go requests the
+    relative URL as the whole path."""
+    return {
+        "paths": {
+            path: {"serverRelativeURL": f"{prefix}/openapi/v3/{path}?hash={_hash(doc)}"}
+            for path, doc in OPENAPI_V3_DOCUMENTS.items()
+        }
+    }
+
+
+OPENAPI_V2 = {
+    "swagger": "2.0",
+    "info": {"title": "Kubernetes (ctrlscope)", "version": "v1.32.0"},
+    "paths": {},
+}
