@@ -470,19 +470,7 @@ class Simulation:
     def _do_request(self, body: Obj) -> Obj:
         """One write exactly as an API client sent it (kubectl through the dashboard's Kubernetes
         API): replayed through the API server's `handle`, with the client's user agent."""
-        options = dict(body.get("options") or {})
-        if "patchType" in body:
-            options["patchType"] = body["patchType"]
-        req = Request(
-            str(body.get("client") or "user"),
-            body["verb"],
-            body["resource"],
-            body.get("subresource"),
-            body.get("namespace"),
-            body.get("name"),
-            copy.deepcopy(body.get("body")),
-            options,
-        )
+        req = request_of(body)
         self.last_response = None
         answer = self.server.handle(req)
         code = int(self.server.requests[-1]["code"])
@@ -755,6 +743,23 @@ class Simulation:
             # replay from its exported scenario file to the identical report.
             "actions": [{k: copy.deepcopy(v) for k, v in entry.items() if k != "source"} for entry in self.actions],
         }
+
+
+def request_of(body: Obj) -> Request:
+    """The API server `Request` a `request` action's body describes (a copy of its body)."""
+    options = dict(body.get("options") or {})
+    if "patchType" in body:
+        options["patchType"] = body["patchType"]
+    return Request(
+        str(body.get("client") or "user"),
+        body["verb"],
+        body["resource"],
+        body.get("subresource"),
+        body.get("namespace"),
+        body.get("name"),
+        copy.deepcopy(body.get("body")),
+        options,
+    )
 
 
 def _counts(record: Any) -> Obj:

@@ -354,6 +354,10 @@ class HostedSimulation:
         # Stepping follows the sync it stopped in last, while that sync runs (like a debugger
         # stepping one thread); otherwise the next sync of any key.
         current = self.stepping if self.stepping in self.frames.running else None
+        if what in ("stage", "sync") and current is None and not self.frames.running and all(
+            c.config.manual_workers for c in sim.controllers.values()
+        ):
+            raise CommandError("no sync is running and the workers are manual: click “sync next” first")
         if what == "stage":
             label = f"next stage of the sync of {current[1]}" if current else "next sync stage"
             self.goal = Goal(

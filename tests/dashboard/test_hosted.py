@@ -411,3 +411,14 @@ def test_status_says_mode_clock_seed_events_and_the_next_timer():
     status = json.loads(h.frames.frame())["status"]
     assert status["t"] == 2.0 and status["seed"] == 1 and status["events"] == h.sim.kernel.events
     assert status["mode"] == "paused" and status["next"]["t"] > 2.0
+
+
+def test_step_sync_is_refused_when_only_a_click_could_start_one():
+    h = hosted()
+    run_until(h, 1.0)
+    h.command({"op": "act", "action": {"config": {"manualWorkers": ["replicaset", "replicationcontroller"]}}})
+    run_until(h, 3.0)
+    before = h.sim.now
+    with pytest.raises(CommandError, match="sync next"):
+        h.command({"op": "step", "what": "sync"})
+    assert h.sim.now == before

@@ -131,7 +131,8 @@ async def test_pod_detail_and_sync_history_partials(running_host):
     syncs = await client.get("/sim/demo/syncs/replicaset/default/web")
     assert syncs.status_code == 200 and "Sync of" in syncs.content.decode()
     assert (await client.get("/sim/demo/syncs/nope/default/web")).status_code == 400
-    assert (await client.get("/sim/nope/")).status_code == 404
+    missing = await client.get("/sim/nope/")
+    assert missing.status_code == 404 and "no simulation nope is running" in missing.content.decode()
 
 
 @pytest.mark.parametrize("method", ["options", "trace", "put", "delete"])
