@@ -183,12 +183,17 @@ class HostedSimulation:
         self.saturated = False
         try:
             while True:
+                if sim.halted is not None:
+                    self._pause_with(sim.halted)
+                    break
                 nxt = kernel.peek()
                 if nxt is None or nxt > target:
                     if math.isfinite(target) and target > sim.now:
-                        kernel.run_until(target)
+                        sim.run_until(target)  # no event before the target: only the clock moves
                     break
-                kernel.step()
+                # One event, an exception it raises contained by the simulation (an `error`
+                # record: the run pauses on it and the session goes on).
+                sim.step()
                 ran += 1
                 if self._after_event():
                     break
@@ -498,16 +503,12 @@ MAX_DOCUMENTS = 50
 
 def parse_manifests(text: Any) -> list[Obj]:
     """The manifests of a YAML text (`---` between documents), or CommandError saying what is
-    wrong. Aliases are refused: a few bytes of them can expand into gigabytes once copied."""
+    wrong. Read by `safeyaml`: bounded depth and nodes (aliases counted expanded), iteratively."""
     if not isinstance(text, str) or not text.strip():
         raise CommandError("yaml: paste one or more manifests")
     if len(text) > MAX_YAML:
         raise CommandError(f"yaml: longer than {MAX_YAML // 1024} KiB")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.AliasEvent):
-                raise CommandError("yaml: aliases (*name) are not accepted in manifests")
         # Built iteratively, within limits: libyaml's own composer recurses in C, and a few
         # hundred KiB of `[` crash the process before any RecursionError.
         docs = [doc for doc in safeyaml.load_all(text) if doc is not None]

@@ -125,7 +125,9 @@ def test_bad_commands_are_refused_and_change_nothing():
         {"op": "focus", "keys": "default/web"},
         {"op": "orphan", "name": "no-such-pod"},
         {"op": "apply_yaml", "text": "a: [1, 2"},
-        {"op": "apply_yaml", "text": "a: &x [1]\nb: *x\n"},
+        {"op": "apply_yaml", "text": "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)
+        )},  # an alias bomb: 9^9 nodes once expanded
     ):
         with pytest.raises(CommandError):
             h.command(cmd)
@@ -254,11 +256,22 @@ def test_a_slice_yields_within_its_budget():
     assert time.perf_counter() - start < 0.25  # 10 ms budget, generous for a loaded CI machine
 
 
-def test_a_failing_simulation_pauses_with_its_error_and_the_host_survives():
+def test_a_callback_that_raises_pauses_the_run_and_the_session_goes_on():
     h = hosted()
-    h.sim.kernel.call_later(1.0, lambda: 1 / 0)  # a bug outside any sync: the session ends
+    h.sim.kernel.call_later(1.0, lambda: 1 / 0)  # a bug outside any sync or action
     h.command({"op": "run", "speed": "max"})
     drive(h)
+    assert h.error is None and h.mode == "paused"
+    assert h.hit["why"] == "the simulation contained an error (kernel)"
+    assert "ZeroDivisionError" in h.hit["detail"]
+    assert h.command({"op": "run", "speed": "max"})["ok"] is True
+
+
+def test_a_host_bug_outside_the_simulation_pauses_it_with_its_error(monkeypatch):
+    h = hosted()
+    monkeypatch.setattr(h, "_after_event", lambda: 1 / 0)
+    h.command({"op": "run", "speed": "max"})
+    h.run_slice()
     assert h.error == "ZeroDivisionError: division by zero"
     assert h.mode == "paused" and not h.busy
     with pytest.raises(CommandError):
