@@ -510,7 +510,9 @@ def parse_scenario(data: Any) -> Scenario:
         raise _fail("actions", f"more than {limits.MAX_ACTIONS} actions")
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]
     if "until" in value:
-        scenario.until = float(_number(value["until"], "until", 0, exclusive=True, maximum=limits.MAX_SECONDS))
+        # 0 is a run of the starting objects and the actions at t=0 only (a session exported
+        # before its clock moved).
+        scenario.until = float(_number(value["until"], "until", 0, maximum=limits.MAX_SECONDS))
     if "expect" in value:
         from controlplane.checks import parse_checks  # checks reads the vocabulary above
 

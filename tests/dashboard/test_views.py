@@ -78,7 +78,7 @@ async def test_start_from_an_uploaded_file(running_host, tmp_path):
         ({"scenario": "demo", "seed": "1e9"}, "seed: must be a whole number"),
         ({"file": ("s.yaml", b"\xff\xfe\x00binary")}, "file: not UTF-8 text"),
         ({"file": ("s.yaml", b"name: [unclosed")}, "file: not valid YAML"),
-        ({"file": ("s.yaml", b"until: -1\n")}, "file: until: must be > 0"),
+        ({"file": ("s.yaml", b"until: -1\n")}, "file: until: must be >= 0"),
         ({"file": ("s.yaml", b"objects: [{apiVersion: v1, kind: Pod, metadata: {name: BAD_NAME}}]\n")}, "objects[0]"),
     ],
 )
