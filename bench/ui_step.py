@@ -92,7 +92,11 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=1000)
     args = parser.parse_args()
     nodes = max(3, args.replicasets * args.replicas // 100)
-    doc = fleet(args.replicasets, args.replicas, nodes, apiLatency=0.001, watchLatency=0.001)
+    # The v1.36 consistency gate off: at this scale its stale-cache skips keep requeueing keys
+    # (rate-limited) for minutes, and the queue never gets quiet enough to put the measured key
+    # at its head. The path measured (click -> sync -> frame -> screen) is the same.
+    doc = fleet(args.replicasets, args.replicas, nodes, apiLatency=0.001, watchLatency=0.001,
+                featureGates={"StaleControllerConsistencyReplicaSet": False})
     path = scenario_file(doc, Path(tempfile.mkdtemp(prefix="ctrlscope-uistep-")), "fleet")
     with live_server(path) as url, sync_playwright() as p:
         sim = "fleet"
@@ -116,23 +120,26 @@ def main() -> None:
             # this ReplicaSet, and let the deletion reach the cache, so that this key is the
             # head of the queue. Then run at 1x and click.
             command({"op": "pause"})
-            for _ in range(100):
-                if not page.evaluate(queued):
+            deleted = False
+            for _ in range(200):
+                time.sleep(0.3)  # let the frames of the last step arrive
+                q = page.evaluate(queued)
+                if deleted and q and q[0] == key:
                     break
-                command({"op": "act", "action": {"sync": {"controller": "replicaset"}}})
-                command({"op": "step", "what": "sync"})
+                if q:  # sync the head (left by earlier repetitions), a little time passes
+                    command({"op": "act", "action": {"sync": {"controller": "replicaset"}}})
+                elif not deleted:
+                    victim = next(k for k, v in page.evaluate("() => window.CtrlscopePods.states()").items()
+                                  if k.startswith(f"default/{owner}-") and v == "Ready")
+                    command({"op": "act", "action": {"podFault": {"name": victim.split("/")[1], "fault": "delete"}}})
+                    deleted = True
+                t = page.evaluate("() => window.ctrlscope.status.t")
+                command({"op": "step", "what": "to", "t": round(t + 0.2, 3)})
                 page.wait_for_function(idle)
-                time.sleep(0.1)
-            victim = next(k for k, v in page.evaluate("() => window.CtrlscopePods.states()").items()
-                          if k.startswith(f"default/{owner}-") and v == "Ready")
-            command({"op": "act", "action": {"podFault": {"name": victim.split("/")[1], "fault": "delete"}}})
-            t = page.evaluate("() => window.ctrlscope.status.t")
-            command({"op": "step", "what": "to", "t": round(t + 0.05, 3)})
-            page.wait_for_function(idle)
+            else:
+                raise RuntimeError(f"could not get {key} to the head of the queue")
             page.wait_for_function(
-                f"() => {{ const b = document.getElementById('sync-next-replicaset');"
-                f" const q = ({queued})(); return b && !b.disabled && q[0] === '{key}'; }}",
-                timeout=30_000,
+                "() => { const b = document.getElementById('sync-next-replicaset'); return b && !b.disabled; }"
             )
             command({"op": "run", "speed": 1})
             before = page.evaluate(

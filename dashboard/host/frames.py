@@ -145,6 +145,9 @@ class FrameBuilder:
         if controller is None:
             return
         c = self.sim.controllers.get(controller)
+        # What the queue holds changed: its panel and the workers' are dirty (built before the
+        # panels that only tick with the clock).
+        self.dirty.update((panels.queue_id(controller), panels.workers_id(controller)))
         if c is not None:
             index = CONTROLLER_INDEX[controller]
             depth = c.queue.metrics.depth
@@ -164,6 +167,7 @@ class FrameBuilder:
         controller, key = record["controller"], record["key"]
         ident = (controller, key)
         kind = record["kind"]
+        self.dirty.add(panels.workers_id(controller))
         if kind == "sync.start":
             self.narration_seq += 1
             narration = Narration(self.narration_seq, controller, key, record["worker"], record["time"])
@@ -304,6 +308,9 @@ class FrameBuilder:
                 self.node_states[record["name"]] = record["to"]
             self.dirty.add("nodes")
 
+    def _on_expectations(self, record: Obj) -> None:
+        self.dirty.add(panels.expectations_id(record["controller"]))
+
     def _on_event(self, record: Obj) -> None:
         self._log("events", record)
 
@@ -381,8 +388,12 @@ class FrameBuilder:
         start = time.perf_counter()
         every = self._panel_ids()
 
+        def cost(p: str) -> float:
+            # Panels of one kind cost alike: a key just focused inherits its kind's cost.
+            return self.cost.get(p.split(":", 1)[0], 0.0)
+
         def eligible(p: str) -> bool:
-            return start >= self.built_at.get(p, 0.0) + PANEL_SHARE * self.cost.get(p, 0.0)
+            return start >= self.built_at.get(p, 0.0) + PANEL_SHARE * cost(p)
 
         def stale(p: str) -> float:
             return self.built_at.get(p, 0.0)
@@ -390,19 +401,23 @@ class FrameBuilder:
         def cheap_first(p: str) -> float:
             # What a user waits for after a click (the inspector, the queue) is cheap: build
             # cheap panels first; an expensive one goes first once it has waited a second.
-            waited = start - self.dirty_since.get(p, start)
-            return -1.0 if waited > 1.0 else self.cost.get(p, 0.0)
+            return -1.0 if waited(p) > 1.0 else cost(p)
+
+        def waited(p: str) -> float:
+            return start - self.dirty_since.get(p, start)
 
         dirty = sorted((p for p in self.dirty if eligible(p)), key=cheap_first)
         ticking = sorted((p for p in every if p not in self.dirty and eligible(p)), key=stale)
         order = dirty + ticking
         for panel_id in order:
             now = time.perf_counter()
-            if now - start > FRAME_WORK and panel_id != order[0]:
-                break
+            # Within the budget, skipping what would not fit (it waits; the first panel and one
+            # dirty for over a second are built regardless, so nothing starves).
+            if panel_id != order[0] and waited(panel_id) <= 1.0 and now - start + cost(panel_id) > FRAME_WORK:
+                continue
             html = self._render(panel_id)
             self.built_at[panel_id] = now
-            self.cost[panel_id] = time.perf_counter() - now
+            self.cost[panel_id.split(":", 1)[0]] = time.perf_counter() - now
             self.dirty.discard(panel_id)
             self.dirty_since.pop(panel_id, None)
             if self.rendered.get(panel_id) != html:
@@ -558,6 +573,7 @@ _HANDLERS = {
     "node": FrameBuilder._on_node,
     "api": FrameBuilder._on_api,
     "event": FrameBuilder._on_event,
+    "expectations": FrameBuilder._on_expectations,
     "action": FrameBuilder._on_action,
     "controller": FrameBuilder._on_controller,
     "informer": FrameBuilder._on_informer,
