@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controlplane.checks import Checker, CheckResult, parse_checks
+from controlplane.gcpolicy import simulation_gc
 from controlplane.scenario import Scenario, load_file
 from controlplane.simulation import Simulation
 from controlplane.trace import Record
@@ -48,13 +49,15 @@ def run(
     until: float | None = None,
     sinks: Sequence[TraceSink] = (),
 ) -> RunResult:
-    """Run `scenario` to `until` (the file's unless given) and judge its checks."""
+    """Run `scenario` to `until` (the file's unless given) and judge its checks, under the
+    GC policy of running simulations (controlplane.gcpolicy)."""
     sim = Simulation(scenario, seed=seed)
     checker = Checker(sim, parse_checks(scenario.expect))
     unsubscribes = [sim.subscribe(sink.write) for sink in sinks]
     try:
         checker.start()
-        sim.run_until(scenario.until if until is None else until)
+        with simulation_gc():
+            sim.run_until(scenario.until if until is None else until)
         results = checker.finish()
     finally:
         for unsubscribe in unsubscribes:
