@@ -4,6 +4,11 @@ Guarantees
 ----------
 * Time moves only inside `step()`, `advance()` and `run_until()`. Nothing here reads the wall
   clock; `now` is float seconds of virtual time since `EPOCH`.
+* Virtual time is exact to the nanosecond: every instant the kernel schedules is `vtime(t)`, the
+  float nearest to a whole number of nanoseconds, so `now` prints as the decimal it is (0.115,
+  never 0.11500000000000002, which adding 0.005 to 0.11 in floats gives) and two paths to the
+  same instant meet at the same float. Code that keeps a time it will compare with `now` (a due
+  time, a ready time) computes it with `vtime` too.
 * Callbacks run in `(time, seq)` order: two callbacks due at the same instant run in the order
   they were scheduled. With the same seed and the same inputs every run is identical.
 * Processes are coroutines (`async def`) that await kernel futures: `kernel.sleep(d)`,
@@ -39,6 +44,13 @@ from typing import Any
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 END_OF_INSTANT = 1 << 62  # sequence offset of `call_at_end_of_instant` entries
+NS_PER_SECOND = 1e9
+
+
+def vtime(t: float) -> float:
+    """`t` (virtual seconds: an instant or a duration) at the kernel's resolution, 1 ns: the float
+    nearest to a whole number of nanoseconds (see the module docstring)."""
+    return round(t * NS_PER_SECOND) / NS_PER_SECOND
 
 
 Rng = Random
@@ -323,6 +335,7 @@ class Kernel:
     # -- scheduling -------------------------------------------------------------------------
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
         self._seq += 1
+        when = round(when * NS_PER_SECOND) / NS_PER_SECOND  # vtime, inlined (hot path)
         if when > self.now:
             timer = Timer((when, self._seq, fn, args))
             heapq.heappush(self._heap, timer)
@@ -334,11 +347,13 @@ class Kernel:
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
         self._seq += 1
         if delay > 0:
-            timer = Timer((self.now + delay, self._seq, fn, args))
-            heapq.heappush(self._heap, timer)
-        else:
-            timer = Timer((self.now, self._seq, fn, args))
-            self._ready.append(timer)
+            when = round((self.now + delay) * NS_PER_SECOND) / NS_PER_SECOND  # vtime, inlined
+            if when > self.now:
+                timer = Timer((when, self._seq, fn, args))
+                heapq.heappush(self._heap, timer)
+                return timer
+        timer = Timer((self.now, self._seq, fn, args))
+        self._ready.append(timer)
         return timer
 
     def call_at_end_of_instant(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
@@ -349,7 +364,7 @@ class Kernel:
         self._seq += 1
         # The same heap, with a sequence number above every regular one: (time, seq) order puts
         # the entry after all regular entries of its instant, and the hot loop pays nothing.
-        timer = Timer((max(when, self.now), END_OF_INSTANT + self._seq, fn, args))
+        timer = Timer((max(vtime(when), self.now), END_OF_INSTANT + self._seq, fn, args))
         heapq.heappush(self._heap, timer)
         return timer
 
@@ -424,6 +439,7 @@ class Kernel:
         self.run_until(self.now + seconds)
 
     def run_until(self, t: float) -> None:
+        t = vtime(t)
         heap, ready = self._heap, self._ready
         pop, popleft = heapq.heappop, ready.popleft
         while True:

@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import Any
 
 from controlplane.apiserver import ApiError, Client
-from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
+from controlplane.kernel import Kernel, parse_rfc3339, rfc3339, vtime
 from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
@@ -450,7 +450,7 @@ class Kubelet:
         if rec.timer is not None:
             rec.timer.cancel()
         rec.action = action
-        rec.due = self.kernel.now + max(delay, 0.0)
+        rec.due = vtime(self.kernel.now + max(delay, 0.0))
         rec.timer = self.kernel.call_at(rec.due, self._fire_callback, rec)
 
     def _disarm(self, rec: _PodRecord) -> None:

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from controlplane.kernel import parse_rfc3339
+from controlplane.kernel import parse_rfc3339, vtime
 
 Pod = dict[str, Any]
 
@@ -275,7 +275,7 @@ def next_pod_availability_check(pod: Pod, min_ready_seconds: float, now: float) 
     since = _timestamp(condition.get("lastTransitionTime"))
     if since is None:
         return None
-    delay = since + min_ready_seconds - now
+    delay = vtime(since + min_ready_seconds - now)  # an exact virtual duration
     return delay if delay > 0 else None
 
 

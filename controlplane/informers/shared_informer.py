@@ -29,7 +29,7 @@ from controlplane.informers.store import (
     meta_namespace_index_func,
     meta_namespace_key,
 )
-from controlplane.kernel import Kernel, Timer
+from controlplane.kernel import Kernel, Timer, vtime
 from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
@@ -100,7 +100,7 @@ class SharedInformer:
             handler.resync_period = self.resync_period
         elif 0 < handler.resync_period < 1.0:
             handler.resync_period = 1.0  # upstream minimum resync period
-        handler._next_resync = self.kernel.now + handler.resync_period
+        handler._next_resync = vtime(self.kernel.now + handler.resync_period)
         self._handlers.append(handler)
         return handler
 
@@ -130,7 +130,7 @@ class SharedInformer:
         now = self.kernel.now
         due = [h for h in self._handlers if h.resync_period > 0 and h._next_resync <= now]
         for h in due:
-            h._next_resync = now + h.resync_period
+            h._next_resync = vtime(now + h.resync_period)
         if due:
             self._syncing = due
             self.fifo.resync()

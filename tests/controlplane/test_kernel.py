@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from controlplane.kernel import EPOCH, Cancelled, Kernel, parse_rfc3339, rfc3339
+from controlplane.kernel import EPOCH, Cancelled, Kernel, parse_rfc3339, rfc3339, vtime
 
 
 def test_epoch_is_2026_new_year_utc():
@@ -198,3 +198,30 @@ def test_end_of_instant_in_the_past_means_the_current_instant():
     k.call_at_end_of_instant(1.0, lambda: seen.append(k.now))
     k.run_until(5.0)
     assert seen == [5.0]
+
+
+def test_virtual_time_is_exact_to_the_nanosecond():
+    # 0.11 + 0.005 is 0.11500000000000002 in floats; the kernel's instants are exact decimals.
+    kernel = Kernel()
+    seen = []
+    kernel.call_later(0.11, lambda: kernel.call_later(0.005, lambda: seen.append(kernel.now)))
+    kernel.call_later(0.115, lambda: seen.append(kernel.now))
+    kernel.run()
+    assert seen == [0.115, 0.115]
+    assert repr(seen[0]) == "0.115"
+
+
+def test_two_paths_to_one_instant_meet_in_scheduling_order():
+    kernel = Kernel()
+    order = []
+    kernel.call_later(0.1, lambda: kernel.call_later(0.2, order.append, "later path"))
+    kernel.call_at(0.30000000000000004, order.append, "direct")
+    kernel.run()
+    assert order == ["direct", "later path"]
+    assert kernel.now == 0.3
+
+
+def test_vtime_rounds_to_the_nanosecond():
+    assert vtime(0.1 + 0.2) == 0.3
+    assert vtime(1e-10) == 0.0
+    assert vtime(2.5e-9) == 2e-9  # round half to even, as round()
