@@ -451,7 +451,9 @@ class Kubelet:
             rec.timer.cancel()
         rec.action = action
         rec.due = vtime(self.kernel.now + max(delay, 0.0))
-        rec.timer = self.kernel.call_at(rec.due, self._fire_callback, rec)
+        # call_later, not call_at(rec.due): the same instant, and the kernel keeps the timers of
+        # one delay (the start-up delay of every pod) in a FIFO lane instead of its heap.
+        rec.timer = self.kernel.call_later(max(delay, 0.0), self._fire_callback, rec)
 
     def _disarm(self, rec: _PodRecord) -> None:
         if rec.timer is not None:

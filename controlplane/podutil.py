@@ -135,6 +135,11 @@ def is_pod_available(pod: Pod, min_ready_seconds: float, now: float) -> bool:
     condition = get_pod_ready_condition(pod)
     if condition is None or condition.get("status") != "True":
         return False
+    return is_ready_condition_available(condition, min_ready_seconds, now)
+
+
+def is_ready_condition_available(condition: dict[str, Any], min_ready_seconds: float, now: float) -> bool:
+    """`is_pod_available` for a pod whose Ready condition, `condition`, is True."""
     if min_ready_seconds == 0:
         return True
     since = _timestamp(condition.get("lastTransitionTime"))
