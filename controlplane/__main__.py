@@ -1,7 +1,10 @@
 """`python -m controlplane run FILE [--seed N] [--until SECONDS]`: run a scenario headless and print
 its JSON report (DESIGN §2.2). An invalid scenario exits 2 with one line on stderr naming the field;
-a scenario whose checks fail prints one line per failed check on stderr and exits 1.
-`--trace FILE` / `--perfetto FILE` stream the run's trace to a file (docs/scenarios.md).
+so does a run that reaches a ceiling (`--max-pods`, `--max-nodes`, `--max-events`, see
+controlplane.limits). A scenario whose checks fail prints one line per failed check on stderr and
+exits 1. `--trace FILE` / `--perfetto FILE` stream the run's trace to a file (docs/scenarios.md).
+No input prints a traceback: an unexpected exception is one line too (exit 1,
+`CTRLSCOPE_TRACEBACK=1` shows it).
 
 `python -m controlplane test [PATH…] [--junit-xml FILE] [-j N]`: run every scenario file with
 checks under the paths (default: the shipped library) in parallel, print a summary table; exit 1
@@ -15,8 +18,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
+import os
 import sys
 
+from controlplane import limits
 from controlplane.scenario import ScenarioError, library
 
 
@@ -40,6 +46,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--until", type=float, default=None, help="virtual seconds to run (default: the file's)")
     run.add_argument("--trace", metavar="FILE", help="write every trace record to FILE as JSON lines")
     run.add_argument("--perfetto", metavar="FILE", help="write the run to FILE in Chrome trace-event format")
+    defaults = limits.DEFAULT_RUN_LIMITS
+    run.add_argument("--max-pods", type=int, default=defaults.pods, help=f"pod ceiling (default {defaults.pods})")
+    run.add_argument("--max-nodes", type=int, default=defaults.nodes, help=f"node ceiling (default {defaults.nodes})")
+    run.add_argument(
+        "--max-events", type=int, default=defaults.events, help=f"kernel event ceiling (default {defaults.events})"
+    )
     test = sub.add_parser("test", help="run the scenario files with checks under the paths")
     test.add_argument("paths", nargs="*", help="files, directories or shipped names (default: the library)")
     test.add_argument("--junit-xml", metavar="FILE", help="write a JUnit XML report to FILE")
@@ -53,10 +65,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "test":
         return _test(args)
-    if args.until is not None and args.until <= 0:
-        sys.stderr.write("--until: must be > 0\n")
+    problem = _check_arguments(args)
+    if problem is not None:
+        sys.stderr.write(f"{problem}\n")
         return 2
-    return _run(args)
+    try:
+        return _run(args)
+    except Exception as exc:  # a bug: one line, never a traceback for a user to read
+        if os.environ.get("CTRLSCOPE_TRACEBACK"):
+            raise
+        sys.stderr.write(
+            f"internal error: {type(exc).__name__}: {str(exc)[:300]} (CTRLSCOPE_TRACEBACK=1 shows where)\n"
+        )
+        return 1
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -77,7 +98,8 @@ def _run(args: argparse.Namespace) -> int:
                 stream = files.enter_context(open(path, "w", encoding="utf-8"))
                 sinks.append(sink(stream, scenario=scenario.name, seed=seed))
         try:
-            result = run(scenario, seed=args.seed, until=args.until, sinks=sinks)
+            run_limits = limits.RunLimits(pods=args.max_pods, nodes=args.max_nodes, events=args.max_events)
+            result = run(scenario, seed=args.seed, until=args.until, sinks=sinks, limits=run_limits)
         except ScenarioError as exc:
             sys.stderr.write(f"{exc}\n")
             return 2
@@ -121,6 +143,28 @@ def _test(args: argparse.Namespace) -> int:
     if any(o.status == ERROR for o in outcomes):
         return 2
     return 1 if any(o.status == FAILED for o in outcomes) else 0
+
+
+def _check_arguments(args: argparse.Namespace) -> str | None:
+    """The one-line reason an argument is out of range, or None."""
+    until = args.until
+    if until is not None:
+        if not math.isfinite(until):
+            return f"--until: must be a finite number of seconds, not {until}"
+        if until <= 0:
+            return "--until: must be > 0"
+        if until > limits.MAX_SECONDS:
+            return f"--until: must be <= {int(limits.MAX_SECONDS)} (30 days of virtual time)"
+    if args.seed is not None and not 0 <= args.seed <= limits.MAX_SEED:
+        return f"--seed: must be between 0 and {limits.MAX_SEED}"
+    for flag, value in (
+        ("--max-pods", args.max_pods),
+        ("--max-nodes", args.max_nodes),
+        ("--max-events", args.max_events),
+    ):
+        if value < 0:
+            return f"{flag}: must be >= 0"
+    return None
 
 
 if __name__ == "__main__":

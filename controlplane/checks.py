@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from controlplane import labels
 from controlplane.podutil import controller_ref, is_pod_active
-from controlplane.scenario import KINDS, ScenarioError
+from controlplane.scenario import KINDS, ScenarioError, _type_name
 from controlplane.trace import Record
 
 if TYPE_CHECKING:
@@ -165,22 +165,6 @@ def _render(value: Any) -> str:
 
 def _fail(path: str, message: str) -> ScenarioError:
     return ScenarioError(f"{path}: {message}")
-
-
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return type(value).__name__
 
 
 def _mapping(value: Any, path: str) -> Obj:

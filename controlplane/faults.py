@@ -209,6 +209,11 @@ class FaultInjector:
         return result
 
     def node_fault(self, spec: Obj) -> Obj:
+        name = spec["name"]
+        if name not in self.sim.nodes.kubelets:
+            if self.sim.server.peek("nodes", None, name) is not None:
+                return {"error": f'node "{name}" is not simulated (it has no kubelet): only node-1 … node-N are'}
+            return {"error": f'nodes "{name}" not found', "code": 404}
         if spec["fault"] == "down":
             self.sim.nodes.node_down(spec["name"])
         else:
@@ -217,6 +222,9 @@ class FaultInjector:
 
     def watch_fault(self, spec: Obj) -> Obj:
         resource, fault = spec["resource"], spec["fault"]
+        wanted = spec.get("controller")
+        if wanted is not None and wanted not in self.sim.controllers:
+            return {"error": f"controller {wanted} is not running in this simulation"}
         touched = []
         for name, controller in self.sim.controllers.items():
             if spec.get("controller") not in (None, name):
@@ -229,8 +237,11 @@ class FaultInjector:
                 if fault == "pause":
                     reflector.pause()
                     if "delay" in spec:
-                        # `delay`: the view stays stale for that long, then catches up by itself.
-                        self.sim.kernel.call_later(float(spec["delay"]), self._resume_if_same, informer)
+                        # `delay`: the view stays stale for that long, then catches up by itself —
+                        # unless a later pause (with its own delay, or none) or a resume took over.
+                        self.sim.kernel.call_later(
+                            float(spec["delay"]), self._resume_if_same, informer, reflector.pauses
+                        )
                 elif fault == "resume":
                     reflector.resume()
                 else:
@@ -239,9 +250,12 @@ class FaultInjector:
             self.sim.trace.emit("watch.fault", resource=resource, fault=fault, informers=touched)
         return {"informers": touched}
 
-    def _resume_if_same(self, informer: Any) -> None:
-        # A restart replaces informers; only resume the one this fault paused.
-        informer.reflector.resume()
+    def _resume_if_same(self, informer: Any, pauses: int) -> None:
+        # Only the pause this timer belongs to: a restart replaces informers (this one is then
+        # stopped), and a later pause or resume of the same reflector supersedes it.
+        reflector = informer.reflector
+        if reflector.paused and reflector.pauses == pauses:
+            reflector.resume()
 
     def controller_fault(self, spec: Obj) -> Obj:
         controller = self.sim.controllers.get(spec["controller"])

@@ -346,6 +346,9 @@ class Kernel:
         self.failures: list[tuple[Task, BaseException]] = []
         self._task_depth = 0  # > 0 while a task's coroutine is running
         self.events = 0  # callbacks run so far (cancelled entries are not events)
+        # A ceiling on `events`: once reached, step() runs nothing and returns False, and
+        # run_until()/advance() return early with the clock at the last event run.
+        self.event_limit: int | None = None
         # When True (the default), a task that dies with an exception re-raises it out of
         # step()/advance(): a bug in a process must not silently stop part of the simulation.
         self.raise_task_failures = True
@@ -457,8 +460,16 @@ class Kernel:
             first = self._first()
         return first[0] if first is not None else None
 
+    @property
+    def limit_reached(self) -> bool:
+        """The `event_limit` is reached: nothing more runs until it is raised."""
+        return self.event_limit is not None and self.events >= self.event_limit
+
     def step(self) -> bool:
-        """Run exactly one callback (moving the clock to its time). False when none is left."""
+        """Run exactly one callback (moving the clock to its time). False when none is left
+        (or the event limit is reached)."""
+        if self.limit_reached:
+            return False
         while self._first() is not None:
             when, _, fn, args, _ = self._remove_first()
             if fn is None:
@@ -478,7 +489,10 @@ class Kernel:
         t = vtime(t)
         heap, ready, lanes = self._heap, self._ready, self._lanes
         pop, push, popleft = heapq.heappop, heapq.heappush, ready.popleft
+        limit = math.inf if self.event_limit is None else self.event_limit
         while True:
+            if self.events >= limit:
+                return  # the clock stays at the last event run
             # The earlier of the two heads in (time, seq) order: `_first` and `_pop_heap`,
             # inlined (hot loop).
             if ready and (not heap or ready[0] < heap[0]):

@@ -18,8 +18,9 @@ from typing import Any, Protocol
 
 from controlplane.checks import Checker, CheckResult, parse_checks
 from controlplane.gcpolicy import simulation_gc
+from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, load_file
-from controlplane.simulation import Simulation
+from controlplane.simulation import LimitError, Simulation
 from controlplane.trace import Record
 
 Obj = dict[str, Any]
@@ -48,16 +49,20 @@ def run(
     seed: int | None = None,
     until: float | None = None,
     sinks: Sequence[TraceSink] = (),
+    limits: RunLimits | None = None,
 ) -> RunResult:
     """Run `scenario` to `until` (the file's unless given) and judge its checks, under the
-    GC policy of running simulations (controlplane.gcpolicy)."""
-    sim = Simulation(scenario, seed=seed)
+    GC policy of running simulations (controlplane.gcpolicy). LimitError (a ScenarioError) when
+    the scenario asks for more than `limits` or the run reaches one."""
+    sim = Simulation(scenario, seed=seed, limits=limits)
     checker = Checker(sim, parse_checks(scenario.expect))
     unsubscribes = [sim.subscribe(sink.write) for sink in sinks]
     try:
         checker.start()
         with simulation_gc():
             sim.run_until(scenario.until if until is None else until)
+        if sim.halted is not None:
+            raise LimitError(f"until: {sim.halted}")
         results = checker.finish()
     finally:
         for unsubscribe in unsubscribes:
@@ -71,7 +76,12 @@ def run(
 
 
 def run_file(
-    name_or_path: str, *, seed: int | None = None, until: float | None = None, sinks: Sequence[TraceSink] = ()
+    name_or_path: str,
+    *,
+    seed: int | None = None,
+    until: float | None = None,
+    sinks: Sequence[TraceSink] = (),
+    limits: RunLimits | None = None,
 ) -> RunResult:
     """`run` on a scenario file or the name of a shipped scenario (ScenarioError if invalid)."""
-    return run(load_file(name_or_path), seed=seed, until=until, sinks=sinks)
+    return run(load_file(name_or_path), seed=seed, until=until, sinks=sinks, limits=limits)

@@ -2,17 +2,23 @@
 
 Guarantee: `load_scenario(text)` either returns a `Scenario` whose every field has the documented
 type and range, or raises `ScenarioError` whose message is one line naming the field
-(`actions[3].scale.replicas: must be >= 0`). Whether the API server accepts the starting objects is
-checked when the simulation applies them (a rejection there is also a `ScenarioError`).
+(`actions[3].scale.replicas: must be >= 0`). Every number is finite and within the ceilings of
+controlplane.limits. The text is read with controlplane.safeyaml (bounded, no recursion). What can
+be decided from the file alone is checked here too: duplicate starting objects, owner references
+to objects the file does not list before, faults naming a node, controller or `apiFault` rule the
+file never has. Whether the API server accepts the starting objects is checked when the
+simulation applies them (a rejection there is also a `ScenarioError`), as are the run's ceilings
+(`RunLimits`), which belong to whoever runs the file.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from controlplane import limits, safeyaml
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 # Shipped scenarios are `<id>.scenario.yaml` (the pytest plugin collects that suffix); a plain
@@ -62,6 +68,30 @@ CONFIG_SCALARS: dict[str, tuple[str, Any, float | None]] = {
     "schedulerQPS": ("number", 50.0, None),
     "schedulerBurst": ("int", 100, 1),
 }
+# Upper bounds of the config scalars (controlplane.limits holds the numbers). QPS keys also refuse
+# a positive rate below limits.MIN_QPS; resyncPeriod is 0 or at least limits.MIN_RESYNC_PERIOD.
+CONFIG_MAXIMA: dict[str, float] = {
+    "workers": limits.MAX_WORKERS,
+    "burstReplicas": limits.MAX_INT32,
+    "kubeApiQPS": limits.MAX_QPS,
+    "kubeApiBurst": limits.MAX_INT32,
+    "apiLatency": limits.MAX_SECONDS,
+    "watchLatency": limits.MAX_SECONDS,
+    "nodes": limits.MAX_NODES,
+    "podStartup": limits.MAX_SECONDS,
+    "podReadyDelay": limits.MAX_SECONDS,
+    "podShutdown": limits.MAX_SECONDS,
+    "nodeMonitorGracePeriod": limits.MAX_SECONDS,
+    "tolerationSeconds": limits.MAX_SECONDS,
+    "resyncPeriod": limits.MAX_SECONDS,
+    "kubeletQPS": limits.MAX_QPS,
+    "kubeletBurst": limits.MAX_INT32,
+    "schedulerQPS": limits.MAX_QPS,
+    "schedulerBurst": limits.MAX_INT32,
+}
+QPS_KEYS = ("kubeApiQPS", "kubeletQPS", "schedulerQPS")
+# Config keys a `config` action may not change: they shape what the simulation is built from.
+STARTUP_ONLY_CONFIG = ("controllers",)
 CONTROLLERS = ("replicaset", "replicationcontroller")
 KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Namespace", "Event")
 POD_FAULTS = ("crash", "fail", "succeed", "evict", "notReady", "ready", "delete")
@@ -142,17 +172,41 @@ def _string(value: Any, path: str, choices: tuple[str, ...] | None = None) -> st
     return value
 
 
-def _number(value: Any, path: str, minimum: float | None = None, integer: bool = False, exclusive: bool = False) -> Any:
+def _shown(number: float) -> str:
+    """A bound as a reader writes it: 2147483647, 2592000, 0.01 (never 2.59e+06)."""
+    if isinstance(number, int) or float(number).is_integer():
+        return str(int(number))
+    return f"{number:g}"
+
+
+def _number(
+    value: Any,
+    path: str,
+    minimum: float | None = None,
+    integer: bool = False,
+    exclusive: bool = False,
+    maximum: float | None = None,
+) -> Any:
+    """`value` if it is a finite number (an int when `integer`) within the bounds."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise _fail(path, f"must be {'an integer' if integer else 'a number'}, not {_type_name(value)}")
     if integer and not isinstance(value, int):
         raise _fail(path, "must be an integer")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(path, f"must be a finite number, not {value}")
     if minimum is not None:
         if exclusive and value <= minimum:
-            raise _fail(path, f"must be > {minimum:g}")
+            raise _fail(path, f"must be > {_shown(minimum)}")
         if not exclusive and value < minimum:
-            raise _fail(path, f"must be >= {minimum:g}")
+            raise _fail(path, f"must be >= {_shown(minimum)}")
+    if maximum is not None and value > maximum:
+        raise _fail(path, f"must be <= {_shown(maximum)}")
     return value
+
+
+def _seconds(value: Any, path: str) -> Any:
+    """A duration or a virtual time: finite, 0 to limits.MAX_SECONDS."""
+    return _number(value, path, 0, maximum=limits.MAX_SECONDS)
 
 
 def _bool(value: Any, path: str) -> bool:
@@ -172,9 +226,20 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
     _keys(value, path, (), allowed)
     for key, item in value.items():
         where = f"{path}.{key}"
+        if partial and key in STARTUP_ONLY_CONFIG:
+            raise _fail(where, "cannot change at run time (set it in the scenario's config)")
         if key in CONFIG_SCALARS:
             kind, _, minimum = CONFIG_SCALARS[key]
-            number = _number(item, where, minimum, integer=kind == "int")
+            maximum = CONFIG_MAXIMA[key]
+            if key in QPS_KEYS:
+                minimum = -maximum
+            number = _number(item, where, minimum, integer=kind == "int", maximum=maximum)
+            if key in QPS_KEYS and 0 < number < limits.MIN_QPS:
+                raise _fail(where, f"must be 0 (the default), negative (no limit) or >= {_shown(limits.MIN_QPS)}")
+            if key == "resyncPeriod" and 0 < number < limits.MIN_RESYNC_PERIOD:
+                raise _fail(
+                    where, f"must be 0 (no resync) or >= {_shown(limits.MIN_RESYNC_PERIOD)} (client-go's minimum)"
+                )
             out[key] = float(number) if kind == "number" else number
         elif key == "featureGates":
             gates = _mapping(item, where)
@@ -225,7 +290,7 @@ def check_action(raw: Any, path: str) -> dict[str, Any]:
     value = _mapping(raw, path)
     if "at" not in value:
         raise _fail(f"{path}.at", "required")
-    _number(value["at"], f"{path}.at", 0)
+    _seconds(value["at"], f"{path}.at")
     verbs = [k for k in value if k != "at"]
     if not verbs:
         raise _fail(path, f"needs one verb ({', '.join(ACTION_VERBS)})")
@@ -255,7 +320,7 @@ def check_verb(verb: str, body: Any, path: str) -> None:
     elif verb == "scale":
         _keys(value, path, ("kind", "name", "replicas"), ("namespace",))
         _target(value, path)
-        _number(value["replicas"], f"{path}.replicas", 0, integer=True)
+        _number(value["replicas"], f"{path}.replicas", 0, integer=True, maximum=limits.MAX_INT32)
     elif verb == "patch":
         _keys(value, path, ("kind", "name", "patch"), ("namespace",))
         _target(value, path)
@@ -276,7 +341,7 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         if "namespace" in value:
             _string(value["namespace"], f"{path}.namespace")
         if "count" in value:
-            _number(value["count"], f"{path}.count", 1, integer=True)
+            _number(value["count"], f"{path}.count", 1, integer=True, maximum=limits.MAX_INT32)
         _string(value["fault"], f"{path}.fault", POD_FAULTS)
     elif verb == "nodeFault":
         _keys(value, path, ("name", "fault"), ())
@@ -291,30 +356,28 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         )
         _string(value["verb"], f"{path}.verb", VERBS)
         _string(value["resource"], f"{path}.resource")
-        code = _number(value["code"], f"{path}.code", 0, integer=True)
+        code = _number(value["code"], f"{path}.code", 0, integer=True, maximum=599)
         if code != 0 and not 400 <= code <= 599:
             raise _fail(f"{path}.code", "must be an HTTP error code (400-599), or 0 for latency only")
         if "count" in value and "rate" in value:
             raise _fail(path, "count and rate exclude each other")
         if "after" in value:
-            _number(value["after"], f"{path}.after", 0, integer=True)
+            _number(value["after"], f"{path}.after", 0, integer=True, maximum=limits.MAX_INT32)
         if "count" in value:
-            _number(value["count"], f"{path}.count", 1, integer=True)
+            _number(value["count"], f"{path}.count", 1, integer=True, maximum=limits.MAX_INT32)
         if "rate" in value:
-            rate = _number(value["rate"], f"{path}.rate", 0)
-            if rate > 1:
-                raise _fail(f"{path}.rate", "must be <= 1")
+            _number(value["rate"], f"{path}.rate", 0, maximum=1)
         for key in ("reason", "message", "client"):
             if key in value:
                 _string(value[key], f"{path}.{key}")
         if "latency" in value:
-            _number(value["latency"], f"{path}.latency", 0)
+            _seconds(value["latency"], f"{path}.latency")
     elif verb == "watchFault":
         _keys(value, path, ("resource", "fault"), ("delay", "controller"))
         _string(value["resource"], f"{path}.resource", ("pods", "replicasets", "replicationcontrollers"))
         _string(value["fault"], f"{path}.fault", ("pause", "resume", "drop"))
         if "delay" in value:
-            _number(value["delay"], f"{path}.delay", 0)
+            _seconds(value["delay"], f"{path}.delay")
         if "controller" in value:
             _string(value["controller"], f"{path}.controller", CONTROLLERS)
     elif verb == "controllerFault":
@@ -334,7 +397,7 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         _keys(value, path, ("apiFault",), ())
         target = value["apiFault"]
         if target != "all":
-            _number(target, f"{path}.apiFault", 1, integer=True)
+            _number(target, f"{path}.apiFault", 1, integer=True, maximum=limits.MAX_INT32)
 
 
 REQUEST_VERBS = ("create", "update", "patch", "delete", "deletecollection")
@@ -392,8 +455,8 @@ def check_request(value: dict[str, Any], path: str) -> None:
         kind = REQUEST_OPTIONS[key]
         if kind == "policy":
             _string(item, where, PROPAGATION)
-        elif kind == "int":
-            _number(item, where, integer=True)
+        elif kind == "int":  # gracePeriodSeconds: a duration
+            _number(item, where, -(2**63), integer=True, maximum=limits.MAX_SECONDS)
         elif kind == "bool":
             _bool(item, where)
         elif kind == "string":
@@ -432,62 +495,278 @@ def parse_scenario(data: Any) -> Scenario:
     if "description" in value:
         scenario.description = _string(value["description"], "description")
     if "seed" in value:
-        scenario.seed = _number(value["seed"], "seed", 0, integer=True)
+        scenario.seed = _number(value["seed"], "seed", 0, integer=True, maximum=limits.MAX_SEED)
     scenario.config = check_config(value.get("config", {}))
     objects = value.get("objects", [])
     if not isinstance(objects, list):
         raise _fail("objects", f"must be a list, not {_type_name(objects)}")
+    if len(objects) > limits.MAX_OBJECTS:
+        raise _fail("objects", f"more than {limits.MAX_OBJECTS} starting objects")
     scenario.objects = [check_manifest(o, f"objects[{i}]") for i, o in enumerate(objects)]
     actions = value.get("actions", [])
     if not isinstance(actions, list):
         raise _fail("actions", f"must be a list, not {_type_name(actions)}")
+    if len(actions) > limits.MAX_ACTIONS:
+        raise _fail("actions", f"more than {limits.MAX_ACTIONS} actions")
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]
     if "until" in value:
-        scenario.until = float(_number(value["until"], "until", 0, exclusive=True))
+        # 0 is a run of the starting objects and the actions at t=0 only (a session exported
+        # before its clock moved).
+        scenario.until = float(_number(value["until"], "until", 0, maximum=limits.MAX_SECONDS))
     if "expect" in value:
         from controlplane.checks import parse_checks  # checks reads the vocabulary above
 
         parse_checks(value["expect"], scenario.until)
         scenario.expect = value["expect"]
+    _check_objects(scenario.objects)
+    _check_timeline(scenario)
     return scenario
+
+
+CLUSTER_SCOPED_KINDS = ("Node", "Namespace")
+OWNER_KINDS = ("ReplicaSet", "ReplicationController")
+
+
+def _object_key(manifest: dict[str, Any], namespace: Any = None) -> tuple[str, str, str] | None:
+    """(kind, namespace, name) of a manifest with a literal name; None when it has none (or
+    a field of the wrong type, which the API server refuses)."""
+    kind = manifest.get("kind")
+    meta = manifest.get("metadata")
+    if not isinstance(kind, str) or not isinstance(meta, dict):
+        return None
+    name = meta.get("name")
+    if namespace is None:
+        namespace = meta.get("namespace") or "default"
+    if not isinstance(name, str) or not name or not isinstance(namespace, str):
+        return None
+    return kind, "" if kind in CLUSTER_SCOPED_KINDS else namespace, name
+
+
+def _check_objects(objects: list[dict[str, Any]]) -> None:
+    """Starting objects are created in order, so each names a distinct object, and an owner
+    reference to a kind the simulation serves can only point at an object listed before it (its
+    uid is filled in at start: uids are the API server's to assign, so the file cannot know
+    them). A reference to another kind (a Job, a Deployment) is kept as written: its owner lives
+    outside the simulated world, and the garbage collector leaves such pods alone."""
+    seen: dict[tuple[str, str, str], int] = {}
+    for i, manifest in enumerate(objects):
+        key = _object_key(manifest)
+        if key is not None:
+            if key in seen:
+                kind, namespace, name = key
+                where = f" in namespace {namespace}" if namespace else ""
+                raise _fail(
+                    f"objects[{i}].metadata.name", f'duplicate: objects[{seen[key]}] is the same {kind} "{name}"{where}'
+                )
+            seen[key] = i
+        refs = manifest["metadata"].get("ownerReferences")
+        if not isinstance(refs, list):
+            continue  # absent, or the API server refuses its type
+        namespace = key[1] if key is not None else manifest["metadata"].get("namespace") or "default"
+        for j, ref in enumerate(refs):
+            where = f"objects[{i}].metadata.ownerReferences[{j}]"
+            if (
+                not isinstance(ref, dict)
+                or not isinstance(ref.get("kind"), str)
+                or not isinstance(ref.get("name"), str)
+            ):
+                continue  # the API server refuses it with the field named
+            if ref["kind"] not in KINDS:
+                continue  # a kind the simulation does not serve stands for an object outside it
+            if "uid" in ref:
+                raise _fail(
+                    f"{where}.uid",
+                    "cannot be known before the run (the API server assigns uids): leave it out, it is filled in "
+                    "from the object named",
+                )
+            owner = (ref["kind"], "" if ref["kind"] in CLUSTER_SCOPED_KINDS else namespace, ref["name"])
+            if owner not in seen or seen[owner] >= i:
+                raise _fail(where, f'{ref["kind"]} "{ref["name"]}" is not among the objects listed before this one')
+
+
+def _timeline_order(actions: list[dict[str, Any]]) -> list[int]:
+    """Indexes of `actions` in the order a run applies them: by `at`, ties in file order."""
+    return sorted(range(len(actions)), key=lambda i: (float(actions[i]["at"]), i))
+
+
+def _verb(action: dict[str, Any]) -> str:
+    return next(k for k in action if k != "at")
+
+
+def _check_timeline(scenario: Scenario) -> None:
+    """Faults that name what the file never has: a node beyond every node count it configures,
+    a controller it does not run, an `apiFault` rule not injected before. (What depends on the
+    run — a pod's name, an object deleted meanwhile — is a failed action at run time instead.)"""
+    nodes = scenario.config["nodes"]
+    controllers = scenario.config["controllers"]
+    api_faults = 0
+    for i in _timeline_order(scenario.actions):
+        action = scenario.actions[i]
+        verb = _verb(action)
+        body = action[verb]
+        where = f"actions[{i}].{verb}"
+        if verb == "config" and "nodes" in body:
+            nodes = max(nodes, body["nodes"])
+        elif verb == "apiFault":
+            api_faults += 1
+        elif verb == "nodeFault":
+            name = body["name"]
+            number = name[5:] if name.startswith("node-") else ""
+            if not (number.isdigit() and number == str(int(number)) and 1 <= int(number) <= nodes):
+                have = f"the nodes are node-1 to node-{nodes}" if nodes else "this scenario has no nodes"
+                raise _fail(f"{where}.name", f'no node "{name}" ({have} by then)')
+        elif verb == "liftFault":
+            target = body["apiFault"]
+            if target != "all" and target > api_faults:
+                raise _fail(f"{where}.apiFault", f"no apiFault rule {target} (only {api_faults} injected by then)")
+        if verb in ("watchFault", "controllerFault", "sync"):
+            controller = body.get("controller")
+            if controller is not None and controller not in controllers:
+                raise _fail(
+                    f"{where}.controller",
+                    f"the {controller} controller does not run in this scenario (config.controllers)",
+                )
+
+
+def _replicas(manifest: Any) -> int | None:
+    """The replicas a ReplicaSet/RC manifest asks for (1 when unset, as defaulting gives), or
+    None for other kinds; a value of the wrong type counts 0 (the API server refuses it)."""
+    if not isinstance(manifest, dict) or manifest.get("kind") not in OWNER_KINDS:
+        return None
+    spec = manifest.get("spec")
+    replicas = spec.get("replicas") if isinstance(spec, dict) else None
+    if replicas is None:
+        return 1
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or not 0 < replicas <= limits.MAX_INT32:
+        return 0  # the API server refuses what is not an int32
+    return replicas
+
+
+@dataclass
+class Demand:
+    """The most pods and nodes a scenario asks for at once, and the field that asks for the
+    most (where the running total first reached its peak)."""
+
+    pods: int = 0
+    pods_field: str = ""
+    nodes: int = 0
+    nodes_field: str = "config.nodes"
+
+
+def demand(scenario: Scenario) -> Demand:
+    """Pods: each ReplicaSet/RC counted at the largest `replicas` it is ever given (objects,
+    `apply`, `scale`, a `patch` of spec.replicas), summed, plus every bare Pod manifest — an
+    upper bound on the live pods the controllers aim for. Nodes: the largest `nodes` configured."""
+    owners: dict[tuple[str, str, str], int] = {}
+    bare = 0
+    out = Demand(nodes=scenario.config["nodes"])
+
+    def want(key: tuple[str, str, str] | None, replicas: int, where: str) -> None:
+        nonlocal bare
+        if key is None:
+            bare += 1
+        elif replicas > owners.get(key, 0):
+            owners[key] = replicas
+        total = sum(owners.values()) + bare
+        if total > out.pods:
+            out.pods, out.pods_field = total, where
+
+    def manifest(body: Any, where: str) -> None:
+        replicas = _replicas(body)
+        if replicas is not None:
+            key = _object_key(body)
+            if key is not None:
+                want(key, replicas, f"{where}.spec.replicas")
+        elif isinstance(body, dict) and body.get("kind") == "Pod":
+            want(None, 1, where)
+
+    for i, obj in enumerate(scenario.objects):
+        manifest(obj, f"objects[{i}]")
+    for i in _timeline_order(scenario.actions):
+        action = scenario.actions[i]
+        verb = _verb(action)
+        body = action[verb]
+        where = f"actions[{i}].{verb}"
+        if verb == "apply":
+            manifest(body, where)
+        elif verb == "config" and body.get("nodes", 0) > out.nodes:
+            out.nodes, out.nodes_field = body["nodes"], f"{where}.nodes"
+        elif verb in ("scale", "patch") and body["kind"] in OWNER_KINDS:
+            key = (body["kind"], body.get("namespace", "default"), body["name"])
+            if verb == "scale":
+                want(key, body["replicas"], f"{where}.replicas")
+            else:
+                spec = body["patch"].get("spec")
+                replicas = spec.get("replicas") if isinstance(spec, dict) else None
+                if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas <= limits.MAX_INT32:
+                    want(key, replicas, f"{where}.patch.spec.replicas")
+    return out
 
 
 def load_scenario(text: str) -> Scenario:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(f"not valid YAML{where}: {problem}") from None
+        data = safeyaml.load(text)
+    except safeyaml.YAMLInputError as exc:
+        raise ScenarioError(str(exc)) from None
+    if data is None:  # empty, or only comments: surely not what the author meant to run
+        raise ScenarioError("the file is empty: a scenario is a YAML mapping (name, config, objects, actions, until)")
     return parse_scenario(data)
 
 
 def resolve(name_or_path: str) -> Path:
     """A path, or the name of a shipped scenario (`demo` → controlplane/scenarios/demo.scenario.yaml)."""
     path = Path(name_or_path)
-    if path.is_file():
+    shown = name_or_path if name_or_path.isprintable() else repr(name_or_path[:100])
+    try:
+        is_file, is_dir, exists = path.is_file(), path.is_dir(), path.exists()
+        shipped = None
+        if not exists and "/" not in name_or_path:
+            shipped = next(
+                (
+                    candidate
+                    for suffix in SCENARIO_SUFFIXES
+                    if (candidate := SCENARIO_DIR / f"{name_or_path}{suffix}").is_file()
+                ),
+                None,
+            )
+    except (OSError, ValueError) as exc:  # a name the OS cannot take (too long, a NUL byte)
+        raise ScenarioError(f"{name_or_path[:100]!r}: not a usable file name ({exc})") from None
+    if is_file:
         return path
-    for suffix in SCENARIO_SUFFIXES:
-        shipped = SCENARIO_DIR / f"{name_or_path}{suffix}"
-        if "/" not in name_or_path and shipped.is_file():
-            return shipped
-    raise ScenarioError(f"{name_or_path}: no such file, and no shipped scenario of that name")
+    if is_dir:
+        raise ScenarioError(f"{shown}: is a directory, not a scenario file")
+    if exists:
+        raise ScenarioError(f"{shown}: not a regular file")
+    if shipped is not None:
+        return shipped
+    raise ScenarioError(f"{shown}: no such file, and no shipped scenario of that name")
+
+
+def read_text(path: Path) -> str:
+    """A scenario file's text: at most limits.MAX_SCENARIO_BYTES of UTF-8 (a BOM is allowed)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(limits.MAX_SCENARIO_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError(f"{path}: {exc.strerror}") from None
+    if len(data) > limits.MAX_SCENARIO_BYTES:
+        raise ScenarioError(f"{path}: larger than {limits.MAX_SCENARIO_BYTES // (1024 * 1024)} MiB")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            f"{path}: not a UTF-8 text file (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
 
 
 def load_file(name_or_path: str) -> Scenario:
-    path = resolve(name_or_path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"{path}: {exc.strerror}") from None
-    return load_scenario(text)
+    return load_scenario(read_text(resolve(name_or_path)))
 
 
 def library() -> list[dict[str, str]]:
     """The shipped scenarios: id (file name without its suffix), title and description."""
     out = []
     for path in sorted(SCENARIO_DIR.glob("*.yaml"), key=scenario_id):
-        scenario = load_scenario(path.read_text())
+        scenario = load_scenario(read_text(path))
         out.append({"id": scenario_id(path), "name": scenario.name, "description": scenario.description})
     return out

@@ -10,6 +10,14 @@ Guarantees
   recorded like any failed request and reported back; it never stops the run.
 * Time moves only through `step`, `step_stage`, `step_sync`, `advance`, `run_until` and
   `run_until_predicate`; pacing against the wall clock is the host's business.
+* Nothing a user sends ends a session. An action that raises is logged as failed with its
+  error; a sync that raises fails and is requeued (see the controller); any other callback or
+  process that raises is reported as an `error` trace record and the rest of the world runs on.
+  Errors are kept in `errors` (and the report's `errors`, present only when there are some).
+* Every run has ceilings (`RunLimits`, set by whoever runs it): a scenario asking for more pods
+  or nodes than the ceiling is refused by `start` (ScenarioError); pod creates beyond it are
+  refused by the API server as an exceeded quota; once the event ceiling is reached the
+  simulation halts (`halted` says why, an `error` record tells the trace) instead of running on.
 """
 
 from __future__ import annotations
@@ -19,13 +27,14 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.apiserver import ApiError, APIServer, Client, Request
+from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
 from controlplane.history import RunHistory
 from controlplane.kernel import Kernel, Task
 from controlplane.kubelet import Kubelet
+from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
     REPLICA_SET,
@@ -33,7 +42,15 @@ from controlplane.replicaset import (
     ControllerConfig,
     ReplicaSetController,
 )
-from controlplane.scenario import ACTION_VERBS, Scenario, ScenarioError, check_config, check_verb, load_file
+from controlplane.scenario import (
+    ACTION_VERBS,
+    Scenario,
+    ScenarioError,
+    check_config,
+    check_verb,
+    demand,
+    load_file,
+)
 from controlplane.trace import Record, Trace
 from controlplane.workqueue import DelayingQueue
 
@@ -71,6 +88,16 @@ KUBELET_STEPS = {
     "_sync": "status retry",
 }
 STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
+MAX_ERRORS_KEPT = 1000  # `errors` keeps the first ones; `errors_dropped` counts the rest
+
+
+class LimitError(ScenarioError):
+    """A run reached one of its ceilings (RunLimits): the message says which and how to raise it."""
+
+
+def _error_text(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text[:500]}" if text else type(exc).__name__
 
 
 class Simulation:
@@ -81,12 +108,19 @@ class Simulation:
         seed: int | None = None,
         trace_buffer: int = 5000,
         record: bool = True,
+        limits: RunLimits | None = None,
     ) -> None:
-        """`record=False` keeps no trace (no recent records, no `syncs` for the report): for benchmarks."""
+        """`record=False` keeps no trace (no recent records, no `syncs` or `errors` for the
+        report): for benchmarks. `limits`: this run's ceilings (default `DEFAULT_RUN_LIMITS`)."""
         self.scenario = scenario or Scenario()
+        self.limits = limits or DEFAULT_RUN_LIMITS
+        self.halted: str | None = None  # why the simulation stopped for good (a ceiling), if it did
+        self.errors: list[Obj] = []  # `error` trace records (see the module docstring)
+        self.errors_dropped = 0
         self.seed = self.scenario.seed if seed is None else seed
         self.config: dict[str, Any] = copy.deepcopy(self.scenario.config)
         self.kernel = Kernel(self.seed)
+        self.kernel.event_limit = self.limits.events
         self.trace = Trace(self.kernel)
         self.recent: deque[Record] = deque(maxlen=trace_buffer)
         self.history = RunHistory()
@@ -95,6 +129,7 @@ class Simulation:
         if record:
             self.trace.subscribe(self._record)
         self.server = APIServer(self.kernel, self.trace)
+        self.server.max_pods = self.limits.pods
         self.clients: dict[str, Client] = {}
         self.gc = GarbageCollector(
             self.server,
@@ -117,8 +152,8 @@ class Simulation:
         self._timeline_pending: set[int] = set()  # indexes of the file's actions not yet applied
 
     @classmethod
-    def from_file(cls, name_or_path: str, *, seed: int | None = None) -> Simulation:
-        return cls(load_file(name_or_path), seed=seed)
+    def from_file(cls, name_or_path: str, *, seed: int | None = None, limits: RunLimits | None = None) -> Simulation:
+        return cls(load_file(name_or_path), seed=seed, limits=limits)
 
     # -- wiring -----------------------------------------------------------------------------
     def _client(self, user_agent: str) -> Client:
@@ -156,6 +191,11 @@ class Simulation:
 
     def _record(self, record: Record) -> None:
         self.recent.append(record)
+        if record["kind"] == "error":
+            if len(self.errors) < MAX_ERRORS_KEPT:
+                self.errors.append(record)
+            else:
+                self.errors_dropped += 1
         self.history.observe(record)
 
     # -- starting ---------------------------------------------------------------------------
@@ -164,6 +204,7 @@ class Simulation:
         nodes, the garbage collector and the controllers, and schedule the timeline."""
         if self.started:
             return
+        self.check_limits()
         self.started = True
         for i, manifest in enumerate(self.scenario.objects):
             try:
@@ -177,6 +218,51 @@ class Simulation:
         for i, action in enumerate(self.scenario.actions):
             self._timeline_pending.add(i)
             self.kernel.call_at_end_of_instant(float(action["at"]), self._apply_timeline, i)
+
+    def check_limits(self) -> None:
+        """ScenarioError (naming the field) if the scenario asks for more pods or nodes than this
+        run's ceilings; see `scenario.demand` for how pods are counted."""
+        wanted = demand(self.scenario)
+        if wanted.pods > self.limits.pods:
+            raise LimitError(
+                f"{wanted.pods_field}: the scenario asks for up to {wanted.pods} pods at once, more than this "
+                f"run's ceiling of {self.limits.pods} (--max-pods)"
+            )
+        if wanted.nodes > self.limits.nodes:
+            raise LimitError(
+                f"{wanted.nodes_field}: {wanted.nodes} nodes is more than this run's ceiling of "
+                f"{self.limits.nodes} (--max-nodes)"
+            )
+
+    # -- errors and ceilings ----------------------------------------------------------------
+    def _error(self, where: str, exc: BaseException | str, **fields: Any) -> str:
+        """Report something that raised (or a ceiling reached) as an `error` record."""
+        text = exc if isinstance(exc, str) else _error_text(exc)
+        if self.trace.enabled:
+            self.trace.emit("error", where=where, error=text, **fields)
+        return text
+
+    def _contained(self, run: Callable[[], Any], *, once: bool = False) -> None:
+        """Run kernel work; an exception escaping a callback is reported and the work goes on
+        (the failed callback has run; with `once`, it was the work). Then check the ceiling."""
+        while True:
+            try:
+                run()
+            except Exception as exc:
+                fields: Obj = {}
+                failures = self.kernel.failures
+                if failures and failures[-1][1] is exc:
+                    fields["task"] = failures[-1][0].name
+                self._error("kernel", exc, **fields)
+                if not once:
+                    continue
+            break
+        if self.kernel.limit_reached and self.halted is None:
+            self.halted = (
+                f"halted at t={self.kernel.now:.3f} s: {self.kernel.events} kernel events ran, the ceiling of "
+                f"{self.limits.events} for one run (--max-events)"
+            )
+            self._error("limit", self.halted)
 
     # -- actions ----------------------------------------------------------------------------
     def apply(self, action: Obj, source: str | None = None) -> Obj:
@@ -203,6 +289,9 @@ class Simulation:
             if verb == "request":
                 return {**logged, "response": (exc.code, exc.status())}
             return logged
+        except Exception as exc:  # a bug, or input no check foresaw: the session goes on
+            text = self._error("action", exc, action=action)
+            return self._done(action, {"ok": False, "error": f"internal error: {text}"}, source)
         logged = self._done(action, {"ok": "error" not in result, **result}, source)
         if verb == "request":
             return {**logged, "response": self.last_response}
@@ -227,6 +316,15 @@ class Simulation:
             check_verb(verb, action[verb], verb)
         except ScenarioError as exc:
             return str(exc)
+        try:
+            # An action is JSON: finite numbers, string keys, bounded nesting and size. What is
+            # not could not be logged, traced to a browser or exported as a scenario.
+            decode.check_json(action[verb], "action")
+        except ApiError as exc:
+            message = exc.message.removeprefix("invalid action: ")
+            causes = (exc.details or {}).get("causes") or [{"field": "", "message": message}]
+            where = f"{verb}.{causes[0]['field']}" if causes[0]["field"] else verb
+            return f"{where}: {causes[0]['message']}"
         return None
 
     def act(self, action: Obj, source: str = "user") -> Obj:
@@ -237,15 +335,21 @@ class Simulation:
         if problem is not None:
             return self.apply(action, source)
         self.start()
+        if self.halted is not None:
+            return {"ok": False, "error": self.halted}
         box: list[Obj] = []
         self.kernel.call_at_end_of_instant(self.kernel.now, lambda: box.append(self.apply(action, source)))
-        self.kernel.run_until(self.kernel.now)
+        now = self.kernel.now
+        self._contained(lambda: self.kernel.run_until(now))
+        if not box:  # the event ceiling was reached before the action's turn
+            return {"ok": False, "error": self.halted or "the action was not applied"}
         return box[0]
 
     def finish_instant(self) -> None:
         """Run every event left at the current instant (after a `step`, some may be)."""
         self.start()
-        self.kernel.run_until(self.kernel.now)
+        now = self.kernel.now
+        self._contained(lambda: self.kernel.run_until(now))
 
     def export_scenario(self) -> Obj:
         """This session as scenario data (DESIGN §2.2): the starting objects, the initial config,
@@ -285,8 +389,17 @@ class Simulation:
         resource = self._resource(manifest["kind"])
         meta = manifest.get("metadata") or {}
         namespace = None if resource in CLUSTER_SCOPED else meta.get("namespace", "default")
+        if namespace is not None and not isinstance(namespace, str):
+            namespace = None  # the body's bad namespace is the API server's to refuse (400)
+        manifest = self._with_owner_uids(manifest, namespace)
+        try:
+            decode.check_json(manifest)
+        except ApiError:
+            # Not JSON (too deep, too big, NaN ...): not safe to deep-copy. Sent as it is, for
+            # the API server to refuse and log like any bad request.
+            return dict(self.server.create(resource, namespace, manifest, client="user"))
         name = meta.get("name")
-        if name:
+        if name and isinstance(name, str) and (namespace is not None or resource in CLUSTER_SCOPED):
             try:
                 current = self.server.get(resource, namespace, name, client="user")
             except ApiError as exc:
@@ -302,6 +415,25 @@ class Simulation:
         if namespace:
             body["metadata"] = {**body["metadata"], "namespace": namespace}
         return dict(self.server.create(resource, namespace, body, client="user"))
+
+    def _with_owner_uids(self, manifest: Obj, namespace: Any) -> Obj:
+        """Owner references without a `uid` get the uid (and apiVersion) of the live object
+        they name: a scenario cannot know uids, the API server assigns them. References to
+        nothing are left as they are (the API server refuses an empty uid)."""
+        refs = manifest["metadata"].get("ownerReferences")
+        if not isinstance(refs, list) or not any(isinstance(ref, dict) and "uid" not in ref for ref in refs):
+            return manifest
+        filled: list[Any] = []
+        for ref in refs:
+            kind, name = (ref.get("kind"), ref.get("name")) if isinstance(ref, dict) else (None, None)
+            resource = KIND_RESOURCES.get(kind) if isinstance(kind, str) else None
+            if isinstance(ref, dict) and "uid" not in ref and resource is not None and isinstance(name, str):
+                owner_ns = None if resource in CLUSTER_SCOPED else namespace
+                owner = self.server.peek(resource, owner_ns if isinstance(owner_ns, str) else None, name)
+                if owner is not None:
+                    ref = {"apiVersion": owner["apiVersion"], **ref, "uid": owner["metadata"]["uid"]}
+            filled.append(ref)
+        return {**manifest, "metadata": {**manifest["metadata"], "ownerReferences": filled}}
 
     def _do_apply(self, manifest: Obj) -> Obj:
         obj = self._apply_manifest(manifest)
@@ -338,19 +470,7 @@ class Simulation:
     def _do_request(self, body: Obj) -> Obj:
         """One write exactly as an API client sent it (kubectl through the dashboard's Kubernetes
         API): replayed through the API server's `handle`, with the client's user agent."""
-        options = dict(body.get("options") or {})
-        if "patchType" in body:
-            options["patchType"] = body["patchType"]
-        req = Request(
-            str(body.get("client") or "user"),
-            body["verb"],
-            body["resource"],
-            body.get("subresource"),
-            body.get("namespace"),
-            body.get("name"),
-            copy.deepcopy(body.get("body")),
-            options,
-        )
+        req = request_of(body)
         self.last_response = None
         answer = self.server.handle(req)
         code = int(self.server.requests[-1]["code"])
@@ -389,6 +509,14 @@ class Simulation:
 
     def _do_config(self, body: Obj) -> Obj:
         changes = check_config(body, "config", partial=True)
+        nodes = changes.get("nodes")
+        if nodes is not None:
+            # Checked before anything changes: a refused config action changes nothing.
+            current = max(len(self.nodes.kubelets), self.config["nodes"])
+            if nodes < current:
+                return {"error": f"config.nodes: cannot shrink from {current} to {nodes} at run time (only add nodes)"}
+            if nodes > self.limits.nodes:
+                return {"error": f"config.nodes: {nodes} nodes is more than this run's ceiling of {self.limits.nodes}"}
         for key, value in changes.items():
             if key in ("featureGates", "whatIf"):
                 self.config[key].update(value)
@@ -420,6 +548,8 @@ class Simulation:
                 controller.rs_informer.reflector.set_watch_latency(new.watch_latency)
             if "workers" in changes:
                 controller.set_workers(new.workers)
+            if "resyncPeriod" in changes:
+                controller.set_resync_period(new.resync_period)
             if new.manual_workers != controller.config.manual_workers:
                 controller.set_manual_workers(new.manual_workers)
 
@@ -429,9 +559,11 @@ class Simulation:
         return self.kernel.now
 
     def step(self) -> bool:
-        """Run exactly one kernel event."""
+        """Run exactly one kernel event (False when none is left, or the simulation halted)."""
         self.start()
-        return self.kernel.step()
+        box: list[bool] = []
+        self._contained(lambda: box.append(self.kernel.step()), once=True)
+        return box[0] if box else True
 
     def _step_until_record(self, kinds: frozenset[str], limit: int) -> Record | None:
         self.start()
@@ -444,7 +576,7 @@ class Simulation:
         unsubscribe = self.trace.subscribe(watch)
         try:
             for _ in range(limit):
-                if seen or not self.kernel.step():
+                if seen or not self.step():
                     break
         finally:
             unsubscribe()
@@ -460,11 +592,12 @@ class Simulation:
 
     def advance(self, seconds: float) -> None:
         self.start()
-        self.kernel.advance(seconds)
+        target = self.kernel.now + seconds
+        self._contained(lambda: self.kernel.run_until(target))
 
     def run_until(self, t: float) -> None:
         self.start()
-        self.kernel.run_until(t)
+        self._contained(lambda: self.kernel.run_until(t))
 
     def next_timer(self) -> float | None:
         return self.kernel.peek()
@@ -479,9 +612,10 @@ class Simulation:
                 return True
             nxt = self.kernel.peek()
             if nxt is None or nxt > until:
-                self.kernel.run_until(until)
+                self.run_until(until)
                 return predicate(self)
-            self.kernel.step()
+            if not self.step():
+                break
         return predicate(self)
 
     def upcoming(self, limit: int = 5) -> list[Obj]:
@@ -582,7 +716,7 @@ class Simulation:
         api_calls = [
             {k: r[k] for k in ("time", "client", "verb", "resource", "namespace", "name", "code")} for _, r in indexed
         ]
-        return {
+        report = {
             "seed": self.seed,
             "time": self.kernel.now,
             "objects": objects,
@@ -595,6 +729,9 @@ class Simulation:
             },
             **self._report_additions(),
         }
+        if self.errors:  # only when something was contained: a clean run's report is unchanged
+            report["errors"] = [dict(record) for record in self.errors]
+        return report
 
     def _report_additions(self) -> Obj:
         """The report's sections beyond DESIGN §2.2's first seven (docs/scenarios.md)."""
@@ -606,6 +743,23 @@ class Simulation:
             # replay from its exported scenario file to the identical report.
             "actions": [{k: copy.deepcopy(v) for k, v in entry.items() if k != "source"} for entry in self.actions],
         }
+
+
+def request_of(body: Obj) -> Request:
+    """The API server `Request` a `request` action's body describes (a copy of its body)."""
+    options = dict(body.get("options") or {})
+    if "patchType" in body:
+        options["patchType"] = body["patchType"]
+    return Request(
+        str(body.get("client") or "user"),
+        body["verb"],
+        body["resource"],
+        body.get("subresource"),
+        body.get("namespace"),
+        body.get("name"),
+        copy.deepcopy(body.get("body")),
+        options,
+    )
 
 
 def _counts(record: Any) -> Obj:
@@ -624,9 +778,12 @@ def _json_safe_metrics(snapshot: Obj) -> Obj:
     return out
 
 
-def run_scenario(name_or_path: str, *, seed: int | None = None, until: float | None = None) -> Obj:
+def run_scenario(
+    name_or_path: str, *, seed: int | None = None, until: float | None = None, limits: RunLimits | None = None
+) -> Obj:
     """Load, run to `until` (the file's unless given) and return the report (with a `checks`
-    section when the scenario has checks: see `controlplane.runner`)."""
+    section when the scenario has checks: see `controlplane.runner`). ScenarioError if the file
+    is invalid, LimitError (one) if the run asks for or reaches more than `limits`."""
     from controlplane.runner import run_file  # the runner builds on this module
 
-    return run_file(name_or_path, seed=seed, until=until).report
+    return run_file(name_or_path, seed=seed, until=until, limits=limits).report

@@ -609,6 +609,11 @@ def run_scenario_checked(scenario: Obj, *, lift_time: float, quiet: float, diges
         frames = traceback.extract_tb(exc.__traceback__)
         where = f"{frames[-1].filename.rsplit('/', 1)[-1]}:{frames[-1].lineno}" if frames else "?"
         report.violate("no-crash", "simulation", sim.now, f"{type(exc).__name__}: {exc} (at {where})")
+    # The simulation contains what raises inside it (a failed sync is requeued, a failed action
+    # logged) and reports it as `error` records: for the swarm each is still a crash.
+    for record in sim.errors[:1]:
+        what = record.get("key") or record.get("task") or "simulation"
+        report.violate("no-crash", what, record["time"], f"{record['error']} (contained: {record['where']})")
     report.check("no-crash")
     safety.close()
     return CaseResult(

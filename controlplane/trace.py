@@ -35,6 +35,11 @@ Kinds (the vocabulary; fields after the colon):
   node.transition: name, from, to
   event: component, type, reason, object, message (a Kubernetes Event was recorded)
   action: action, ok, ... (a user or scenario action was applied, with its result)
+  error: where, error [, controller, key, worker | action | task] (something raised where it
+              should not have and was contained: `where` is sync (a sync raised: it counts as
+              failed and its key is requeued rate-limited), action (an action raised: logged as
+              failed), kernel (a scheduled callback or process raised; the rest runs on) or
+              limit (a run ceiling was reached: the simulation halts))
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Secrets generated once and kept out of git (.gitignore), unless the environment gives them.
@@ -90,12 +91,37 @@ DATABASES = {
     }
 }
 
+# Several Daphne processes (or hosts) serving one set of simulations: a shared database for the
+# registry of running simulations and Redis for the channel layer. Each simulation stays in the
+# process that started it; viewers and commands reach it from any process.
+#   CTRLSCOPE_DB_URL=postgres://user@127.0.0.1:5432/ctrlscope   (default: SQLite beside the project)
+#   CTRLSCOPE_REDIS_URL=redis://127.0.0.1:6379/0                  (default: in-memory, one process)
+if os.environ.get("CTRLSCOPE_DB_URL"):
+    _db = urlsplit(os.environ["CTRLSCOPE_DB_URL"])
+    if _db.scheme not in ("postgres", "postgresql"):
+        raise ValueError("CTRLSCOPE_DB_URL: only postgres://user[:password]@host[:port]/name is supported")
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": _db.path.lstrip("/"),
+            "USER": unquote(_db.username or ""),
+            "PASSWORD": unquote(_db.password or ""),
+            "HOST": _db.hostname or "",
+            "PORT": str(_db.port or ""),
+        }
+    }
+
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 if os.environ.get("CTRLSCOPE_REDIS_URL"):
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [os.environ["CTRLSCOPE_REDIS_URL"]]},
+            "CONFIG": {
+                "hosts": [os.environ["CTRLSCOPE_REDIS_URL"]],
+                "prefix": os.environ.get("CTRLSCOPE_REDIS_PREFIX", "ctrlscope"),
+                "capacity": 200,
+                "expiry": 30,
+            },
         }
     }
 

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from controlplane import safeyaml
 from controlplane.oracles import LIVENESS, ORACLES, SAFETY
 from controlplane.scenario import ScenarioError, check_config, load_scenario
 from controlplane.swarm import DEFAULT_QUIET, SWARM_RESYNC_PERIOD, lift_time_of
@@ -68,7 +69,10 @@ def parse_config(pairs: Iterable[str]) -> Obj:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise UsageError(f"--config: {pair!r} is not KEY=VALUE")
-        value = yaml.safe_load(raw)
+        try:
+            value = safeyaml.load(raw)
+        except safeyaml.YAMLInputError as exc:
+            raise UsageError(f"--config: {key}: {exc}") from None
         node = out
         *parents, leaf = key.split(".")
         for parent in parents:
@@ -126,7 +130,7 @@ def _replay(path: str, quiet: float, out: TextIO, err: TextIO) -> int:
     except (OSError, ScenarioError) as exc:
         err.write(f"{PROG}: {path}: {exc}\n")
         return 2
-    scenario = yaml.safe_load(text)
+    scenario = safeyaml.load(text)  # load_scenario read it already: within limits
     result = replay(scenario, lift_time_of(scenario), quiet)
     for v in result["violations"]:
         out.write(f"VIOLATION {v['oracle']} {v['object']} t={v['time']:g}: {v['message']}\n")

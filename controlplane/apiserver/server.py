@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import builtins
 import functools
+import hashlib
+import json
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -44,7 +46,7 @@ from typing import Any
 
 from controlplane import labels
 from controlplane.apiserver import apply as server_side_apply
-from controlplane.apiserver import errors, fields
+from controlplane.apiserver import decode, errors, fields
 from controlplane.apiserver import patch as patches
 from controlplane.apiserver import validation as v
 from controlplane.apiserver.errors import ApiError
@@ -53,6 +55,7 @@ from controlplane.apiserver.resources import RESOURCES, ResourceInfo, lookup
 from controlplane.apiserver.strategy import ORPHAN_DEPENDENTS, Strategy, strategy_for
 from controlplane.apiserver.watch import ADDED, DELETED, MODIFIED, Watch
 from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
+from controlplane.limits import MAX_SECONDS
 from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
@@ -76,6 +79,7 @@ BOOTSTRAP_NAMESPACES = ("default", "kube-system")
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
+POD_CEILING_QUOTA = "ctrlscope-pod-ceiling"  # the quota named when RunLimits.pods refuses a pod
 FINALIZER_ORPHAN = v.FINALIZER_ORPHAN_DEPENDENTS
 FINALIZER_FOREGROUND = v.FINALIZER_DELETE_DEPENDENTS
 
@@ -189,6 +193,9 @@ class APIServer:
         self.interceptors: list[Interceptor] = []
         # Extra seconds of latency a Client adds to a request (fault injection).
         self.latency_hooks: list[LatencyHook] = []
+        # A ceiling on live pods (RunLimits.pods): creates beyond it are refused with 403, as an
+        # exhausted ResourceQuota refuses them. None: no ceiling.
+        self.max_pods: int | None = None
         # resource -> namespace ("" for cluster-scoped) -> name -> object.
         self._store: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in RESOURCES}
         self._history = _History(history_limit)
@@ -220,6 +227,12 @@ class APIServer:
         """Record, intercept and perform one request; returns the answer or raises ApiError."""
         index = len(self.requests)
         resource = _resource_path(req.resource, req.subresource) if req.subresource else req.resource
+        # A namespace and a name are parts of a URL: strings. Anything else is refused (and
+        # logged without it), before it can reach a dict lookup.
+        malformed = not isinstance(req.namespace, str | None) or not isinstance(req.name, str | None)
+        if malformed:
+            req.namespace = req.namespace if isinstance(req.namespace, str) else None
+            req.name = req.name if isinstance(req.name, str) else None
         record = self.requests.append(
             float(req.sent_at if req.sent_at is not None else self.kernel.now),
             req.client,
@@ -240,6 +253,8 @@ class APIServer:
                 name=req.name,
             )
         try:
+            if malformed:
+                raise errors.bad_request("the namespace and the name of a request must be strings")
             for interceptor in self.interceptors:
                 refusal = interceptor(req)
                 if refusal is not None:
@@ -270,7 +285,8 @@ class APIServer:
     ) -> Any:
         name = None
         if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
-            name = body["metadata"].get("name") or None
+            found = body["metadata"].get("name")
+            name = found if isinstance(found, str) and found else None  # a bad name: the body's to refuse
         return self.handle(Request(client, "create", resource, subresource, namespace, name, body))
 
     def get(
@@ -518,6 +534,7 @@ class APIServer:
         body = req.body
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
+        decode.check_body(info, body)
         namespace = self._namespace(info, req.namespace, body=body)
         return self._create_object(info, namespace, body, dry_run=_dry_run(req.options)), 201
 
@@ -530,6 +547,7 @@ class APIServer:
         body = req.body
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
+        decode.check_body(info, body, req.subresource if req.subresource == "scale" else None, existing)
         dry_run = _dry_run(req.options)
         if req.subresource == "scale":
             return self._update_scale(info, existing, body, dry_run), 200
@@ -561,6 +579,7 @@ class APIServer:
         patch_type = PATCH_TYPES.get(raw_type)
         if patch_type is None:
             raise errors.unsupported_media_type()
+        decode.check_patch_body(req.body)
         dry_run = _dry_run(req.options)
         existing = self._store[info.plural].get(namespace, {}).get(name)
         if existing is None:
@@ -573,6 +592,7 @@ class APIServer:
                         f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
                     )
                 meta["name"] = name
+                decode.check_body(info, {**body, "metadata": meta})
                 manager = _field_manager(req.options)
                 applied = server_side_apply.apply(None, body, manager, info.api_version, self._timestamp(), force=True)
                 managed = applied["metadata"]["managedFields"]
@@ -583,6 +603,7 @@ class APIServer:
             raise errors.not_found(info.group_resource, name)
         if req.subresource == "scale":
             patched_scale = self._apply_patch(patch_type, self._scale_of(info, existing), req.body)
+            decode.check_patched(info, patched_scale, "scale")
             return self._update_scale(info, existing, patched_scale, dry_run), 200
         if patch_type == "apply" and req.subresource is None:
             if not isinstance(req.body, dict):
@@ -599,6 +620,7 @@ class APIServer:
             patched = self._apply_patch(patch_type, existing, req.body)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
+        decode.check_patched(info, patched, None, existing)
         status = req.subresource == "status"
         new = self._decode(info, patched, namespace, name, status)
         self._check_resource_version(info, existing, new)
@@ -695,6 +717,8 @@ class APIServer:
             if causes:
                 raise errors.invalid(info.group_kind, meta.get("name") or "", causes)
             name = meta["name"]
+            if self.max_pods is not None and info.plural == "pods":
+                self._admit_pod_ceiling(info, name)
             existing = self._store[info.plural].get(namespace, {}).get(name)
             if existing is None:
                 if dry_run:
@@ -707,6 +731,27 @@ class APIServer:
                     err.message = f"object is being deleted: {err.message}"
                 raise err
         raise errors.generate_name_conflict(info.group_resource, name)
+
+    def _admit_pod_ceiling(self, info: ResourceInfo, name: str) -> None:
+        # The run's pod ceiling, in the words of the ResourceQuota admission plugin (which, like
+        # this check, runs after validation, so the generated name is known).
+        used = self.count("pods")
+        limit = self.max_pods
+        if limit is not None and used >= limit:
+            raise errors.forbidden(
+                info.group_resource,
+                name,
+                f"exceeded quota: {POD_CEILING_QUOTA}, requested: pods=1, used: pods={used}, limited: pods={limit}",
+            )
+
+    def digest(self) -> str:
+        """A fingerprint of the store: the revision and every stored object, in key order. Equal
+        digests mean nothing was written (tests assert a refused request changed nothing)."""
+        hasher = hashlib.sha256(str(self.revision).encode())
+        for plural in sorted(self._store):
+            for obj in self._iter(RESOURCES[plural], None):
+                hasher.update(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
+        return hasher.hexdigest()
 
     def _shared_labels(self, labels: Any) -> Any:
         """An equal, server-owned labels dict, one per distinct label set: every pod of a
@@ -894,6 +939,7 @@ class APIServer:
     def _bind(self, req: Request) -> Obj:
         info = RESOURCES["pods"]
         binding = req.body if isinstance(req.body, dict) else {}
+        decode.check_body(info, binding, "binding")
         binding_meta = binding.get("metadata") or {}
         namespace = self._namespace(info, req.namespace, body=binding)
         name = req.name or binding_meta.get("name") or ""
@@ -993,7 +1039,12 @@ class APIServer:
             )
         grace = options.get("gracePeriodSeconds")
         if grace is not None:
-            grace = int(grace)
+            if isinstance(grace, bool) or not isinstance(grace, int) or grace > MAX_SECONDS:
+                # A *int64 upstream; beyond ctrlscope's ceiling on durations a deletion timestamp
+                # would not even be a date.
+                raise errors.bad_request(
+                    f"gracePeriodSeconds: must be an integer of at most {int(MAX_SECONDS)} seconds (got {grace!r:.40})"
+                )
             if grace < 0:
                 grace = 1
         dry_run = _dry_run(options)

@@ -60,6 +60,7 @@ class Reflector:
         self.watch_latency = watch_latency
         self.last_sync_resource_version = ""
         self.paused = False
+        self.pauses = 0  # pause() calls so far: tells one pause from a later one
         self.relists = 0
         self.state = "idle"  # idle, listing, watching, backoff, stopped
         self._watch: Any = None
@@ -84,6 +85,7 @@ class Reflector:
 
     def pause(self) -> None:
         self.paused = True
+        self.pauses += 1
         if self._watch is not None:
             self._watch.pause()
 

@@ -32,6 +32,8 @@ from controlplane.informers.store import (
 from controlplane.kernel import Kernel, Timer, vtime
 from controlplane.trace import NULL_TRACE, Trace
 
+MINIMUM_RESYNC_PERIOD = 1.0  # client-go's minimumResyncPeriod (seconds)
+
 Obj = dict[str, Any]
 
 
@@ -91,6 +93,7 @@ class SharedInformer:
         self._handlers: list[ResourceEventHandler] = []
         self._synced = False
         self._resync_timer: Timer | None = None
+        self._started = False
         self._syncing: list[ResourceEventHandler] | None = None
         self.notifications = 0
 
@@ -98,8 +101,8 @@ class SharedInformer:
     def add_event_handler(self, handler: ResourceEventHandler) -> ResourceEventHandler:
         if handler.resync_period == 0.0:
             handler.resync_period = self.resync_period
-        elif 0 < handler.resync_period < 1.0:
-            handler.resync_period = 1.0  # upstream minimum resync period
+        if 0 < handler.resync_period < MINIMUM_RESYNC_PERIOD:
+            handler.resync_period = MINIMUM_RESYNC_PERIOD
         handler._next_resync = vtime(self.kernel.now + handler.resync_period)
         self._handlers.append(handler)
         return handler
@@ -108,6 +111,7 @@ class SharedInformer:
         self.indexer.add_indexers(indexers)
 
     def start(self) -> None:
+        self._started = True
         self.reflector.start()
         self._arm_resync()
 
@@ -121,6 +125,19 @@ class SharedInformer:
         return self._synced
 
     # -- resync -----------------------------------------------------------------------------
+    def set_resync_period(self, period: float) -> None:
+        """A new default resync period, for this informer and every handler (a ctrlscope
+        what-if: upstream fixes it at start). The next resync is one new period from now."""
+        self.resync_period = period
+        for handler in self._handlers:
+            handler.resync_period = max(period, MINIMUM_RESYNC_PERIOD) if period > 0 else 0.0
+            handler._next_resync = vtime(self.kernel.now + handler.resync_period)
+        if self._resync_timer is not None:
+            self._resync_timer.cancel()
+            self._resync_timer = None
+        if self._started and self.reflector.state != "stopped":
+            self._arm_resync()
+
     def _arm_resync(self) -> None:
         periods = [h._next_resync for h in self._handlers if h.resync_period > 0]
         if periods:

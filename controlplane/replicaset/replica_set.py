@@ -7,6 +7,10 @@ Guarantees
   `sync_replica_set(key)` (spec §6), which is the `sync_handler` field so tests can swap it.
 * A key is synced by at most one worker at a time (the workqueue is stingy); a failed sync is
   requeued with the default controller rate limiter, a successful one forgets its failures (§5).
+* A sync that raises (a bug, or input no check foresaw) fails like a sync that returns an error:
+  one `error` trace record, `sync.end` with the error, the key requeued rate-limited (as
+  upstream's `utilruntime.HandleError` path does for errors), and the worker lives on. Upstream
+  a panic would restart the process; a debugger must not lose the user's session to one.
 * Each stage of a sync is one `sync.stage` trace record, in upstream's order: consistency,
   get, expectations, list, claim, manage (with one `batch` record per slow-start batch and one
   `delete` record per scale-down), status, requeue. `sync.start` / `sync.end` frame it.
@@ -138,6 +142,7 @@ class ReplicaSetController:
         self.trace = trace or NULL_TRACE
         self.sync_handler = self.sync_replica_set
         self.restarts = 0
+        self.sync_crashes = 0  # syncs that raised instead of returning (see the docstring)
         self._running = False
         self._build()
 
@@ -185,6 +190,12 @@ class ReplicaSetController:
         self.last_sync: SyncContext | None = None
         # The latest sync of each key (kept while the trace is on): the cache-vs-truth view.
         self.last_syncs: dict[str, SyncContext] = {}
+
+    def set_resync_period(self, period: float) -> None:
+        """The informers' resync period from now on (also kept for the next restart)."""
+        self.config.resync_period = period
+        self.pod_informer.set_resync_period(period)
+        self.rs_informer.set_resync_period(period)
 
     def set_consistency_gate(self, enabled: bool) -> None:
         """Feature gate StaleControllerConsistencyReplicaSet: a real store, or the no-op one."""
@@ -421,7 +432,12 @@ class ReplicaSetController:
         state.key, state.stage, state.since = key, "dequeued", self.kernel.now
         await self._yield()
         state.stage = "sync"
-        err = await self.sync_handler(key, wid)
+        try:
+            err = await self.sync_handler(key, wid)
+        except Cancelled:
+            raise
+        except Exception as exc:  # a replaced sync_handler (the real one contains its own)
+            err = self._sync_crashed(key, wid, exc)
         if err is None:
             queue.forget(key)
         else:
@@ -440,6 +456,14 @@ class ReplicaSetController:
         state.key, state.since = None, self.kernel.now
         state.stage = "idle" if not self.config.manual_workers else self._parked_stage(wid)
         state.syncs += 1
+
+    def _sync_crashed(self, key: str, worker: int | None, exc: Exception) -> Exception:
+        """Report a sync that raised; the caller treats it as the sync's error."""
+        error = f"{type(exc).__name__}: {exc}"
+        self.sync_crashes += 1
+        if self.trace.enabled:
+            self.trace.emit("error", where="sync", controller=self.kind.name, key=key, worker=worker, error=error)
+        return RuntimeError(f"sync crashed: {error}")
 
     def _parked_stage(self, wid: int) -> str:
         """What a worker with no running loop shows: waiting for a click, or stopped."""
@@ -522,6 +546,8 @@ class ReplicaSetController:
             err = await self._sync(ctx)
         except Cancelled:
             raise
+        except Exception as exc:
+            err = self._sync_crashed(key, worker, exc)
         if self.trace.enabled:
             self.trace.emit(
                 "sync.end",

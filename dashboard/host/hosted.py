@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from controlplane import safeyaml
 from controlplane.simulation import Simulation
 from dashboard.host import panels
 from dashboard.host.breakpoints import BreakpointError, Breakpoints, Hit
@@ -140,6 +141,12 @@ class HostedSimulation:
             if record["kind"] in ("sync.start", "sync.stage"):
                 self.stepping = (record["controller"], record["key"])
             self._stop = Hit(0, goal.label, record["time"], _record_line(record))
+        if record["kind"] == "error" and self._stop is None:
+            # Something raised inside the simulation and was contained there (a failed sync is
+            # requeued, a failed action logged): pause on it, the session lives on.
+            self._stop = Hit(
+                0, f"the simulation contained an error ({record['where']})", record["time"], record["error"]
+            )
         if self.breakpoints.items and self._stop is None:
             hit = self.breakpoints.match_record(record)
             if hit is not None:
@@ -176,12 +183,17 @@ class HostedSimulation:
         self.saturated = False
         try:
             while True:
+                if sim.halted is not None:
+                    self._pause_with(sim.halted)
+                    break
                 nxt = kernel.peek()
                 if nxt is None or nxt > target:
                     if math.isfinite(target) and target > sim.now:
-                        kernel.run_until(target)
+                        sim.run_until(target)  # no event before the target: only the clock moves
                     break
-                kernel.step()
+                # One event, an exception it raises contained by the simulation (an `error`
+                # record: the run pauses on it and the session goes on).
+                sim.step()
                 ran += 1
                 if self._after_event():
                     break
@@ -347,6 +359,10 @@ class HostedSimulation:
         # Stepping follows the sync it stopped in last, while that sync runs (like a debugger
         # stepping one thread); otherwise the next sync of any key.
         current = self.stepping if self.stepping in self.frames.running else None
+        if what in ("stage", "sync") and current is None and not self.frames.running and all(
+            c.config.manual_workers for c in sim.controllers.values()
+        ):
+            raise CommandError("no sync is running and the workers are manual: click “sync next” first")
         if what == "stage":
             label = f"next stage of the sync of {current[1]}" if current else "next sync stage"
             self.goal = Goal(
@@ -487,17 +503,17 @@ MAX_DOCUMENTS = 50
 
 def parse_manifests(text: Any) -> list[Obj]:
     """The manifests of a YAML text (`---` between documents), or CommandError saying what is
-    wrong. Aliases are refused: a few bytes of them can expand into gigabytes once copied."""
+    wrong. Read by `safeyaml`: bounded depth and nodes (aliases counted expanded), iteratively."""
     if not isinstance(text, str) or not text.strip():
         raise CommandError("yaml: paste one or more manifests")
     if len(text) > MAX_YAML:
         raise CommandError(f"yaml: longer than {MAX_YAML // 1024} KiB")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.AliasEvent):
-                raise CommandError("yaml: aliases (*name) are not accepted in manifests")
-        docs = [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
+        # Built iteratively, within limits: libyaml's own composer recurses in C, and a few
+        # hundred KiB of `[` crash the process before any RecursionError.
+        docs = [doc for doc in safeyaml.load_all(text) if doc is not None]
+    except safeyaml.YAMLInputError as exc:
+        raise CommandError(f"yaml: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

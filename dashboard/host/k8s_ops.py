@@ -39,6 +39,7 @@ from controlplane import labels
 from controlplane.apiserver import ApiError, Request, bad_request
 from controlplane.apiserver import fields as field_selectors
 from controlplane.apiserver.resources import lookup
+from controlplane.simulation import request_of
 from dashboard.host.hosted import CommandError, HostedSimulation
 from dashboard.k8s import tables
 
@@ -162,19 +163,7 @@ def _dry_run(hosted: HostedSimulation, cmd: Obj) -> Obj:
     if problem is not None:
         raise CommandError(problem)
     assert isinstance(request, dict)
-    options = dict(request.get("options") or {})
-    if "patchType" in request:
-        options["patchType"] = request["patchType"]
-    req = Request(
-        str(request.get("client") or "user"),
-        request["verb"],
-        request["resource"],
-        request.get("subresource"),
-        request.get("namespace"),
-        request.get("name"),
-        request.get("body"),
-        options,
-    )
+    req = request_of(request)
     try:
         answer, code = hosted.sim.server.dry_run(req)
     except ApiError as err:

@@ -28,11 +28,12 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
-import yaml
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
+from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
+from controlplane.limits import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES
 from dashboard.access import token_matches
 from dashboard.k8s import discovery
 
@@ -473,6 +474,8 @@ class Call:
 
     async def body(self, *, yaml_ok: bool = False) -> Any:
         raw = await self.read_body()
+        if len(raw) > MAX_REQUEST_BYTES:  # kube-apiserver reads at most 3 MiB of a body
+            raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
         if not raw.strip():
             raise Failure(400, "BadRequest", "the body of the request was empty")
         content_type = self.headers.get("content-type", "")
@@ -497,20 +500,42 @@ def _decode(raw: bytes, *, yaml_ok: bool) -> Any:
     except UnicodeDecodeError:
         raise Failure(400, "BadRequest", "the body of the request is not UTF-8") from None
     try:
-        return json.loads(text)
+        # NaN and Infinity are not JSON (Python's parser takes them unless told not to).
+        value = json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise Failure(400, "BadRequest", TOO_DEEP) from None
     except ValueError as exc:
         if not yaml_ok:
             raise Failure(400, "BadRequest", f"the body of the request was in an unknown format: {exc}") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    else:
+        _check_depth(value)
+        return value
     try:
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.AliasEvent):
-                raise Failure(400, "BadRequest", "YAML aliases are not accepted")
-        return yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
-        raise Failure(400, "BadRequest", f"error decoding YAML: {str(exc).splitlines()[0]}") from None
-    except RecursionError:
-        raise Failure(400, "BadRequest", "error decoding YAML: nested too deeply") from None
+        # Within limits and iteratively: libyaml's composer recurses in C (deep nesting crashes
+        # the process) and alias expansion is counted before anything expands.
+        return safeyaml.load(text)
+    except safeyaml.YAMLInputError as exc:
+        raise Failure(400, "BadRequest", f"error decoding YAML: {exc}") from None
+
+
+TOO_DEEP = f"the body of the request is nested deeper than {MAX_OBJECT_DEPTH} levels"
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _check_depth(value: Any) -> None:
+    """Refuse JSON nested deeper than the API server takes (checked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_OBJECT_DEPTH:
+            raise Failure(400, "BadRequest", TOO_DEEP)
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
 
 
 def _bookmark_line(info: ResourceInfo, revision: int) -> str:

@@ -2,6 +2,7 @@
 
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -69,6 +70,17 @@ def live_server_url(tmp_path_factory):
     log.close()
     errors = [line for line in (state / "daphne.log").read_text().splitlines() if "Traceback" in line]
     assert not errors, "the server logged tracebacks: see " + str(state / "daphne.log")
+
+
+def shot(page, name: str) -> None:
+    """A screenshot into test-artifacts/, and into docs/img/ when CTRLSCOPE_UPDATE_DOCS=1."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    if os.environ.get("CTRLSCOPE_UPDATE_DOCS") == "1":
+        docs = ROOT / "docs" / "img"
+        docs.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, docs / f"{name}.png")
 
 
 @pytest.hookimpl(hookwrapper=True)

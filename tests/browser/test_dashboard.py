@@ -5,9 +5,7 @@ apply YAML, and download the session as a scenario that replays headless."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 
 import pytest
 import yaml
@@ -15,19 +13,7 @@ from playwright.sync_api import Page, expect
 
 from controlplane.simulation import run_scenario
 
-from .conftest import ARTIFACTS, ROOT, TOKEN
-
-DOCS_IMG = ROOT / "docs" / "img"
-
-
-def shot(page: Page, name: str) -> None:
-    """A screenshot into test-artifacts/, and into docs/img/ when CTRLSCOPE_UPDATE_DOCS=1."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=False)
-    if os.environ.get("CTRLSCOPE_UPDATE_DOCS") == "1":
-        DOCS_IMG.mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, DOCS_IMG / f"{name}.png")
+from .conftest import TOKEN, shot
 
 
 def start(page: Page, url: str, scenario: str = "demo", run: bool = False, seed: str = "") -> str:

@@ -4,6 +4,8 @@ from playwright.sync_api import Page, expect
 
 from controlplane.scenario import library
 
+from .conftest import shot
+
 
 def test_home_page_renders_in_chromium(page: Page, live_server_url: str):
     errors = []
@@ -16,3 +18,4 @@ def test_home_page_renders_in_chromium(page: Page, live_server_url: str):
     assert page.request.get(live_server_url + "/static/dashboard/ctrlscope.css").status == 200
     assert page.locator("#scenarios").evaluate("el => getComputedStyle(el).display") == "grid"
     assert errors == []
+    shot(page, "home")

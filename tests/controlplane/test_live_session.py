@@ -205,3 +205,12 @@ def test_reading_the_world_after_every_event_changes_nothing():
     watched = session_with_a_dozen_ui_actions(read_after_every_event=True)
     unwatched = session_with_a_dozen_ui_actions(read_after_every_event=False)
     assert json.dumps(watched.report()) == json.dumps(unwatched.report())
+
+
+def test_a_session_exported_before_its_clock_moved_replays_too(tmp_path):
+    sim = Simulation.from_file("demo")
+    sim.start()
+    sim.act({"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 2}})
+    path = tmp_path / "t0.yaml"
+    path.write_text(yaml.safe_dump(sim.export_scenario(), sort_keys=False))
+    assert json.dumps(run_scenario(str(path))) == json.dumps(sim.report())

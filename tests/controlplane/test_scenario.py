@@ -61,7 +61,7 @@ def test_partial_feature_gates_keep_the_other_defaults():
         ("config: {colour: blue}\n", "config.colour: unknown key"),
         ("config: {whatIf: {expectations: maybe}}\n", "config.whatIf.expectations: must be true or false"),
         ("seed: -3\n", "seed: must be >= 0"),
-        ("until: 0\n", "until: must be > 0"),
+        ("until: -0.5\n", "until: must be >= 0"),
         ("nmae: typo\n", "nmae: unknown key"),
         ("objects: {}\n", "objects: must be a list, not mapping"),
         ("objects:\n  - {apiVersion: v1, kind: Secret, metadata: {name: s}}\n", "objects[0].kind: must be one of"),

@@ -106,6 +106,7 @@ class ControllerActions(RuleBasedStateMachine):
     def safety_holds(self):
         self.monitor.flush()
         assert self.report.violations == [], [str(v) for v in self.report.violations]
+        assert self.sim.errors == []  # nothing raised inside the simulation (it would be contained)
 
     @precondition(lambda self: len(self.applied) >= 3)
     @rule()

@@ -75,6 +75,19 @@ def test_a_clean_case_checks_every_oracle_family():
     assert result.digest == run_case(generate(2), digest=True).digest
 
 
+def test_a_crash_the_simulation_contains_is_still_a_no_crash_violation(monkeypatch):
+    from controlplane.replicaset import ReplicaSetController
+
+    async def broken(self, *args, **kwargs):
+        raise KeyError("spec")
+
+    monkeypatch.setattr(ReplicaSetController, "manage_replicas", broken)
+    case = next(generate(seed) for seed in range(1, 50) if generate(seed).scenario().get("objects"))
+    result = run_case(case)
+    crashes = [v for v in result.violations if v.oracle == "no-crash"]
+    assert crashes and crashes[0].message == "KeyError: 'spec' (contained: sync)"
+
+
 def test_a_short_quiet_period_makes_liveness_fail_and_the_shrinker_keeps_the_failure():
     failing = next(
         (case, result)

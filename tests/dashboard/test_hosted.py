@@ -125,7 +125,9 @@ def test_bad_commands_are_refused_and_change_nothing():
         {"op": "focus", "keys": "default/web"},
         {"op": "orphan", "name": "no-such-pod"},
         {"op": "apply_yaml", "text": "a: [1, 2"},
-        {"op": "apply_yaml", "text": "a: &x [1]\nb: *x\n"},
+        {"op": "apply_yaml", "text": "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)
+        )},  # an alias bomb: 9^9 nodes once expanded
     ):
         with pytest.raises(CommandError):
             h.command(cmd)
@@ -254,7 +256,30 @@ def test_a_slice_yields_within_its_budget():
     assert time.perf_counter() - start < 0.25  # 10 ms budget, generous for a loaded CI machine
 
 
-def test_a_failing_simulation_pauses_with_its_error_and_the_host_survives():
+def test_a_callback_that_raises_pauses_the_run_and_the_session_goes_on():
+    h = hosted()
+    h.sim.kernel.call_later(1.0, lambda: 1 / 0)  # a bug outside any sync or action
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.error is None and h.mode == "paused"
+    assert h.hit["why"] == "the simulation contained an error (kernel)"
+    assert "ZeroDivisionError" in h.hit["detail"]
+    assert h.command({"op": "run", "speed": "max"})["ok"] is True
+
+
+def test_a_host_bug_outside_the_simulation_pauses_it_with_its_error(monkeypatch):
+    h = hosted()
+    monkeypatch.setattr(h, "_after_event", lambda: 1 / 0)
+    h.command({"op": "run", "speed": "max"})
+    h.run_slice()
+    assert h.error == "ZeroDivisionError: division by zero"
+    assert h.mode == "paused" and not h.busy
+    with pytest.raises(CommandError):
+        h.command({"op": "run"})
+    assert json.loads(h.frames.frame())["status"]["error"] == "ZeroDivisionError: division by zero"
+
+
+def test_a_sync_that_raises_pauses_the_run_and_the_session_goes_on():
     h = hosted()
 
     async def broken(key, worker=None):
@@ -263,11 +288,17 @@ def test_a_failing_simulation_pauses_with_its_error_and_the_host_survives():
     h.sim.controllers["replicaset"].sync_handler = broken
     h.command({"op": "run", "speed": "max"})
     drive(h)
-    assert h.error == "RuntimeError: boom in sync"
-    assert h.mode == "paused" and not h.busy
-    with pytest.raises(CommandError):
-        h.command({"op": "run"})
-    assert json.loads(h.frames.frame())["status"]["error"] == "RuntimeError: boom in sync"
+    assert h.error is None and h.mode == "paused"
+    assert h.hit["why"] == "the simulation contained an error (sync)"
+    assert h.hit["detail"] == "RuntimeError: boom in sync"
+    assert h.command({"op": "run", "speed": "max"})["ok"] is True  # the user can go on
+
+
+def test_apply_yaml_refuses_deep_nesting_without_crashing_the_process():
+    h = hosted()
+    text = "[" * 120_000 + "]" * 120_000  # under the size limit; libyaml's composer would segfault
+    with pytest.raises(CommandError, match="nested deeper than 100 levels"):
+        h.command({"op": "apply_yaml", "text": text})
 
 
 def test_apply_yaml_applies_each_document_and_reports_field_errors():
@@ -393,3 +424,14 @@ def test_status_says_mode_clock_seed_events_and_the_next_timer():
     status = json.loads(h.frames.frame())["status"]
     assert status["t"] == 2.0 and status["seed"] == 1 and status["events"] == h.sim.kernel.events
     assert status["mode"] == "paused" and status["next"]["t"] > 2.0
+
+
+def test_step_sync_is_refused_when_only_a_click_could_start_one():
+    h = hosted()
+    run_until(h, 1.0)
+    h.command({"op": "act", "action": {"config": {"manualWorkers": ["replicaset", "replicationcontroller"]}}})
+    run_until(h, 3.0)
+    before = h.sim.now
+    with pytest.raises(CommandError, match="sync next"):
+        h.command({"op": "step", "what": "sync"})
+    assert h.sim.now == before

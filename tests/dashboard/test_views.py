@@ -78,7 +78,7 @@ async def test_start_from_an_uploaded_file(running_host, tmp_path):
         ({"scenario": "demo", "seed": "1e9"}, "seed: must be a whole number"),
         ({"file": ("s.yaml", b"\xff\xfe\x00binary")}, "file: not UTF-8 text"),
         ({"file": ("s.yaml", b"name: [unclosed")}, "file: not valid YAML"),
-        ({"file": ("s.yaml", b"until: -1\n")}, "file: until: must be > 0"),
+        ({"file": ("s.yaml", b"until: -1\n")}, "file: until: must be >= 0"),
         ({"file": ("s.yaml", b"objects: [{apiVersion: v1, kind: Pod, metadata: {name: BAD_NAME}}]\n")}, "objects[0]"),
     ],
 )
@@ -131,7 +131,8 @@ async def test_pod_detail_and_sync_history_partials(running_host):
     syncs = await client.get("/sim/demo/syncs/replicaset/default/web")
     assert syncs.status_code == 200 and "Sync of" in syncs.content.decode()
     assert (await client.get("/sim/demo/syncs/nope/default/web")).status_code == 400
-    assert (await client.get("/sim/nope/")).status_code == 404
+    missing = await client.get("/sim/nope/")
+    assert missing.status_code == 404 and "no simulation nope is running" in missing.content.decode()
 
 
 @pytest.mark.parametrize("method", ["options", "trace", "put", "delete"])
