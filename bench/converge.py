@@ -25,7 +25,7 @@ GC thresholds, load average at the start and at the end).
 part of the world (store, watch history, kubelets, Events, garbage-collector graph, informers,
 request log), each object counted once, in that order.
 
-Usage: .venv/bin/python bench/converge.py [--replicasets 1000] [--replicas 100] [--nodes 1000]
+Usage: .venv/bin/python bench/converge.py [--replicasets 1000] [--replicas 100] [--nodes PODS/100]
        [--repeat 2] [--gc policy|default] [--breakdown]
 Run long ones (1,000,000 pods: --replicasets 10000) with `nice -n 10`.
 """
@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import machine
 
 from controlplane import gcpolicy
+from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.scenario import Scenario, default_config
 from controlplane.simulation import Simulation
 
@@ -184,7 +185,13 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
     collections_before = [s["collections"] for s in gc.get_stats()]
     start = time.perf_counter()
     cpu_start = time.process_time()
-    sim = Simulation(scenario(args.replicasets, args.replicas, args.nodes), record=False)
+    pods = args.replicasets * args.replicas
+    limits = RunLimits(  # the headless ceilings, raised to what this size needs
+        pods=max(DEFAULT_RUN_LIMITS.pods, pods),
+        nodes=max(DEFAULT_RUN_LIMITS.nodes, args.nodes),
+        events=max(DEFAULT_RUN_LIMITS.events, 20 * pods),
+    )
+    sim = Simulation(scenario(args.replicasets, args.replicas, args.nodes), record=False, limits=limits)
     sim.start()
     hold = gcpolicy.simulation_gc() if args.gc == "policy" else None
     try:
@@ -222,13 +229,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--replicasets", type=int, default=1000)
     parser.add_argument("--replicas", type=int, default=100)
-    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=None, help="default: one per 100 pods (maxPods is 110)")
     parser.add_argument("--max-virtual", type=float, default=3600.0)
     parser.add_argument("--repeat", type=int, default=2, help="simulation runs; the best wall time counts")
     parser.add_argument("--gc", choices=("policy", "default"), default="policy")
     parser.add_argument("--breakdown", action="store_true", help="measure where the memory is (slow)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.nodes is None:
+        args.nodes = max(1, args.replicasets * args.replicas // 100)
     if args.child:
         print(json.dumps(run_once(args)))
         return
