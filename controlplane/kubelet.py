@@ -216,11 +216,13 @@ class Kubelet:
         self._next_ip = 2
 
     # -- feed from the shared pods watch ------------------------------------------------------
-    def on_pod_event(self, kind: str, pod: Obj) -> None:
-        """A pod bound to this node was ADDED, MODIFIED or DELETED (ignored while stopped)."""
+    def on_pod_event(self, kind: str, pod: Obj, key: str | None = None) -> None:
+        """A pod bound to this node was ADDED, MODIFIED or DELETED (ignored while stopped);
+        `key` is its `pod_key` when the caller has it already."""
         if not self.running:
             return
-        key = pod_key(pod)
+        if key is None:
+            key = pod_key(pod)
         rec = self.pods.get(key)
         if kind == "DELETED":
             if rec is not None and rec.uid == pod["metadata"].get("uid", ""):
