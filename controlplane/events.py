@@ -113,24 +113,16 @@ class EventRecorder:
             return
         meta = obj["metadata"]
         now = self.kernel.now
-        involved = {
-            "kind": obj.get("kind", ""),
-            "namespace": meta.get("namespace", ""),
-            "name": meta["name"],
-            "uid": meta.get("uid", ""),
-            "apiVersion": obj.get("apiVersion", ""),
-            "resourceVersion": meta.get("resourceVersion", ""),
-        }
+        obj_key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("uid", ""))
         if self.trace.enabled:
             self.trace.emit(
                 "event",
                 component=self.component,
                 type=event_type,
                 reason=reason,
-                object=f"{involved['kind']}/{involved['namespace']}/{involved['name']}",
+                object=f"{obj_key[0]}/{obj_key[1]}/{obj_key[2]}",
                 message=message,
             )
-        obj_key = (involved["kind"], involved["namespace"], involved["name"], involved["uid"])
         stamp = rfc3339(now)
         # 1. aggregate (EventAggregate): the similar-event record resets after 600 s of quiet.
         agg_key = (self.component, *obj_key, event_type, reason)
@@ -157,6 +149,14 @@ class EventRecorder:
             verb = "patch"
         else:
             self._names += 1
+            involved = {  # built only for a new Event: most occurrences patch or are dropped
+                "kind": obj_key[0],
+                "namespace": obj_key[1],
+                "name": obj_key[2],
+                "uid": obj_key[3],
+                "apiVersion": obj.get("apiVersion", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            }
             name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names:x}"
             body = {
                 "apiVersion": "v1",
