@@ -64,7 +64,18 @@ class PodControllerRefManager:
     async def claim_pods(self, pods: list[Obj]) -> tuple[list[Obj], ClaimError | None]:
         claimed: list[Obj] = []
         errors: list[Exception] = []
+        uid = self.controller["metadata"]["uid"]
+        matches = self.selector.matches
         for pod in pods:
+            # claim_object's first cases inline (no coroutine per pod): the common case of a
+            # sync is a pod we own that still matches, or one another controller owns.
+            ref = controller_ref(pod)
+            if ref is not None:
+                if ref.get("uid") != uid:
+                    continue
+                if matches(pod["metadata"].get("labels")):
+                    claimed.append(pod)
+                    continue
             ok, err = await self.claim_object(pod)
             if err is not None:
                 errors.append(err)

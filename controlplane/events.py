@@ -13,6 +13,9 @@ Guarantees
      `lastTimestamp` and `message`; the count includes occurrences the spam filter dropped;
   3. spam filter: per source+object a token bucket of burst 25 refilled 1 token / 300 s; an event
      without a token is not sent.
+  Each of the three remembers at most `MAX_LRU_CACHE_ENTRIES` (4096) keys, least recently used
+  first out, as upstream's `lru.New(maxLruCacheEntries)`: a long run does not keep one record per
+  pod it ever created.
   A patch of an event that does not exist (never sent, or deleted) falls back to a create.
 * A failed post is dropped (upstream retries up to 12 times, 10 s apart; not modelled — noted in
   docs/architecture.md).
@@ -20,8 +23,8 @@ Guarantees
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any
+from collections import OrderedDict, deque
+from typing import Any, Generic, TypeVar
 
 from controlplane.kernel import EPOCH, Kernel, rfc3339
 from controlplane.trace import NULL_TRACE, Trace
@@ -31,6 +34,7 @@ SPAM_QPS = 1.0 / 300.0
 AGGREGATE_MAX_EVENTS = 10
 AGGREGATE_INTERVAL = 600.0
 COMBINED_PREFIX = "(combined from similar events): "
+MAX_LRU_CACHE_ENTRIES = 4096  # events_cache.go maxLruCacheEntries
 _EPOCH_NS = int(EPOCH.timestamp()) * 1_000_000_000
 
 
@@ -50,6 +54,37 @@ class _Bucket:
         return False
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _LRU(Generic[K, V]):
+    """groupcache's `lru.Cache` as the correlator uses it: `get` and `add` make a key the most
+    recently used; adding beyond `limit` keys drops the least recently used one."""
+
+    __slots__ = ("_entries", "_limit")
+
+    def __init__(self, limit: int = MAX_LRU_CACHE_ENTRIES) -> None:
+        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._limit = limit
+
+    def get(self, key: K) -> V | None:
+        value = self._entries.get(key)
+        if value is not None:
+            self._entries.move_to_end(key)
+        return value
+
+    def add(self, key: K, value: V) -> None:
+        entries = self._entries
+        entries[key] = value
+        entries.move_to_end(key)
+        if len(entries) > self._limit:
+            entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 class EventRecorder:
     """Records Events about objects for one component (`source.component`)."""
 
@@ -58,9 +93,9 @@ class EventRecorder:
         self.client = client
         self.component = component
         self.trace = trace or NULL_TRACE
-        self._spam: dict[tuple[str, ...], _Bucket] = {}
-        self._aggregate: dict[tuple[str, ...], tuple[float, dict[str, None]]] = {}
-        self._posted: dict[tuple[str, ...], dict[str, Any]] = {}
+        self._spam: _LRU[tuple[str, ...], _Bucket] = _LRU()
+        self._aggregate: _LRU[tuple[str, ...], tuple[float, dict[str, None]]] = _LRU()
+        self._posted: _LRU[tuple[str, ...], dict[str, Any]] = _LRU()
         self._outbox: deque[tuple[str, dict[str, Any]]] = deque()
         self._posting = False
         self._names = 0
@@ -78,32 +113,25 @@ class EventRecorder:
             return
         meta = obj["metadata"]
         now = self.kernel.now
-        involved = {
-            "kind": obj.get("kind", ""),
-            "namespace": meta.get("namespace", ""),
-            "name": meta["name"],
-            "uid": meta.get("uid", ""),
-            "apiVersion": obj.get("apiVersion", ""),
-            "resourceVersion": meta.get("resourceVersion", ""),
-        }
+        obj_key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("uid", ""))
         if self.trace.enabled:
             self.trace.emit(
                 "event",
                 component=self.component,
                 type=event_type,
                 reason=reason,
-                object=f"{involved['kind']}/{involved['namespace']}/{involved['name']}",
+                object=f"{obj_key[0]}/{obj_key[1]}/{obj_key[2]}",
                 message=message,
             )
-        obj_key = (involved["kind"], involved["namespace"], involved["name"], involved["uid"])
         stamp = rfc3339(now)
         # 1. aggregate (EventAggregate): the similar-event record resets after 600 s of quiet.
         agg_key = (self.component, *obj_key, event_type, reason)
-        last, messages = self._aggregate.get(agg_key, (None, {}))
+        record = self._aggregate.get(agg_key)
+        last, messages = record if record is not None else (None, {})
         if last is None or now - last > AGGREGATE_INTERVAL:
             messages = {}
         messages[message] = None
-        self._aggregate[agg_key] = (now, messages)
+        self._aggregate.add(agg_key, (now, messages))
         dedup_key: tuple[str, ...]
         if len(messages) >= AGGREGATE_MAX_EVENTS:
             # Keep the set from growing (upstream PopAny; here the oldest, deterministically).
@@ -121,6 +149,14 @@ class EventRecorder:
             verb = "patch"
         else:
             self._names += 1
+            involved = {  # built only for a new Event: most occurrences patch or are dropped
+                "kind": obj_key[0],
+                "namespace": obj_key[1],
+                "name": obj_key[2],
+                "uid": obj_key[3],
+                "apiVersion": obj.get("apiVersion", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            }
             name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names:x}"
             body = {
                 "apiVersion": "v1",
@@ -137,13 +173,14 @@ class EventRecorder:
                 "reportingComponent": self.component,
                 "reportingInstance": "",
             }
-            self._posted[dedup_key] = body
+            self._posted.add(dedup_key, body)
             verb = "create"
         # 3. spam filter (creates and patches alike): per source+object, burst 25, 1 per 300 s.
         spam_key = (self.component, *obj_key)
         bucket = self._spam.get(spam_key)
         if bucket is None:
-            bucket = self._spam[spam_key] = _Bucket(now)
+            bucket = _Bucket(now)
+            self._spam.add(spam_key, bucket)
         if not bucket.take(now):
             self.dropped += 1
             return

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from controlplane.kernel import vtime
 from controlplane.trace import NULL_TRACE, Trace
 
 EXPECTATIONS_TIMEOUT = 300.0
@@ -61,10 +62,10 @@ class ControlleeExpectations:
     def expired(self, now: float) -> bool:
         # Written as `now > timestamp + timeout` rather than `now - timestamp > timeout`: a timer
         # set with `kernel.call_later(EXPECTATIONS_TIMEOUT, ...)` fires at exactly
-        # `timestamp + EXPECTATIONS_TIMEOUT`, and at that instant the record must not yet count
+        # `vtime(timestamp + EXPECTATIONS_TIMEOUT)`, and at that instant the record must not yet count
         # as expired (upstream's comparison is strict), whatever float rounding the subtraction
         # would bring.
-        return now > self.timestamp + EXPECTATIONS_TIMEOUT
+        return now > vtime(self.timestamp + EXPECTATIONS_TIMEOUT)
 
     def __repr__(self) -> str:
         return f"<ControlleeExpectations {self.key} add={self.add} del={self.dele} at={self.timestamp}>"

@@ -110,8 +110,9 @@ class FaultInjector:
     def __init__(self, sim: Simulation) -> None:
         self.sim = sim
         self.api_rules: list[ApiFaultRule] = []
-        sim.server.interceptors.append(self._intercept)
-        sim.server.latency_hooks.append(self._latency)
+        # The server's hooks are installed with the first rule: until then every request would
+        # pay two calls that return at once (without them its latency is the same float).
+        self._hooked = False
 
     def _intercept(self, req: Any) -> ApiError | None:
         if not self.api_rules:
@@ -132,6 +133,10 @@ class FaultInjector:
         """Add a rule; its `id` (1, 2, ... in order of injection) is what `liftFault` names."""
         rule = ApiFaultRule(spec, self.sim, len(self.api_rules) + 1)
         self.api_rules.append(rule)
+        if not self._hooked:
+            self._hooked = True
+            self.sim.server.interceptors.append(self._intercept)
+            self.sim.server.latency_hooks.append(self._latency)
         return {"rule": rule.id - 1, "id": rule.id}
 
     def lift_fault(self, spec: Obj) -> Obj:

@@ -231,6 +231,8 @@ class GarbageCollector:
             for ref in refs:
                 self._add_dependent(ref, node)
         else:
+            if refs is node.owners and not node.virtual and not node.being_deleted and "deletionTimestamp" not in meta:
+                return  # a write that changed neither owners nor deletion (a status update): no-op
             if node.virtual:
                 node.virtual = False
                 info = resources.RESOURCES[resource]

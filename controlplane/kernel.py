@@ -4,6 +4,11 @@ Guarantees
 ----------
 * Time moves only inside `step()`, `advance()` and `run_until()`. Nothing here reads the wall
   clock; `now` is float seconds of virtual time since `EPOCH`.
+* Virtual time is exact to the nanosecond: every instant the kernel schedules is `vtime(t)`, the
+  float nearest to a whole number of nanoseconds, so `now` prints as the decimal it is (0.115,
+  never 0.11500000000000002, which adding 0.005 to 0.11 in floats gives) and two paths to the
+  same instant meet at the same float. Code that keeps a time it will compare with `now` (a due
+  time, a ready time) computes it with `vtime` too.
 * Callbacks run in `(time, seq)` order: two callbacks due at the same instant run in the order
   they were scheduled. With the same seed and the same inputs every run is identical.
 * Processes are coroutines (`async def`) that await kernel futures: `kernel.sleep(d)`,
@@ -17,12 +22,17 @@ Guarantees
   scenario's timeline, a dashboard button, a kubectl write) are applied, so that an action taken
   live at `t` and the same action replayed from a file at `t` see the same world.
 
-This is the hot loop of every benchmark: entries are `Timer`s, lists `[time, seq, fn, args]`
-(a list so the heap compares them natively and a timer can be cancelled in place by clearing
-`fn`; the entry is the handle callers get back, so scheduling allocates one object, not two).
-Entries due at the current instant (`call_soon`, about half of all) wait in a FIFO instead of
-the heap: they are in `(time, seq)` order already, and the loop merges the two, so the order is
-exactly the one a single heap gives, without its O(log n) push and pop.
+This is the hot loop of every benchmark: entries are `Timer`s, lists `[time, seq, fn, args,
+lane]` (a list so the heap compares them natively and a timer can be cancelled in place by
+clearing `fn`; the entry is the handle callers get back, so scheduling allocates one object, not
+two). Two kinds of entries skip the heap's O(log n) push and pop, and the loop merges them back
+so that the order is exactly the one a single heap gives:
+* entries due at the current instant (`call_soon`, about half of all) wait in a FIFO: they are
+  in `(time, seq)` order already;
+* `call_later(delay)` entries wait in a FIFO *lane* per distinct delay (every API request has
+  the client's latency, every pod start the kubelet's start-up delay): the clock never goes
+  back, so a lane is in `(time, seq)` order too, and only its head is in the heap. The heap
+  then holds a few dozen entries instead of one per pending timer of a 100,000-pod run.
 """
 
 from __future__ import annotations
@@ -39,6 +49,13 @@ from typing import Any
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 END_OF_INSTANT = 1 << 62  # sequence offset of `call_at_end_of_instant` entries
+NS_PER_SECOND = 1e9
+
+
+def vtime(t: float) -> float:
+    """`t` (virtual seconds: an instant or a duration) at the kernel's resolution, 1 ns: the float
+    nearest to a whole number of nanoseconds (see the module docstring)."""
+    return round(t * NS_PER_SECOND) / NS_PER_SECOND
 
 
 Rng = Random
@@ -75,9 +92,19 @@ class Cancelled(Exception):
     """Thrown into a task's coroutine when the task is cancelled."""
 
 
+class _Lane(deque["Timer"]):
+    """The FIFO of pending `call_later(delay)` entries of one delay (see the module docstring)."""
+
+    __slots__ = ("delay",)
+
+    def __init__(self, delay: float) -> None:
+        super().__init__()
+        self.delay = delay
+
+
 class Timer(list[Any]):
     """A scheduled callback; `cancel()` makes the kernel skip it. It is the kernel's own queue
-    entry `[time, seq, fn, args]` (see the module docstring): do not use it as a list."""
+    entry `[time, seq, fn, args, lane]` (see the module docstring): do not use it as a list."""
 
     __slots__ = ()
 
@@ -312,6 +339,9 @@ class Kernel:
         # Entries scheduled for the instant that was current when they were scheduled, in seq
         # order (so in (time, seq) order too): see the module docstring.
         self._ready: deque[Timer] = deque()
+        # delay -> the lane of pending call_later(delay) entries; only a lane's head is in the
+        # heap. Empty lanes are dropped (delays drawn at random would otherwise pile up).
+        self._lanes: dict[float, _Lane] = {}
         self._seq = 0
         self.failures: list[tuple[Task, BaseException]] = []
         self._task_depth = 0  # > 0 while a task's coroutine is running
@@ -326,22 +356,30 @@ class Kernel:
     # -- scheduling -------------------------------------------------------------------------
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
         self._seq += 1
+        when = round(when * NS_PER_SECOND) / NS_PER_SECOND  # vtime, inlined (hot path)
         if when > self.now:
-            timer = Timer((when, self._seq, fn, args))
+            timer = Timer((when, self._seq, fn, args, None))
             heapq.heappush(self._heap, timer)
         else:
-            timer = Timer((self.now, self._seq, fn, args))
+            timer = Timer((self.now, self._seq, fn, args, None))
             self._ready.append(timer)
         return timer
 
     def call_later(self, delay: float, fn: Callable[..., Any], *args: Any) -> Timer:
         self._seq += 1
         if delay > 0:
-            timer = Timer((self.now + delay, self._seq, fn, args))
-            heapq.heappush(self._heap, timer)
-        else:
-            timer = Timer((self.now, self._seq, fn, args))
-            self._ready.append(timer)
+            when = round((self.now + delay) * NS_PER_SECOND) / NS_PER_SECOND  # vtime, inlined
+            if when > self.now:
+                lane = self._lanes.get(delay)
+                if lane is None:
+                    lane = self._lanes[delay] = _Lane(delay)
+                timer = Timer((when, self._seq, fn, args, lane))
+                if not lane:
+                    heapq.heappush(self._heap, timer)  # the lane's new head
+                lane.append(timer)
+                return timer
+        timer = Timer((self.now, self._seq, fn, args, None))
+        self._ready.append(timer)
         return timer
 
     def call_at_end_of_instant(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:
@@ -352,13 +390,13 @@ class Kernel:
         self._seq += 1
         # The same heap, with a sequence number above every regular one: (time, seq) order puts
         # the entry after all regular entries of its instant, and the hot loop pays nothing.
-        timer = Timer((max(when, self.now), END_OF_INSTANT + self._seq, fn, args))
+        timer = Timer((max(vtime(when), self.now), END_OF_INSTANT + self._seq, fn, args, None))
         heapq.heappush(self._heap, timer)
         return timer
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> Timer:
         self._seq += 1
-        timer = Timer((self.now, self._seq, fn, args))
+        timer = Timer((self.now, self._seq, fn, args, None))
         self._ready.append(timer)
         return timer
 
@@ -391,7 +429,20 @@ class Kernel:
         heap, ready = self._heap, self._ready
         if ready and (not heap or ready[0] < heap[0]):
             return ready.popleft()
-        return heapq.heappop(heap)
+        return self._pop_heap()
+
+    def _pop_heap(self) -> Timer:
+        """Pop the heap's head; if it heads a lane, the lane's next entry takes its place."""
+        heap = self._heap
+        entry = heapq.heappop(heap)
+        lane = entry[4]
+        if lane is not None:
+            lane.popleft()
+            if lane:
+                heapq.heappush(heap, lane[0])
+            else:
+                del self._lanes[lane.delay]
+        return entry
 
     def next_entry(self) -> tuple[float, Callable[..., Any], tuple[Any, ...]] | None:
         """`(time, fn, args)` of the next live callback (dropping cancelled ones at the head)."""
@@ -420,7 +471,7 @@ class Kernel:
         if self.limit_reached:
             return False
         while self._first() is not None:
-            when, _, fn, args = self._remove_first()
+            when, _, fn, args, _ = self._remove_first()
             if fn is None:
                 continue
             self.now = when
@@ -435,19 +486,28 @@ class Kernel:
         self.run_until(self.now + seconds)
 
     def run_until(self, t: float) -> None:
-        heap, ready = self._heap, self._ready
-        pop, popleft = heapq.heappop, ready.popleft
+        t = vtime(t)
+        heap, ready, lanes = self._heap, self._ready, self._lanes
+        pop, push, popleft = heapq.heappop, heapq.heappush, ready.popleft
         limit = math.inf if self.event_limit is None else self.event_limit
         while True:
             if self.events >= limit:
                 return  # the clock stays at the last event run
-            # The earlier of the two heads in (time, seq) order: `_first`, inlined (hot loop).
+            # The earlier of the two heads in (time, seq) order: `_first` and `_pop_heap`,
+            # inlined (hot loop).
             if ready and (not heap or ready[0] < heap[0]):
                 if ready[0][0] > t:
                     break
                 entry = popleft()
             elif heap and heap[0][0] <= t:
                 entry = pop(heap)
+                lane = entry[4]
+                if lane is not None:
+                    lane.popleft()
+                    if lane:
+                        push(heap, lane[0])
+                    else:
+                        del lanes[lane.delay]
             else:
                 break
             fn = entry[2]
@@ -471,24 +531,29 @@ class Kernel:
     ) -> list[tuple[float, Callable[..., Any], tuple[Any, ...]]]:
         """The next `limit` live callbacks due strictly after `after` (default: now), in run
         order, as `(time, fn, args)`. A pure read for display: it walks the heap from its root
-        in order (a second small heap of positions), O(k log k) for k entries visited, instead
-        of sorting the whole heap."""
+        in order (a second small heap of positions, following each lane from its head), O(k log k)
+        for k entries visited, instead of sorting the whole heap."""
         horizon = self.now if after is None else after
         heap = self._heap
         out: list[tuple[float, Callable[..., Any], tuple[Any, ...]]] = []
-        frontier: list[tuple[Timer, int]] = [(heap[0], 0)] if heap else []
+        # (entry, position, lane): a heap position when lane is None, else a position in lane.
+        frontier: list[tuple[Timer, int, _Lane | None]] = [(heap[0], 0, None)] if heap else []
         while frontier and len(out) < limit:
-            entry, i = heapq.heappop(frontier)
+            entry, i, lane = heapq.heappop(frontier)
             if entry[2] is not None and entry[0] > horizon:
                 out.append((entry[0], entry[2], entry[3]))
-            for child in (2 * i + 1, 2 * i + 2):
-                if child < len(heap):
-                    heapq.heappush(frontier, (heap[child], child))
+            if lane is None:
+                for child in (2 * i + 1, 2 * i + 2):
+                    if child < len(heap):
+                        heapq.heappush(frontier, (heap[child], child, None))
+                lane, i = entry[4], 0  # a lane's head: its successors follow
+            if lane is not None and i + 1 < len(lane):
+                heapq.heappush(frontier, (lane[i + 1], i + 1, lane))
         return out
 
     def pending(self) -> int:
         """Number of live scheduled callbacks (cancelled ones excluded). O(n): for display, not
         for the hot path."""
-        return sum(1 for entry in self._heap if entry[2] is not None) + sum(
-            1 for entry in self._ready if entry[2] is not None
-        )
+        heads = sum(1 for entry in self._heap if entry[2] is not None and entry[4] is None)
+        in_lanes = sum(1 for lane in self._lanes.values() for entry in lane if entry[2] is not None)
+        return heads + in_lanes + sum(1 for entry in self._ready if entry[2] is not None)

@@ -43,7 +43,7 @@ from functools import lru_cache
 from typing import Any
 
 from controlplane.apiserver import ApiError, Client
-from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
+from controlplane.kernel import Kernel, parse_rfc3339, rfc3339, vtime
 from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
@@ -216,11 +216,13 @@ class Kubelet:
         self._next_ip = 2
 
     # -- feed from the shared pods watch ------------------------------------------------------
-    def on_pod_event(self, kind: str, pod: Obj) -> None:
-        """A pod bound to this node was ADDED, MODIFIED or DELETED (ignored while stopped)."""
+    def on_pod_event(self, kind: str, pod: Obj, key: str | None = None) -> None:
+        """A pod bound to this node was ADDED, MODIFIED or DELETED (ignored while stopped);
+        `key` is its `pod_key` when the caller has it already."""
         if not self.running:
             return
-        key = pod_key(pod)
+        if key is None:
+            key = pod_key(pod)
         rec = self.pods.get(key)
         if kind == "DELETED":
             if rec is not None and rec.uid == pod["metadata"].get("uid", ""):
@@ -450,8 +452,10 @@ class Kubelet:
         if rec.timer is not None:
             rec.timer.cancel()
         rec.action = action
-        rec.due = self.kernel.now + max(delay, 0.0)
-        rec.timer = self.kernel.call_at(rec.due, self._fire_callback, rec)
+        rec.due = vtime(self.kernel.now + max(delay, 0.0))
+        # call_later, not call_at(rec.due): the same instant, and the kernel keeps the timers of
+        # one delay (the start-up delay of every pod) in a FIFO lane instead of its heap.
+        rec.timer = self.kernel.call_later(max(delay, 0.0), self._fire_callback, rec)
 
     def _disarm(self, rec: _PodRecord) -> None:
         if rec.timer is not None:

@@ -610,12 +610,12 @@ class NodeSimulator:
             if node:
                 self._by_node.setdefault(node, {})[key] = None
         self._pod_transition(key, kind, pod, node)
-        self.scheduler.on_pod_event(kind, pod)
+        self.scheduler.on_pod_event(kind, pod, key)
         self.lifecycle.on_pod_event(kind, pod)
         if node:
             kubelet = self.kubelets.get(node)
             if kubelet is not None:
-                kubelet.on_pod_event(kind, pod)
+                kubelet.on_pod_event(kind, pod, key)
 
     def _handle_node(self, kind: str, node: Obj) -> None:
         name = node["metadata"]["name"]

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from controlplane.kernel import parse_rfc3339
+from controlplane.kernel import parse_rfc3339, vtime
 
 Pod = dict[str, Any]
 
@@ -135,6 +135,11 @@ def is_pod_available(pod: Pod, min_ready_seconds: float, now: float) -> bool:
     condition = get_pod_ready_condition(pod)
     if condition is None or condition.get("status") != "True":
         return False
+    return is_ready_condition_available(condition, min_ready_seconds, now)
+
+
+def is_ready_condition_available(condition: dict[str, Any], min_ready_seconds: float, now: float) -> bool:
+    """`is_pod_available` for a pod whose Ready condition, `condition`, is True."""
     if min_ready_seconds == 0:
         return True
     since = _timestamp(condition.get("lastTransitionTime"))
@@ -275,7 +280,7 @@ def next_pod_availability_check(pod: Pod, min_ready_seconds: float, now: float) 
     since = _timestamp(condition.get("lastTransitionTime"))
     if since is None:
         return None
-    delay = since + min_ready_seconds - now
+    delay = vtime(since + min_ready_seconds - now)  # an exact virtual duration
     return delay if delay > 0 else None
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from controlplane.checks import Checker, CheckResult, parse_checks
+from controlplane.gcpolicy import simulation_gc
 from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, load_file
 from controlplane.simulation import LimitError, Simulation
@@ -50,14 +51,16 @@ def run(
     sinks: Sequence[TraceSink] = (),
     limits: RunLimits | None = None,
 ) -> RunResult:
-    """Run `scenario` to `until` (the file's unless given) and judge its checks. LimitError (a
-    ScenarioError) when the scenario asks for more than `limits` or the run reaches one."""
+    """Run `scenario` to `until` (the file's unless given) and judge its checks, under the
+    GC policy of running simulations (controlplane.gcpolicy). LimitError (a ScenarioError) when
+    the scenario asks for more than `limits` or the run reaches one."""
     sim = Simulation(scenario, seed=seed, limits=limits)
     checker = Checker(sim, parse_checks(scenario.expect))
     unsubscribes = [sim.subscribe(sink.write) for sink in sinks]
     try:
         checker.start()
-        sim.run_until(scenario.until if until is None else until)
+        with simulation_gc():
+            sim.run_until(scenario.until if until is None else until)
         if sim.halted is not None:
             raise LimitError(f"until: {sim.halted}")
         results = checker.finish()

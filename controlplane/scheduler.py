@@ -163,9 +163,11 @@ class Scheduler:
             # Queueing hint: only a node that stopped rejecting pods can help the waiting ones.
             self._retry_unschedulable()
 
-    def on_pod_event(self, kind: str, pod: Obj) -> None:
+    def on_pod_event(self, kind: str, pod: Obj, key: str | None = None) -> None:
+        """`key`: the pod's "namespace/name" when the caller has it already."""
         meta = pod["metadata"]
-        key = sys.intern(f"{meta.get('namespace', '')}/{meta['name']}")  # shared with the other caches
+        if key is None:
+            key = sys.intern(f"{meta.get('namespace', '')}/{meta['name']}")  # shared with the other caches
         if kind == "DELETED":
             self._drop_pending(key)
             self._release(key)

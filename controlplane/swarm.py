@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from controlplane.gcpolicy import simulation_gc
 from controlplane.kernel import Rng, seeded_rng
 from controlplane.oracles import OracleReport, SafetyMonitor, TraceDigest, Violation, check_liveness, liveness_bound
 from controlplane.scenario import POD_FAULTS, ScenarioError, check_config, parse_scenario
@@ -595,12 +596,13 @@ def run_scenario_checked(scenario: Obj, *, lift_time: float, quiet: float, diges
     bound = liveness_bound(sim.config, lift_time, quiet)
     try:
         sim.start()
-        sim.run_until(first)
-        safety.flush()
-        check_liveness(sim, report, bound)
-        sim.run_until(until)
-        safety.flush()
-        check_liveness(sim, report, bound)
+        with simulation_gc():  # the GC policy of running simulations (controlplane.gcpolicy)
+            sim.run_until(first)
+            safety.flush()
+            check_liveness(sim, report, bound)
+            sim.run_until(until)
+            safety.flush()
+            check_liveness(sim, report, bound)
     except ScenarioError:
         raise
     except Exception as exc:  # the simulation must never raise: that is the no-crash oracle's violation

@@ -118,6 +118,7 @@ OWNER_REFERENCE = _struct(
         "controller": BOOL,
         "blockOwnerDeletion": BOOL,
     },
+    memo=True,  # a controller's creates of one sync share one reference
 )
 OBJECT_META = _struct(
     "ObjectMeta",
@@ -255,10 +256,10 @@ POD_SPEC = _struct(
 POD_TEMPLATE_SPEC = _struct("PodTemplateSpec", {"metadata": OBJECT_META, "spec": POD_SPEC})
 
 
-def _condition(name: str, *times: str) -> GoType:
+def _condition(name: str, *times: str, memo: bool = False) -> GoType:
     fields = {"type": STRING, "status": STRING, "reason": STRING, "message": STRING, "observedGeneration": INT64}
     fields.update({key: TIME for key in times})
-    return _list(_struct(name, fields))
+    return _list(_struct(name, fields, memo=memo))
 
 
 CONTAINER_STATE = _struct(
@@ -279,6 +280,7 @@ CONTAINER_STATE = _struct(
             },
         ),
     },
+    memo=True,  # the kubelet shares one state dict among the containers started in one second
 )
 CONTAINER_STATUS = _struct(
     "ContainerStatus",
@@ -299,12 +301,13 @@ POD_STATUS = _struct(
     {
         "observedGeneration": INT64,
         "phase": STRING,
-        "conditions": _condition("PodCondition", "lastProbeTime", "lastTransitionTime"),
+        # Memoised: a status write sends the kubelet's shared condition dicts again and again.
+        "conditions": _condition("PodCondition", "lastProbeTime", "lastTransitionTime", memo=True),
         "message": STRING,
         "reason": STRING,
         "nominatedNodeName": STRING,
         "hostIP": STRING,
-        "hostIPs": _list(_struct("HostIP", {"ip": STRING})),
+        "hostIPs": _list(_struct("HostIP", {"ip": STRING}, memo=True)),  # one list per node
         "podIP": STRING,
         "podIPs": _list(_struct("PodIP", {"ip": STRING})),
         "startTime": TIME,

@@ -27,6 +27,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from controlplane.kernel import vtime
+
 if TYPE_CHECKING:
     from controlplane.kernel import Kernel
 
@@ -154,7 +156,7 @@ class Watch:
     # -- server side (the commit path) -------------------------------------------------------
     def push(self, rv: int, event_type: str, obj: Obj) -> None:
         """Queue one committed event for delivery `latency` seconds from now."""
-        due = self._kernel.now + self.latency
+        due = vtime(self._kernel.now + self.latency)
         self._queue.append(due, rv, event_type, obj)
         if due > self._armed_until and not self._paused and self._on_events is not None:
             self._arm(due)

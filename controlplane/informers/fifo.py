@@ -36,6 +36,13 @@ UPDATED = "Updated"
 DELETED = "Deleted"
 REPLACED_ALL = "ReplacedAll"
 SYNC_ALL = "SyncAll"
+# A watch batch is queued as it arrives (`extend_from_watch`): its ("ADDED" | "MODIFIED" |
+# "DELETED", object) pairs are entries as they are, no new tuple per notification.
+WATCH_ADDED = "ADDED"
+WATCH_MODIFIED = "MODIFIED"
+WATCH_DELETED = "DELETED"
+_UPSERTS = frozenset({ADDED, UPDATED, WATCH_ADDED, WATCH_MODIFIED})
+_DELETES = frozenset({DELETED, WATCH_DELETED})
 
 
 class Scheduler(Protocol):
@@ -90,6 +97,16 @@ class RealFIFO:
     def resync(self) -> None:
         self._push(SYNC_ALL, None)
 
+    def extend_from_watch(self, events: list[tuple[str, Obj]]) -> None:
+        """`add` / `update` / `delete` for each (watch event type, object) of one delivery, in
+        order (the same entries, one call per batch)."""
+        if self._closed or not events:
+            return
+        self._entries.extend(events)
+        if not self._scheduled:
+            self._scheduled = True
+            self._kernel.call_soon(self._drain)
+
     def _push(self, kind: str, payload: Any) -> None:
         if self._closed:
             return
@@ -109,7 +126,7 @@ class RealFIFO:
     def _process(self, kind: str, payload: Any) -> None:
         indexer = self._indexer
         handler = self._handler
-        if kind is ADDED or kind is UPDATED:
+        if kind in _UPSERTS:
             key = meta_namespace_key(payload)
             old = indexer.get_by_key(key)
             indexer.update_key(key, payload)
@@ -117,7 +134,7 @@ class RealFIFO:
                 handler.on_update(old, payload)
             else:
                 handler.on_add(payload, False)
-        elif kind is DELETED:
+        elif kind in _DELETES:
             indexer.delete(payload)
             handler.on_delete(payload)
         elif kind is REPLACED_ALL:

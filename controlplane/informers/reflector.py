@@ -181,16 +181,7 @@ class Reflector:
             self._closed.set_result(reason)
 
     def _on_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
-        fifo = self.fifo
-        for kind, obj in events:
-            if kind == "ADDED":
-                fifo.add(obj)
-            elif kind == "MODIFIED":
-                fifo.update(obj)
-            elif kind == "DELETED":
-                fifo.delete(obj)
-            else:
-                continue
+        self.fifo.extend_from_watch(events)
         if events:
             self.last_sync_resource_version = events[-1][1]["metadata"]["resourceVersion"]
         if self.trace.enabled:

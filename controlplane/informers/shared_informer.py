@@ -29,7 +29,7 @@ from controlplane.informers.store import (
     meta_namespace_index_func,
     meta_namespace_key,
 )
-from controlplane.kernel import Kernel, Timer
+from controlplane.kernel import Kernel, Timer, vtime
 from controlplane.trace import NULL_TRACE, Trace
 
 MINIMUM_RESYNC_PERIOD = 1.0  # client-go's minimumResyncPeriod (seconds)
@@ -103,7 +103,7 @@ class SharedInformer:
             handler.resync_period = self.resync_period
         if 0 < handler.resync_period < MINIMUM_RESYNC_PERIOD:
             handler.resync_period = MINIMUM_RESYNC_PERIOD
-        handler._next_resync = self.kernel.now + handler.resync_period
+        handler._next_resync = vtime(self.kernel.now + handler.resync_period)
         self._handlers.append(handler)
         return handler
 
@@ -131,7 +131,7 @@ class SharedInformer:
         self.resync_period = period
         for handler in self._handlers:
             handler.resync_period = max(period, MINIMUM_RESYNC_PERIOD) if period > 0 else 0.0
-            handler._next_resync = self.kernel.now + handler.resync_period
+            handler._next_resync = vtime(self.kernel.now + handler.resync_period)
         if self._resync_timer is not None:
             self._resync_timer.cancel()
             self._resync_timer = None
@@ -147,7 +147,7 @@ class SharedInformer:
         now = self.kernel.now
         due = [h for h in self._handlers if h.resync_period > 0 and h._next_resync <= now]
         for h in due:
-            h._next_resync = now + h.resync_period
+            h._next_resync = vtime(now + h.resync_period)
         if due:
             self._syncing = due
             self.fifo.resync()

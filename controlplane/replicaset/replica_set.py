@@ -386,7 +386,7 @@ class ReplicaSetController:
                 return
             self.enqueue_rs(rs)
             min_ready = rs["spec"].get("minReadySeconds", 0) or 0
-            if not is_pod_ready(old) and is_pod_ready(cur) and min_ready > 0:
+            if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
                 # [M]: requeue exactly when the pod becomes available ([31] added 1 s).
                 self.enqueue_rs_after(rs, float(min_ready))
             return

@@ -17,7 +17,7 @@ from typing import Any
 
 from controlplane.apiserver import ApiError
 from controlplane.kernel import rfc3339
-from controlplane.podutil import is_pod_available, is_pod_ready
+from controlplane.podutil import get_pod_ready_condition, is_ready_condition_available
 
 Obj = dict[str, Any]
 REPLICA_FAILURE = "ReplicaFailure"
@@ -72,9 +72,11 @@ def calculate_status(
     for pod in active_pods:
         if template_selector.matches(pod["metadata"].get("labels")):
             fully += 1
-        if is_pod_ready(pod):
+        # is_pod_ready, then is_pod_available, on the one Ready condition (found once per pod).
+        condition = get_pod_ready_condition(pod)
+        if condition is not None and condition.get("status") == "True":
             ready += 1
-            if is_pod_available(pod, min_ready, now):
+            if is_ready_condition_available(condition, min_ready, now):
                 available += 1
     failure = get_condition(status, REPLICA_FAILURE)
     if manage_replicas_err is not None and failure is None:

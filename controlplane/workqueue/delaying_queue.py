@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 from typing import Any
 
+from controlplane.kernel import vtime
 from controlplane.trace import Clock, Trace
 from controlplane.workqueue.metrics import MetricsProvider
 from controlplane.workqueue.queue import Queue, T
@@ -102,6 +103,7 @@ class DelayingQueue(Queue[T]):
         self._promote()
         if self._shutting_down:
             return
+        seconds = vtime(seconds)  # an exact virtual duration
         if self._trace.enabled:
             self._trace.emit("queue.add_after", queue=self.name, key=item, delay=seconds)
         self._add_after(item, seconds)
@@ -112,7 +114,7 @@ class DelayingQueue(Queue[T]):
         if seconds <= 0:
             Queue.add(self, item)
             return
-        ready_at = self._clock.now + seconds
+        ready_at = vtime(self._clock.now + seconds)
         if ready_at <= self._clock.now:
             # A delay too small to move a float clock is already due (upstream: an entry whose
             # readyAt is not after now when received is added immediately).

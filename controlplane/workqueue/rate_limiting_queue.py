@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+from controlplane.kernel import vtime
 from controlplane.trace import Clock, Trace
 from controlplane.workqueue.default_rate_limiters import (
     RateLimiter,
@@ -55,7 +56,7 @@ class RateLimitingQueue(DelayingQueue[T]):
         """Add `item` after the delay the rate limiter decides for it; returns that delay (None
         after shut down: nothing is added)."""
         self._promote()
-        delay = self.rate_limiter.when(item)
+        delay = vtime(self.rate_limiter.when(item))  # an exact virtual duration (kernel.vtime)
         if self._shutting_down:
             return None
         if self._trace.enabled:

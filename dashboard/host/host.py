@@ -32,6 +32,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
+from controlplane.gcpolicy import GcHold, simulation_gc
 from controlplane.scenario import Scenario
 from controlplane.simulation import Simulation
 from dashboard.host import k8s_ops
@@ -74,6 +75,8 @@ class Host:
         self._wake: dict[str, asyncio.Event] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._heartbeat: asyncio.Task[Any] | None = None
+        # One GC hold per hosted simulation, from start to stop (controlplane.gcpolicy).
+        self._gc_holds: dict[str, GcHold] = {}
 
     # -- simulations ------------------------------------------------------------------------------
     async def start_simulation(
@@ -106,6 +109,7 @@ class Host:
         elif running:
             hosted.command({"op": "run", "speed": 1.0})
         self.sims[sim_id] = hosted
+        self._gc_holds[sim_id] = simulation_gc()
         self._wake[sim_id] = asyncio.Event()
         self._tasks[sim_id] = [
             _spawn(self._drive(hosted), f"drive {sim_id}"),
@@ -119,6 +123,9 @@ class Host:
         if hosted is None:
             return
         hosted.stopped = True
+        hold = self._gc_holds.pop(sim_id, None)
+        if hold is not None:
+            hold.release()
         current = asyncio.current_task()
         for task in self._tasks.pop(sim_id, []):
             if task is not current:  # the listener stopping its own simulation ends by itself

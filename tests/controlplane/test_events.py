@@ -102,3 +102,20 @@ def test_a_stopped_recorder_posts_nothing_more():
     rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: b")
     k.run()
     assert events(server) == []
+
+
+def test_the_correlator_forgets_the_least_recently_used_of_4096_keys_as_upstream():
+    # events_cache.go keeps its observations in lru.New(4096): an identical event whose record
+    # was pushed out is created again instead of patched.
+    from controlplane.events import MAX_LRU_CACHE_ENTRIES
+
+    k, server, rec = world()
+    rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    for i in range(MAX_LRU_CACHE_ENTRIES):
+        other = {**RS, "metadata": {**RS["metadata"], "name": f"rs-{i}", "uid": f"u-{i}"}}
+        rec.event(other, "Normal", "SuccessfulCreate", "Created pod: x")
+    rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    k.run()
+    mine = [e for e in server.objects("events") if e["involvedObject"]["name"] == "web"]
+    assert sorted(e["count"] for e in mine) == [1, 1]
+    assert len(rec._posted) == MAX_LRU_CACHE_ENTRIES

@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from controlplane.kernel import EPOCH, Cancelled, Kernel, parse_rfc3339, rfc3339
+from controlplane.kernel import EPOCH, Cancelled, Kernel, parse_rfc3339, rfc3339, vtime
 
 
 def test_epoch_is_2026_new_year_utc():
@@ -198,3 +198,59 @@ def test_end_of_instant_in_the_past_means_the_current_instant():
     k.call_at_end_of_instant(1.0, lambda: seen.append(k.now))
     k.run_until(5.0)
     assert seen == [5.0]
+
+
+def test_virtual_time_is_exact_to_the_nanosecond():
+    # 0.11 + 0.005 is 0.11500000000000002 in floats; the kernel's instants are exact decimals.
+    kernel = Kernel()
+    seen = []
+    kernel.call_later(0.11, lambda: kernel.call_later(0.005, lambda: seen.append(kernel.now)))
+    kernel.call_later(0.115, lambda: seen.append(kernel.now))
+    kernel.run()
+    assert seen == [0.115, 0.115]
+    assert repr(seen[0]) == "0.115"
+
+
+def test_two_paths_to_one_instant_meet_in_scheduling_order():
+    kernel = Kernel()
+    order = []
+    kernel.call_later(0.1, lambda: kernel.call_later(0.2, order.append, "later path"))
+    kernel.call_at(0.30000000000000004, order.append, "direct")
+    kernel.run()
+    assert order == ["direct", "later path"]
+    assert kernel.now == 0.3
+
+
+def test_vtime_rounds_to_the_nanosecond():
+    assert vtime(0.1 + 0.2) == 0.3
+    assert vtime(1e-10) == 0.0
+    assert vtime(2.5e-9) == 2e-9  # round half to even, as round()
+
+
+def test_timers_of_one_delay_interleave_with_others_in_time_then_scheduling_order():
+    # call_later timers of one delay wait in a FIFO lane; the order is still (time, seq).
+    kernel = Kernel()
+    order = []
+    kernel.call_later(0.5, order.append, "a 0.5")
+    kernel.call_at(0.5, order.append, "b at 0.5")
+    kernel.call_later(0.2, order.append, "c 0.2")
+    kernel.call_later(0.5, order.append, "d 0.5")
+    kernel.call_later(0.3, lambda: kernel.call_later(0.2, order.append, "e 0.2 from 0.3"))
+    cancelled = kernel.call_later(0.5, order.append, "cancelled")
+    cancelled.cancel()
+    assert [t for t, _, _ in kernel.upcoming(10)] == [0.2, 0.3, 0.5, 0.5, 0.5]
+    assert kernel.pending() == 5
+    kernel.run()
+    assert order == ["c 0.2", "a 0.5", "b at 0.5", "d 0.5", "e 0.2 from 0.3"]
+    assert kernel.pending() == 0
+    assert kernel._lanes == {}
+
+
+def test_upcoming_follows_a_lane_past_its_head():
+    kernel = Kernel()
+    for _ in range(5):
+        kernel.call_later(1.0, lambda: None)
+        kernel.advance(0.1)
+    kernel.call_later(0.45, lambda: None)
+    assert [t for t, _, _ in kernel.upcoming(10)] == [0.95, 1.0, 1.1, 1.2, 1.3, 1.4]
+    assert [t for t, _, _ in kernel.upcoming(3)] == [0.95, 1.0, 1.1]

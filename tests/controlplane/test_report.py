@@ -93,3 +93,21 @@ def test_every_applied_action_is_listed_with_its_result_and_a_rejected_one_with_
         "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 5}},
         "ok": True,
     }
+
+
+def test_report_times_are_exact_virtual_times():
+    # No float noise (0.10500000000000001): every time is a whole number of nanoseconds.
+    noisy = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}")
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, f"{path}[]")
+        elif isinstance(value, float) and len(repr(value).partition(".")[2]) > 9:
+            noisy.append((path, value))
+
+    walk(run_scenario("demo"), "report")
+    assert noisy == []
