@@ -35,10 +35,8 @@ CHROMIUM_ARGS = [
 ]
 
 # In the page: click, then watch every animation frame for the inspector and the new tile.
-MEASURE = """async ([owner, key, before]) => {
+MEASURE = """async ([owner, key, before, newest]) => {
   const slot = document.querySelector('[data-slot=inspector]');
-  const count = () => Object.values(window.CtrlscopePods.states()).length;
-  const seenIds = new Set(Object.keys(window.CtrlscopePods.states()));
   const t0 = performance.now();
   document.getElementById('sync-next-replicaset').click();
   let inspectorAt = null, tileAt = null;
@@ -50,9 +48,8 @@ MEASURE = """async ([owner, key, before]) => {
       if (m && Number(m[1]) > before) inspectorAt = now;
     }
     if (tileAt === null) {
-      const states = window.CtrlscopePods.states();
-      const fresh = Object.keys(states).filter(k => !seenIds.has(k) && k.startsWith('default/' + owner + '-'));
-      if (fresh.length && window.CtrlscopePods.tileOf(fresh[0])) tileAt = now;
+      const n = window.CtrlscopePods.newest();
+      if (n && n.id > newest && n.key.startsWith('default/' + owner + '-') && n.drawn) tileAt = now;
     }
     if (inspectorAt !== null && tileAt !== null) {
       await new Promise(r => requestAnimationFrame(r));  // painted
@@ -146,7 +143,8 @@ def main() -> None:
                 "() => { const m = (document.querySelector('[data-slot=inspector]').textContent"
                 ".match(/#(\\d+) · t=/)); return m ? Number(m[1]) : 0; }"
             )
-            samples.append(page.evaluate(MEASURE, [owner, key, before]))
+            newest = page.evaluate("() => { const n = window.CtrlscopePods.newest(); return n ? n.id : -1; }")
+            samples.append(page.evaluate(MEASURE, [owner, key, before, newest]))
             print(f"rep {rep}: {key} {samples[-1]}", file=sys.stderr)
             time.sleep(0.05)
         echo = page.evaluate(ECHO, url.replace("http://", "ws://") + f"/ws/sim/{sim}/?token={TOKEN}")

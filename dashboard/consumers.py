@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -23,7 +25,8 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from dashboard.access import scope_can_control
 from dashboard.host import command_channel, viewers_group
 
-WINDOW = 4  # frames in flight (sent, not yet acknowledged) before a viewer counts as behind
+WINDOW = 8  # frames in flight (sent, not yet acknowledged) before a viewer counts as behind
+RESYNC_EVERY = 2.0  # seconds: a viewer that keeps falling behind gets a full state at most this often
 CHUNK = 512 * 1024  # a longer message goes out in parts (Daphne refuses messages over 1 MiB)
 MAX_MESSAGE = 256 * 1024  # bytes a viewer may send in one message (a YAML manifest fits)
 
@@ -43,6 +46,8 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         self.last_sent = -1  # seq of the last frame (or state) sent to the page
         self.acked = -1
         self.behind = False
+        self.asked_at = -RESYNC_EVERY
+        self.resync_due: asyncio.Task[None] | None = None
         self.focus: list[list[str]] = []
         if not await _alive(self.sim_id):
             await self.close(code=4404)
@@ -53,6 +58,8 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         await self._ask_state()
 
     async def disconnect(self, code: int) -> None:
+        if getattr(self, "resync_due", None) is not None:
+            self.resync_due.cancel()
         if hasattr(self, "sim_id"):
             await self.channel_layer.group_discard(viewers_group(self.sim_id), self.channel_name)
             await self._to_host({"op": "bye"})
@@ -87,6 +94,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
     async def _ask_state(self) -> None:
         self.last_seq = None
         self.behind = False
+        self.asked_at = time.monotonic()
         await self._to_host({"op": "state", "focus": self.focus})
 
     # -- from the host ------------------------------------------------------------------------------
@@ -157,7 +165,19 @@ class SimulationConsumer(AsyncWebsocketConsumer):
             return
         self.acked = seq
         if self.behind and self.acked == self.last_sent:
-            await self._ask_state()
+            # Caught up with what it was sent. A full state costs the host a pass over the
+            # world, so a viewer that keeps falling behind gets one at most every RESYNC_EVERY.
+            wait = self.asked_at + RESYNC_EVERY - time.monotonic()
+            if wait > 0:
+                if self.resync_due is None:
+                    self.resync_due = asyncio.create_task(self._resync_after(wait))
+            else:
+                await self._ask_state()
+
+    async def _resync_after(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        self.resync_due = None
+        await self._ask_state()
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):

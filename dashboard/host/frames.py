@@ -119,6 +119,7 @@ class FrameBuilder:
         self.dirty: set[str] = set()
         self.rendered: dict[str, str] = {}  # panel id -> last HTML sent in a frame
         self.built_at: dict[str, float] = {}  # panel id -> wall time it was last built
+        self._state_cache: tuple[Any, str] | None = None  # the last state() and what it was for
         self.cost: dict[str, float] = {}  # panel id -> seconds its last build took
         self.dirty_since: dict[str, float] = {}  # panel id -> when it became dirty (wall time)
 
@@ -517,6 +518,9 @@ class FrameBuilder:
     def state(self, focus: list[tuple[str, str]] | None = None) -> str:
         """Everything, for a viewer that (re)connects: every panel, the last rows of each log,
         the whole pod table and timeline. The next frame continues from it (same `seq`)."""
+        key = (self.seq, tuple(sorted(focus or [])), tuple(self.hosted.focused_panel_ids()))
+        if self._state_cache is not None and self._state_cache[0] == key:
+            return self._state_cache[1]  # several viewers (re)connecting between two frames
         self._refresh_owners()
         ids = self._panel_ids() + list(panels.ON_CHANGE) + self.hosted.focused_panel_ids()
         for controller, key in focus or []:
@@ -557,7 +561,9 @@ class FrameBuilder:
                 "pending": len(pending),
             },
         }
-        return json.dumps(state, separators=(",", ":"), allow_nan=False, default=_json_default)
+        text = json.dumps(state, separators=(",", ":"), allow_nan=False, default=_json_default)
+        self._state_cache = (key, text)
+        return text
 
 
 def _json_default(value: Any) -> Any:

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import math
 import re
 import secrets
 import time
@@ -44,6 +45,8 @@ Obj = dict[str, Any]
 
 FRAME_INTERVAL = 0.05  # at most 20 frames per second per simulation ...
 FRAME_BUDGET = 10.0  # ... and at most one per 10x the time the last one took to build
+COMMAND_FRAME_INTERVAL = 0.015  # after a command, its frame goes out this soon after the last ...
+AFTER_COMMAND = 0.3  # ... and so do the frames of the next 0.3 s (the command's consequences)
 HEARTBEAT = 5.0
 MAX_SIMULATIONS = 20
 HOST_ID = uuid.uuid4().hex[:12]
@@ -148,6 +151,7 @@ class Host:
         wake = self._wake[hosted.id]
         last_frame = 0.0
         cost = 0.0  # moving average of the time a frame takes to build
+        commanded = -math.inf  # when the last command woke the loop
         while not hosted.stopped:
             pause = hosted.run_slice() if hosted.busy else None
             await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
@@ -156,8 +160,15 @@ class Host:
             # (as fast as possible, or behind its speed), space them out so that building them
             # stays under a tenth of the host's time -- except right after a command, whose
             # effect the user is waiting to see. A simulation that keeps up has time to spare.
-            busy = hosted.saturated and not wake.is_set()
-            interval = max(FRAME_INTERVAL, FRAME_BUDGET * cost) if busy else FRAME_INTERVAL
+            if wake.is_set():
+                interval = COMMAND_FRAME_INTERVAL  # the user is waiting for this one
+                commanded = now
+            elif now - commanded < AFTER_COMMAND:
+                interval = COMMAND_FRAME_INTERVAL  # and for its consequences, a moment later
+            elif hosted.saturated:
+                interval = max(FRAME_INTERVAL, FRAME_BUDGET * cost)
+            else:
+                interval = FRAME_INTERVAL
             if now - last_frame >= interval:
                 last_frame = now
                 wake.clear()
@@ -171,11 +182,19 @@ class Host:
                 if not wake.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), timeout=1.0)
-                delay = FRAME_INTERVAL - (time.monotonic() - last_frame)
+                delay = COMMAND_FRAME_INTERVAL - (time.monotonic() - last_frame)
                 if delay > 0 and not hosted.busy:
                     await asyncio.sleep(delay)
+            elif wake.is_set():
+                await asyncio.sleep(min(pause, max(0.0, last_frame + COMMAND_FRAME_INTERVAL - time.monotonic())))
             else:
-                await asyncio.sleep(min(pause, max(0.0, last_frame + FRAME_INTERVAL - time.monotonic())))
+                # Sleep until the simulation or a frame is due, or a command arrives.
+                timeout = min(pause, max(0.0, last_frame + interval - time.monotonic()))
+                if timeout <= 0:
+                    await asyncio.sleep(0)  # as fast as possible: only let the others run
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(wake.wait(), timeout=timeout)
 
     # -- the command channel ------------------------------------------------------------------------
     async def _listen(self, hosted: HostedSimulation) -> None:

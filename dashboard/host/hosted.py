@@ -425,7 +425,10 @@ class HostedSimulation:
             return {"ok": False, "error": self.error}
         self.frames.dirty.update(("actions", "faults", "owners"))
         if "sync" in action and result.get("ok"):
-            self.stepping = (action["sync"]["controller"], result["key"])  # stage steps follow it
+            synced = (action["sync"]["controller"], result["key"])
+            self.stepping = synced  # stage steps follow it
+            if viewer is not None:
+                self.focus(viewer, [synced])  # the inspector of whoever clicked shows it, this frame
         self._after_event()  # the action's own records may have hit a breakpoint
         return result
 

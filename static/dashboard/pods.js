@@ -100,6 +100,8 @@
   let width = canvas.parentElement.clientWidth || 600;
   new ResizeObserver((entries) => { width = entries[0].contentRect.width || width; schedule(); }).observe(canvas.parentElement);
 
+  let drawnUpTo = -1; // the highest pod id drawn so far (benchmarks: "the new tile is on screen")
+
   function draw() {
     layout = computeLayout(width);
     const dpr = window.devicePixelRatio || 1;
@@ -153,6 +155,7 @@
       ctx.setLineDash([]);
     }
     legend(counts);
+    for (const id of model.pods.keys()) if (id > drawnUpTo) drawnUpTo = id;
     document.getElementById("pods-count").textContent = `${model.pods.size.toLocaleString("en-US")} pods`;
     const bar = document.getElementById("selection-bar");
     bar.hidden = model.selected.size === 0;
@@ -301,6 +304,12 @@
     selected: () => [...model.selected].map((id) => model.names.get(id)).filter(Boolean),
     clearSelection: () => { model.selected.clear(); schedule(); },
     select: (names) => { for (const [id, key] of model.names) if (names.includes(key) && model.pods.has(id)) model.selected.add(id); schedule(); },
+    // The newest pod and whether its tile has been drawn (cheap: for the UI benchmark).
+    newest: () => {
+      let id = -1;
+      for (const k of model.pods.keys()) if (k > id) id = k;
+      return id < 0 ? null : { id, key: model.names.get(id), drawn: id <= drawnUpTo };
+    },
     // For tests: where a pod's tile is, and what state it shows.
     tileOf: (key) => {
       for (const g of layout.groups) {
