@@ -34,6 +34,32 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 
+# Before the page's scripts: time every websocket message's arrival and its handler, so that
+# each repetition says how long the server took (click -> the frame that showed the result
+# arrived) and how long the page took (handling those frames, then layout and paint).
+WS_TIMING = """(() => {
+  const Native = window.WebSocket;
+  window.__wsLog = [];
+  window.WebSocket = function (url, protocols) {
+    const ws = new Native(url, protocols);
+    let handler = null;
+    Object.defineProperty(ws, 'onmessage', {
+      get: () => handler,
+      set: (h) => {
+        handler = h;
+        ws.addEventListener('message', (ev) => {
+          const at = performance.now();
+          h.call(ws, ev);
+          window.__wsLog.push([at, performance.now() - at, ev.data.length]);
+        });
+      },
+    });
+    return ws;
+  };
+  Object.assign(window.WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3});
+  window.WebSocket.prototype = Native.prototype;
+})()"""
+
 # In the page: click, then watch every animation frame for the inspector and the new tile.
 MEASURE = """async ([owner, key, before, newest]) => {
   const slot = document.querySelector('[data-slot=inspector]');
@@ -54,7 +80,14 @@ MEASURE = """async ([owner, key, before, newest]) => {
     if (inspectorAt !== null && tileAt !== null) {
       await new Promise(r => requestAnimationFrame(r));  // painted
       const painted = performance.now();
-      return {inspector: inspectorAt - t0, tile: tileAt - t0, both: painted - t0};
+      // The messages up to the one after which both were on screen: when the last of them
+      // arrived (the server's share), and the time spent handling them (the page's script).
+      const msgs = window.__wsLog.filter(m => m[0] >= t0 && m[0] <= Math.max(inspectorAt, tileAt));
+      const last = msgs.length ? msgs[msgs.length - 1][0] - t0 : null;
+      const handling = msgs.reduce((a, m) => a + m[1], 0);
+      const bytes = msgs.reduce((a, m) => a + m[2], 0);
+      return {inspector: inspectorAt - t0, tile: tileAt - t0, both: painted - t0,
+              arrived: last, handling, messages: msgs.length, bytes};
     }
   }
   const since = (t) => (t === null ? null : t - t0);
@@ -99,6 +132,7 @@ def main() -> None:
         sim = "fleet"
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        page.add_init_script(WS_TIMING)
         page.goto(f"{url}/sim/{sim}/?token={TOKEN}")
         page.wait_for_function("() => window.ctrlscope.status && window.ctrlscope.seq !== null")
         command = lambda cmd: page.evaluate("c => window.ctrlscope.command(c)", cmd)  # noqa: E731
@@ -152,6 +186,10 @@ def main() -> None:
     both = [s["both"] for s in samples if s["both"] is not None]
     inspector = [s["inspector"] for s in samples if s["inspector"] is not None]
     tile = [s["tile"] for s in samples if s["tile"] is not None]
+    done = [s for s in samples if s["both"] is not None]
+    arrived = [s["arrived"] for s in done if s["arrived"] is not None]
+    handling = [s["handling"] for s in done]
+    kb = [s["bytes"] / 1000 for s in done]
     print(json.dumps({
         "bench": "ui_step",
         "pods": pods,
@@ -162,6 +200,12 @@ def main() -> None:
         "tile_ms": {"p50": pct(tile, 0.5), "p95": pct(tile, 0.95)},
         "websocket_echo_ms": {"p50": pct(echo, 0.5), "p95": pct(echo, 0.95)},
         "mean_ms": round(statistics.mean(both), 1),
+        # Where the time went: click -> the last message needed arrived (server, channel layer,
+        # socket) and the page's handling of those messages (parse, swap panels, draw tiles);
+        # the rest of "both" is waiting for animation frames, layout and paint.
+        "result_arrived_ms": {"p50": pct(arrived, 0.5), "p95": pct(arrived, 0.95)},
+        "handling_ms": {"p50": pct(handling, 0.5), "p95": pct(handling, 0.95)},
+        "kb_per_step": {"p50": pct(kb, 0.5), "max": round(max(kb), 1)},
         "target_p95_ms": 100,
         "machine": machine(),
     }))

@@ -42,6 +42,7 @@ MAX_SPANS = 100_000
 MAX_DEPTH_SAMPLES = 100_000
 FRAME_WORK = 0.004  # seconds of panel building per frame, beyond which panels wait
 PANEL_SHARE = 10.0  # a panel is built again at the earliest PANEL_SHARE x its build time later
+STARVE = 1.0  # seconds a dirty panel may wait for the budget before it is built regardless
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
@@ -365,9 +366,11 @@ class FrameBuilder:
     def _render(self, panel_id: str) -> str:
         return render_to_string(panels.template_of(panel_id), panels.context(self.hosted, panel_id))
 
-    def frame(self) -> str | None:
+    def frame(self, *, urgent: bool = False) -> str | None:
         """The next frame as JSON text (rendered once, sent to every viewer), or None when
-        nothing changed since the last one."""
+        nothing changed since the last one. `urgent`: a user waits for a command's effect, so
+        only what fits the budget is built, cheapest first, and no panel jumps the queue for
+        having waited (an expensive one waits until the user's result is out)."""
         self._refresh_owners()
         changed: dict[str, str] = {}
         focused = set(self.hosted.focused_panel_ids())
@@ -382,12 +385,17 @@ class FrameBuilder:
         # panels whose ages and countdowns move with the clock, each group least recently built
         # first, within a time budget: what is left waits for a later frame (a dirty panel stays
         # dirty), so a huge world costs the host about FRAME_WORK per frame instead of slowing
-        # the simulation. The first panel is always built, so nothing starves.
+        # the simulation. The first panel is always built, and one dirty for STARVE seconds is
+        # built regardless, so nothing starves.
         # A panel that took c seconds to build waits PANEL_SHARE x c before it is built again,
         # so no single panel (cache-vs-truth of a 10,000-pod ReplicaSet, say) takes more than
         # a tenth of the host's time either.
+        # Urgent frames (a user waits for the effect of a command): cheapest first, nothing
+        # beyond the budget -- not even the first panel -- and only a panel dirty for twice as
+        # long jumps in, so an expensive panel never stands between a click and its result.
         start = time.perf_counter()
         every = self._panel_ids()
+        starve = 2 * STARVE if urgent else STARVE
 
         def cost(p: str) -> float:
             # Panels of one kind cost alike: a key just focused inherits its kind's cost.
@@ -399,26 +407,31 @@ class FrameBuilder:
         def stale(p: str) -> float:
             return self.built_at.get(p, 0.0)
 
-        def cheap_first(p: str) -> float:
-            # What a user waits for after a click (the inspector, the queue) is cheap: build
-            # cheap panels first; an expensive one goes first once it has waited a second.
-            return -1.0 if waited(p) > 1.0 else cost(p)
+        def starving(p: str) -> bool:
+            return start - self.dirty_since.get(p, start) > starve
 
-        def waited(p: str) -> float:
-            return start - self.dirty_since.get(p, start)
+        def first(p: str) -> float:
+            # What a user waits for after a click (the inspector, the queue) is cheap: cheap
+            # panels first. A starving one goes first, or in an urgent frame last.
+            if starving(p):
+                return math.inf if urgent else -1.0
+            return cost(p)
 
-        dirty = sorted((p for p in self.dirty if eligible(p)), key=cheap_first)
+        dirty = sorted((p for p in self.dirty if eligible(p)), key=first)
         ticking = sorted((p for p in every if p not in self.dirty and eligible(p)), key=stale)
         order = dirty + ticking
         for panel_id in order:
             now = time.perf_counter()
-            # Within the budget, skipping what would not fit (it waits; the first panel and one
-            # dirty for over a second are built regardless, so nothing starves).
-            if panel_id != order[0] and waited(panel_id) <= 1.0 and now - start + cost(panel_id) > FRAME_WORK:
-                continue
+            fits = now - start + cost(panel_id) <= FRAME_WORK
+            if not (fits or starving(panel_id) or (panel_id == order[0] and not urgent)):
+                continue  # it waits for a later frame, still dirty
             html = self._render(panel_id)
             self.built_at[panel_id] = now
-            self.cost[panel_id.split(":", 1)[0]] = time.perf_counter() - now
+            # The cost of its kind: a new measurement, or a spike (a collection, a busy core)
+            # weighed in at a third, so one slow build does not bar a cheap panel for long.
+            kind, took = panel_id.split(":", 1)[0], time.perf_counter() - now
+            before = self.cost.get(kind)
+            self.cost[kind] = took if before is None or took <= before else (2 * before + took) / 3
             self.dirty.discard(panel_id)
             self.dirty_since.pop(panel_id, None)
             if self.rendered.get(panel_id) != html:

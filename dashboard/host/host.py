@@ -172,7 +172,8 @@ class Host:
             if now - last_frame >= interval:
                 last_frame = now
                 wake.clear()
-                text = hosted.frames.frame() if hosted.viewers else hosted.frames.skip()
+                urgent = now - commanded < AFTER_COMMAND
+                text = hosted.frames.frame(urgent=urgent) if hosted.viewers else hosted.frames.skip()
                 cost = 0.8 * cost + 0.2 * (time.monotonic() - now)
                 if text is not None:
                     await layer.group_send(group, {"type": "sim.frame", "seq": hosted.frames.seq, "text": text})

@@ -22,6 +22,7 @@ from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.labels import selector_from_label_selector, selector_from_set
 from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
+from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
 from controlplane.scenario import default_config
 
 if TYPE_CHECKING:
@@ -408,21 +409,35 @@ def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
     except ValueError:
         selector = None
 
-    def relevant(pod: Obj) -> bool:
-        refs = [r for r in pod["metadata"].get("ownerReferences") or () if r.get("controller")]
-        if refs:
-            return refs[0].get("uid") == uid
-        return selector is not None and selector.matches(pod["metadata"].get("labels"))
+    def word(pod: Obj, meta: Obj) -> str | None:
+        """The pod's word if this key's controller would consider it (its own, or an orphan
+        its selector matches), else None."""
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("controller"):
+                return _pod_word(pod) if ref.get("uid") == uid else None
+        if selector is not None and selector.matches(meta.get("labels")):
+            return _pod_word(pod)
+        return None
 
-    def column(pods: Any) -> dict[str, str]:
-        out = {}
-        for pod in pods:
-            if pod["metadata"].get("namespace") == namespace and relevant(pod):
-                out[pod["metadata"]["name"]] = _pod_word(pod)
-        return out
-
-    server = column(sim.server.objects("pods"))
-    cache = column(c.pod_informer.indexer.list())
+    # The truth: every pod of the namespace in the API server's store, read without a request.
+    server: dict[str, str] = {}
+    for pod in sim.server.objects("pods"):
+        meta = pod["metadata"]
+        if meta.get("namespace") == namespace:
+            w = word(pod, meta)
+            if w is not None:
+                server[meta["name"]] = w
+    # The controller's cache, through the index its own sync uses (its pods, and the orphans
+    # of the namespace), so that a 10,000-pod cache is not walked for one key.
+    cache: dict[str, str] = {}
+    indexer = c.pod_informer.indexer
+    own = pod_controller_index_key(namespace, {"kind": c.kind.kind, "name": name, "uid": uid})
+    for index_value in (own, namespace):
+        for pod in indexer.by_index(POD_CONTROLLER_INDEX, index_value):
+            meta = pod["metadata"]
+            w = word(pod, meta)
+            if w is not None:
+                cache[meta["name"]] = w
     ctx = c.last_syncs.get(key)
     counted = set(ctx.counted or []) if ctx is not None else set()
     names = sorted(set(server) | set(cache) | counted)

@@ -89,6 +89,41 @@ def test_a_frame_builds_only_what_fits_its_time_budget(monkeypatch):
     assert left <= sent | set(h.frames.rendered)  # ... and comes
 
 
+def test_an_urgent_frame_keeps_an_expensive_panel_out_of_the_way_but_not_forever(monkeypatch):
+    from dashboard.host import frames as frames_module
+
+    clock = [0.0]
+    monkeypatch.setattr(frames_module.time, "perf_counter", lambda: clock[0])
+    real_render = frames_module.FrameBuilder._render
+
+    def render(self, panel_id):  # the owners panel costs 30 ms, every other panel 0.5 ms
+        clock[0] += 0.030 if panel_id == "owners" else 0.0005
+        return real_render(self, panel_id)
+
+    monkeypatch.setattr(frames_module.FrameBuilder, "_render", render)
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 5.0)
+    frames_until_quiet(h)  # every panel built once: the builder knows their costs
+    assert h.frames.cost["owners"] >= 0.030
+    clock[0] += 10.0  # long enough for every panel to be eligible again
+    built = dict(h.frames.built_at)
+    h.frames.dirty.add("owners")  # alone: a normal frame would build it first, whatever it costs
+    h.frames.frame(urgent=True)
+    assert h.frames.built_at["owners"] == built["owners"] and "owners" in h.frames.dirty
+    h.frames.dirty.add("queue-replicaset")
+    h.frames.frame(urgent=True)
+    assert h.frames.built_at["queue-replicaset"] > built["queue-replicaset"]  # what the user waits for
+    assert "owners" in h.frames.dirty
+    clock[0] += 2.5  # dirty for longer than twice STARVE: even an urgent frame builds it now
+    h.frames.frame(urgent=True)
+    assert h.frames.built_at["owners"] > built["owners"] and "owners" not in h.frames.dirty
+    h.frames.dirty.add("owners")
+    clock[0] += 10.0
+    h.frames.frame()  # a normal frame builds its first panel whatever it costs
+    assert "owners" not in h.frames.dirty
+
+
 def test_frames_coalesce_a_burst_into_one_bounded_frame():
     h = hosted()
     run_until(h, 40.0)  # hundreds of records, dozens of transitions
