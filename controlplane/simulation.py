@@ -659,13 +659,17 @@ class Simulation:
         if isinstance(owner, Task) or (args and isinstance(args[0], Task)):
             task = owner if isinstance(owner, Task) else args[0]
             return f"{task.name} wakes up"
+        if name == "_deliver" and args and isinstance(args[0], Request):
+            req = args[0]
+            target = "/".join(p for p in (req.namespace, req.name) if p)
+            what = f"{req.resource}/{req.subresource}" if req.subresource else req.resource
+            return f"API request of {req.client} reaches the server: {req.verb} {what} {target}".rstrip()
         if name == "_apply_timeline" and args:
             action = self.scenario.actions[args[0]]
             verb = next(k for k in action if k != "at")
             return f"scenario action: {verb}"
         words = {
             "_fire": "watch delivery",
-            "_deliver_callback": "API response arrives",
             "_on_timeout": "watch timeout (re-watch)",
             "_grace_expired": "node monitor grace period ends",
             "_evictions_due": "pod evictions due",

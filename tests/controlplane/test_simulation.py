@@ -1,6 +1,7 @@
 """The simulation facade: stepping, actions, snapshot, and determinism of the trace."""
 
 import json
+import re
 
 from controlplane.scenario import load_scenario
 from controlplane.simulation import Simulation
@@ -182,6 +183,18 @@ def test_upcoming_names_the_next_timers_in_words():
     assert [t["time"] for t in upcoming] == sorted(t["time"] for t in upcoming)
     assert all(t["time"] > 1.0 for t in upcoming)
     assert "containers start of pod default/web-" in upcoming[0]["what"]
+
+
+def test_a_pending_api_request_is_named_with_its_client_verb_and_object():
+    s = sim()
+    for _ in range(10_000):
+        nxt = s.next_event()
+        if nxt is not None and nxt["what"].startswith("API request"):
+            break
+        s.step()
+    else:
+        raise AssertionError("no API request was ever pending")
+    assert re.fullmatch(r"API request of [\w/.-]+ reaches the server: \w+ [\w/]+( [\w./-]+)?", nxt["what"]), nxt
 
 
 def test_the_kernel_counts_the_events_it_ran():
