@@ -96,6 +96,7 @@ async def measure(url: str, sim: str, viewers: int, window: float, stalled: int 
     await asyncio.sleep(2.0)  # connect, receive the full state, settle
     for v in readers:
         v.counting = True
+    print(f"measuring {viewers} viewers (+{stalled} stalled) for {window} s", file=sys.stderr, flush=True)
     before = status(url, sim)
     start = time.perf_counter()
     await asyncio.sleep(window)

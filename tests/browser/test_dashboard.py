@@ -97,7 +97,8 @@ def test_pause_stops_the_clock_and_says_so(page: Page, live_server_url: str, err
 def test_manual_workers_sync_one_key_and_the_inspector_narrates_it(page: Page, live_server_url: str, errors):
     sim = start(page, live_server_url)
     page.click("#manual-replicaset")
-    expect(page.locator("#workers-replicaset")).to_contain_text("manual")
+    expect(page.locator("#workers-replicaset .badge")).to_have_text("manual")
+    expect(page.locator("#manual-replicaset")).to_have_count(0)  # the switch became "automatic"
     run_to(page, 1)
     queue = page.locator("#queue-replicaset ol.keys")
     expect(queue).to_contain_text("default/web")
