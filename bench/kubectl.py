@@ -126,8 +126,8 @@ class Server:
         try:
             ws.send(json.dumps({"type": "cmd", "id": 1, "cmd": cmd}))
             while True:
-                text = ws.recv()
-                if isinstance(text, str) and text.startswith("{") and json.loads(text).get("type") == "reply":
+                message = _ws_message(ws)
+                if message.get("type") == "reply":
                     return
         finally:
             ws.close()
@@ -138,6 +138,16 @@ class Server:
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=20)
+
+
+def _ws_message(ws) -> dict:
+    """One message of the dashboard's websocket: a long one arrives as `{"type": "parts", "n": N}`
+    and N raw slices (dashboard.consumers.send_text)."""
+    text = ws.recv()
+    message = json.loads(text) if isinstance(text, str) and text.startswith("{") else {}
+    if message.get("type") == "parts":
+        message = json.loads("".join(ws.recv() for _ in range(int(message["n"]))))
+    return message
 
 
 def kubeconfig(path: pathlib.Path, server: str) -> None:
@@ -163,6 +173,133 @@ def wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.5)
 
 
+TABLE_ACCEPT = (
+    "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+)
+
+
+def time_get_pods(env: dict, runs: int, *flags: str) -> tuple[list[float], int]:
+    """Wall seconds of `runs` runs of `kubectl get pods -A` (after one that fills the discovery
+    cache), and the rows the last one printed."""
+    times, rows = [], 0
+    for _ in range(runs + 1):
+        start = time.perf_counter()
+        out = subprocess.run(
+            [KUBECTL, "get", "pods", "-A", *flags], env=env, capture_output=True, text=True, check=True
+        )
+        times.append(time.perf_counter() - start)
+        rows = out.stdout.count("\n") - 1
+    return times[1:], rows
+
+
+class Replay:
+    """kubectl's floor: a trivial threaded HTTP/1.1 server in this process that forwards each new
+    request (path, query, Accept) once to the live server and answers every repeat from the bytes
+    it kept. After a warm-up run every answer of `kubectl get pods -A` (each page, its continue
+    token) is served as stored bytes: what is left is kubectl's own cost and the loopback."""
+
+    def __init__(self, upstream: str) -> None:
+        import http.server
+
+        cache: dict[tuple[str, str], tuple[int, str, bytes]] = {}
+        session = requests.Session()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                accept = self.headers.get("Accept", "")
+                key = (self.path, accept)
+                if key not in cache:
+                    answer = session.get(upstream + self.path, headers={"Accept": accept}, timeout=60)
+                    cache[key] = (answer.status_code, answer.headers.get("Content-Type", ""), answer.content)
+                code, content_type, body = cache[key]
+                self.send_response(code)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class Viewer:
+    """A dashboard page looking at the simulation (its websocket, frames read as they come), so the
+    host builds frames of it while kubectl lists."""
+
+    def __init__(self, server: Server, sim_id: str) -> None:
+        import websocket
+
+        self.ws = websocket.create_connection(
+            f"ws://127.0.0.1:{server.port}/ws/sim/{sim_id}/?token={TOKEN}", origin=server.url, timeout=60
+        )
+        self.messages = 0
+        self.stopped = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(Exception):
+            while not self.stopped:
+                _ws_message(self.ws)
+                self.messages += 1
+
+    def close(self) -> int:
+        self.stopped = True
+        with contextlib.suppress(Exception):
+            self.ws.close()
+        self.thread.join(timeout=10)
+        return self.messages
+
+
+def time_pages(session: requests.Session, api: str, runs: int) -> list[float]:
+    """The server's own share: wall seconds to fetch every page kubectl fetches (same Accept, the
+    same `limit=500` and continue tokens, one keep-alive connection), with no client-side
+    throttling and no printing."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        token = ""
+        while True:
+            query = "limit=500" + (f"&continue={token}" if token else "")
+            answer = session.get(f"{api}/api/v1/pods?{query}", headers={"Accept": TABLE_ACCEPT}, timeout=60)
+            answer.raise_for_status()
+            token = answer.json()["metadata"].get("continue", "")
+            if not token:
+                break
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def bench_floor(api: str, env: dict, tmp: pathlib.Path, runs: int) -> dict:
+    replay = Replay(api)
+    try:
+        kubeconfig(tmp / "kc-floor", replay.url)
+        subprocess.run(
+            [KUBECTL, "get", "pods", "-A"],
+            env={**env, "KUBECONFIG": str(tmp / "kc-floor")},
+            capture_output=True,
+            check=True,
+        )  # the pages are fetched and kept
+        times, _ = time_get_pods({**env, "KUBECONFIG": str(tmp / "kc-floor")}, runs)
+    finally:
+        replay.stop()
+    return {
+        "kubectl_floor_best_s": round(min(times), 3),
+        "kubectl_floor_median_s": round(statistics.median(times), 3),
+        "kubectl_floor_s": [round(t, 3) for t in times],
+    }
+
+
 def bench_get(server: Server, env: dict, pods: int, runs: int) -> dict:
     sim = server.start(world(pods, max(3, pods // 100)))
     api = server.api(sim)
@@ -175,15 +312,19 @@ def bench_get(server: Server, env: dict, pods: int, runs: int) -> dict:
     time.sleep(2.0)  # the last status updates settle
 
     def measure() -> tuple[list[float], int]:
-        times, rows = [], 0
-        for _ in range(runs + 1):  # the first run fills the discovery cache
-            start = time.perf_counter()
-            out = subprocess.run([KUBECTL, "get", "pods", "-A"], env=env, capture_output=True, text=True, check=True)
-            times.append(time.perf_counter() - start)
-            rows = out.stdout.count("\n") - 1
-        return times[1:], rows
+        return time_get_pods(env, runs)
 
+    load_before = [round(x, 2) for x in os.getloadavg()]
     running, rows = measure()
+    pages = time_pages(server.session, api, runs)
+    one_request, _ = time_get_pods(env, runs, "--chunk-size=0")
+    viewer = Viewer(server, sim)
+    time.sleep(2.0)  # its first state is sent
+    try:
+        viewed, _ = time_get_pods(env, runs)
+        viewed_pages = time_pages(server.session, api, runs)
+    finally:
+        viewer_messages = viewer.close()
     # Paused, the dashboard builds no frames for this simulation (~0.1 s each at 10,000 pods).
     figures: dict = {}
     try:
@@ -193,14 +334,29 @@ def bench_get(server: Server, env: dict, pods: int, runs: int) -> dict:
         figures = {
             "get_pods_paused_best_s": round(min(paused), 3),
             "get_pods_paused_median_s": round(statistics.median(paused), 3),
+            "get_pods_paused_s": [round(t, 3) for t in paused],
         }
     except OSError as exc:  # the websocket may refuse a viewer of a 10,000-pod state
         figures = {"pause_failed": str(exc)}
+    figures.update(bench_floor(api, env, pathlib.Path(env["TMPDIR"]), runs))
     return {
         **figures,
         "get_pods_rows": rows,
         "get_pods_running_best_s": round(min(running), 3),
         "get_pods_running_median_s": round(statistics.median(running), 3),
+        "get_pods_running_s": [round(t, 3) for t in running],
+        "pages_unthrottled_best_s": round(min(pages), 3),
+        "pages_unthrottled_median_s": round(statistics.median(pages), 3),
+        "get_pods_viewer_best_s": round(min(viewed), 3),
+        "get_pods_viewer_median_s": round(statistics.median(viewed), 3),
+        "get_pods_viewer_s": [round(t, 3) for t in viewed],
+        "pages_unthrottled_viewer_best_s": round(min(viewed_pages), 3),
+        "pages_unthrottled_viewer_median_s": round(statistics.median(viewed_pages), 3),
+        "viewer_messages": viewer_messages,
+        "get_pods_chunk0_running_best_s": round(min(one_request), 3),
+        "get_pods_chunk0_running_median_s": round(statistics.median(one_request), 3),
+        "load_avg_before_get": load_before,
+        "load_avg_after_get": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -271,6 +427,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--no-watch", action="store_true", help="skip the watch delay")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = pathlib.Path(tmp_name)
@@ -297,7 +454,10 @@ def main() -> None:
                 return sim_id
 
             server.start = start  # type: ignore[method-assign]
-            figures.update(bench_watch(server, watch_env, args.samples))
+            if args.no_watch:
+                sims.append("")  # the next simulation started is the list's
+            else:
+                figures.update(bench_watch(server, watch_env, args.samples))
             figures.update(bench_get(server, get_env, args.pods, args.runs))
             figures.update(machine())
         finally:

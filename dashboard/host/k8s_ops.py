@@ -38,9 +38,10 @@ from channels.layers import get_channel_layer
 from controlplane import labels
 from controlplane.apiserver import ApiError, Request, bad_request
 from controlplane.apiserver import fields as field_selectors
-from controlplane.apiserver.resources import lookup
+from controlplane.apiserver.resources import ResourceInfo, lookup
 from controlplane.simulation import request_of
 from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.keyindex import KeyIndex, key_of
 from dashboard.k8s import tables
 
 Obj = dict[str, Any]
@@ -120,30 +121,43 @@ def _encode_continue(rv: str, start: str) -> str:
     )
 
 
-def _key(obj: Obj) -> str:
-    meta = obj["metadata"]
-    return f"{meta.get('namespace') or ''}/{meta['name']}"
+_INDEXES: weakref.WeakKeyDictionary[HostedSimulation, dict[str, KeyIndex]] = weakref.WeakKeyDictionary()
+
+
+def key_index(hosted: HostedSimulation, info: ResourceInfo) -> KeyIndex:
+    """The simulation's sorted key index of one resource, up to date (see `keyindex`)."""
+    indexes = _INDEXES.get(hosted)
+    if indexes is None:
+        indexes = _INDEXES[hosted] = {}
+    index = indexes.get(info.plural)
+    if index is None or index.server is not hosted.sim.server:
+        index = indexes[info.plural] = KeyIndex(hosted.sim.server, info)
+    index.refresh()
+    return index
 
 
 def _list(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    """A list, as `APIServer.read` lists (key order, the current revision, the same errors), one
+    page at a time: the sorted key index finds where a page starts, so a page costs its own rows,
+    not a walk of every object."""
     sim = hosted.sim
     try:
-        resource = str(cmd.get("resource"))
-        req = Request(READER, "list", resource, None, _text(cmd, "namespace"), None, None, _selector_options(cmd))
-        result = sim.server.read(req)
-        items: list[Obj] = result["items"]
-        rv = result["metadata"]["resourceVersion"]
+        namespace = _text(cmd, "namespace")
+        options = _selector_options(cmd)
+        info = lookup(str(cmd.get("resource")))
+        if not info.namespaced:
+            namespace = None
+        predicate = _predicate(info.plural, options)
+        rv = str(sim.server.revision)
         token = _text(cmd, "continue")
+        start = None
         if token:
             # An inconsistent continuation: the items after the last key, as they are now.
             rv, start = _decode_continue(token)
-            items = [obj for obj in items if _key(obj) > start]
         limit = cmd.get("limit")
-        cont = ""
-        if isinstance(limit, int) and 0 < limit < len(items):
-            items = items[:limit]
-            cont = _encode_continue(rv, _key(items[-1]))
-        info = lookup(resource)
+        page_size = limit if isinstance(limit, int) and limit > 0 else None
+        items, more = key_index(hosted, info).page(namespace, start, predicate, page_size)
+        cont = _encode_continue(rv, key_of(items[-1])) if more else ""
         if cmd.get("table"):
             body = tables.table(info.plural, items, sim.now, rv, _include_object(cmd), cont)
         else:
