@@ -64,7 +64,8 @@ LatencyHook = Callable[["Request"], float]
 
 # names.SimpleNameGenerator: 5 random characters from utilrand's alphabet, base cut to 58.
 NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-RANDOM_NAME_LENGTH = 5
+RANDOM_NAME_LENGTH = 5  # _generate_name draws exactly this many characters
+_NAME_ALPHABET_SIZE = float(len(NAME_ALPHABET))
 MAX_GENERATED_NAME_LENGTH = 63 - RANDOM_NAME_LENGTH
 # Version 4 and the RFC 4122 variant, as uuid.UUID(version=4) sets them.
 _UUID_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
@@ -783,7 +784,19 @@ class APIServer:
         return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def _generate_name(self, base: str) -> str:
-        suffix = "".join(self.kernel.rng.choices(NAME_ALPHABET, k=RANDOM_NAME_LENGTH))
+        # `"".join(rng.choices(NAME_ALPHABET, k=5))` without the list: Random.choices without
+        # weights draws `population[floor(random() * n)]` k times, n as a float; so does this,
+        # with the same draws in the same order (int() is floor() for these non-negative values).
+        random = self.kernel.rng.random
+        n = _NAME_ALPHABET_SIZE
+        alphabet = NAME_ALPHABET
+        suffix = (
+            alphabet[int(random() * n)]
+            + alphabet[int(random() * n)]
+            + alphabet[int(random() * n)]
+            + alphabet[int(random() * n)]
+            + alphabet[int(random() * n)]
+        )
         return base[:MAX_GENERATED_NAME_LENGTH] + suffix
 
     def _timestamp(self) -> str:

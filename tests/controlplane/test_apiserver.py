@@ -713,3 +713,14 @@ def test_an_unknown_resource_is_404():
     with pytest.raises(ApiError) as err:
         server.list("deployments")
     assert err.value.message == "the server could not find the requested resource"
+
+
+def test_generated_names_draw_as_random_choices_does():
+    import random
+
+    kernel, server = make_server(seed=7)
+    twin = random.Random()
+    twin.setstate(kernel.rng.getstate())
+    for _ in range(2000):
+        assert server._generate_name("web-") == "web-" + "".join(twin.choices(NAME_ALPHABET, k=5))
+    assert kernel.rng.getstate() == twin.getstate()
