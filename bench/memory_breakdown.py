@@ -69,6 +69,9 @@ def _rss_kb() -> int:
 
 
 def breakdown(sim: Any, pods: int) -> dict[str, Any]:
+    from controlplane.apiserver import decode
+    from controlplane.informers import store as key_table
+
     server = sim.server
     store = server._store
     nodes = sim.nodes
@@ -92,6 +95,19 @@ def breakdown(sim: Any, pods: int) -> dict[str, Any]:
         ("event recorder", [vars(c.recorder) for c in controllers]),
         ("watches (undelivered)", [w for ws in server._watches.values() for w in ws]),
         ("kernel queue", [sim.kernel._heap, sim.kernel._ready]),
+        # Process-wide memo tables of the core (bounded): namespace/name keys, the API server's
+        # shared bound specs and the body type check's memo.
+        (
+            "memo tables (keys, bound specs, type check)",
+            [
+                key_table._KEYS,
+                server._spec_content,
+                server._canonical_specs,
+                server._bound_specs,
+                decode._memo_entries,
+                decode._valid_times,
+            ],
+        ),
     ]
     seen: set[int] = set()
     out: dict[str, Any] = {}

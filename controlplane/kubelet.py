@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-import sys
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
 from controlplane.apiserver import ApiError, Client
+from controlplane.informers.store import namespaced_key
 from controlplane.kernel import Kernel, parse_rfc3339, rfc3339, vtime
 from controlplane.trace import NULL_TRACE, Trace
 
@@ -148,7 +148,7 @@ def pod_key(pod: Obj) -> str:
     # Interned: the kubelet, the node simulator, the scheduler and the informers all keep a key
     # per pod; one shared string instead of one each (~70 bytes a copy at 100k pods).
     meta = pod["metadata"]
-    return sys.intern(f"{meta.get('namespace', '')}/{meta['name']}")
+    return namespaced_key(meta.get("namespace", ""), meta["name"])
 
 
 def timestamp(t: float) -> str:

@@ -30,11 +30,11 @@ Guarantees
 from __future__ import annotations
 
 import heapq
-import sys
 from collections import deque
 from typing import Any
 
 from controlplane.apiserver import ApiError, Client
+from controlplane.informers.store import namespaced_key
 from controlplane.kernel import Kernel, Timer, rfc3339
 from controlplane.trace import NULL_TRACE, Trace
 
@@ -167,7 +167,7 @@ class Scheduler:
         """`key`: the pod's "namespace/name" when the caller has it already."""
         meta = pod["metadata"]
         if key is None:
-            key = sys.intern(f"{meta.get('namespace', '')}/{meta['name']}")  # shared with the other caches
+            key = namespaced_key(meta.get("namespace", ""), meta["name"])  # shared with the other caches
         if kind == "DELETED":
             self._drop_pending(key)
             self._release(key)

@@ -25,6 +25,9 @@ Guarantees
   handler does: 422 with a single `patch` cause holding the patched object and the decode error.
 * Cheap on the hot path: a pod spec (shared by every pod of a template) is checked once per
   spec object, remembered by identity and guarded by a snapshot, as strategy.py's spec memo.
+  `check_body` first tries a recursive fast path (`_accept`) that accepts only well-typed bodies
+  and counts the walk's size by the walk's rules; anything else goes through the walk, which
+  alone builds answers and causes (tests/controlplane/test_decode_fast_path.py holds them to it).
 """
 
 from __future__ import annotations
@@ -480,6 +483,7 @@ def _copy(value: Any) -> Any:
 
 
 _memo = _Memo()
+_memo_entries = _memo._entries  # read directly by the fast path (see _accept)
 _valid_times: set[str] = set()
 _VALID_TIMES_LIMIT = 4096
 
@@ -812,6 +816,172 @@ def _walk(value: Any, go_type: GoType, stored: Obj | None = None) -> _Walk:
     return walk
 
 
+# -- the fast path -------------------------------------------------------------------------
+#
+# Most bodies are well-typed. `_accept` checks a value against its type with plain recursion
+# (no frames, no trails) and answers its size, or -1 at the first thing it does not accept at
+# once: anything ill-typed, a non-string key, a null where the walk would refuse one, an untyped
+# (`interface {}`) container. It accepts only what `_Walk.run` accepts without a cause or a
+# limit, counting the same size by the same rules (the same skips of parts shared with `stored`,
+# the same memo), so `check_*` answers a body it accepts exactly as the walk would: nothing; for
+# everything else the walk runs from the root and gives the answer and its causes. Its recursion
+# follows the Go types, which nest a dozen levels at most, far below MAX_OBJECT_DEPTH.
+
+_SCALAR_CODES: Final = frozenset({_STRING, _BOOL, _INT, _TIME, _QUANTITY})
+
+
+def _accept(value: Any, go_type: GoType, old: Any) -> int:
+    """The walk's size of a well-typed `value` of `go_type`, or -1 (see above)."""
+    code = go_type.code
+    if value is None:
+        return 4
+    kind = type(value)
+    memo_get = _memo_entries.get
+    if code == _STRUCT:
+        if kind is not dict:
+            return -1
+        if go_type.memo:
+            entry = memo_get(id(value))
+            if entry is not None and entry[0] is value and entry[1] == value:
+                return entry[2]
+        fields = go_type.fields
+        old_fields = old if type(old) is dict else None
+        size = 2
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            size += len(key) + 4
+            field_type = fields.get(key, ANY)
+            item_kind = type(item)
+            field_code = field_type.code
+            if field_code == _STRING and item_kind is str:
+                size += len(item) + 2
+            elif field_code == _INT and item_kind is int and -(1 << 31) <= item < (1 << 31):
+                size += 12
+            elif field_code == _BOOL and item_kind is bool:
+                size += 5
+            elif item is None:
+                size += 4
+            elif field_code == _TIME and item_kind is str and item in _valid_times:
+                size += 24
+            else:
+                old_item = old_fields.get(key) if old_fields is not None else None
+                if old_item is item:
+                    continue
+                if field_type.memo and item_kind is dict:
+                    entry = memo_get(id(item))
+                    if entry is not None and entry[0] is item and entry[1] == item:
+                        size += entry[2]
+                        continue
+                item_size = _accept(item, field_type, old_item)
+                if item_size < 0:
+                    return -1
+                size += item_size
+        if go_type.memo:
+            _memo.remember(value, size)
+        return size
+    if code == _LIST:
+        if kind is not list:
+            return -1
+        size = 2 + len(value)
+        item_type = go_type.item
+        assert item_type is not None
+        if item_type is STRING and all(type(item) is str for item in value):
+            return size + sum(map(len, value))
+        if item_type.memo:
+            # As the walk: a list of remembered values counts their remembered sizes (no skips).
+            known_total = 0
+            for item in value:
+                entry = memo_get(id(item))
+                if entry is None or entry[0] is not item or entry[1] != item:
+                    break
+                known_total += entry[2]
+            else:
+                return size + known_total
+        old_items = old if type(old) is list else ()
+        count = len(old_items)
+        for i, item in enumerate(value):
+            if item is None:
+                return -1  # the walk refuses a null element of a typed list
+            if i < count and old_items[i] is item:
+                continue
+            item_size = _accept(item, item_type, old_items[i] if i < count else None)
+            if item_size < 0:
+                return -1
+            size += item_size
+        return size
+    if code == _MAP:
+        if kind is not dict:
+            return -1
+        size = 2
+        item_type = go_type.item
+        assert item_type is not None
+        old_fields = old if type(old) is dict else None
+        for key, item in value.items():
+            if type(key) is not str:
+                return -1
+            size += len(key) + 4
+            if item_type is STRING and type(item) is str:
+                size += len(item) + 2
+                continue
+            if item is None:
+                return -1  # the walk refuses a null value of a typed map
+            old_item = old_fields.get(key) if old_fields is not None else None
+            if old_item is item:
+                continue
+            item_size = _accept(item, item_type, old_item)
+            if item_size < 0:
+                return -1
+            size += item_size
+        return size
+    if code == _STRING:
+        return len(value) + 2 if kind is str else -1
+    if code == _INT:
+        limit = 1 << (go_type.bits - 1)
+        return 12 if kind is int and -limit <= value < limit else -1
+    if code == _BOOL:
+        return 5 if kind is bool else -1
+    if code == _TIME:
+        if kind is not str:
+            return -1
+        if value not in _valid_times:
+            try:
+                parse_rfc3339(value)
+            except (ValueError, OverflowError):
+                return -1
+            if len(_valid_times) >= _VALID_TIMES_LIMIT:
+                _valid_times.clear()
+            _valid_times.add(value)
+        return 24
+    if code == _OBJECT:
+        return 2 if kind is dict and not value else -1  # a non-empty one: the walk checks it
+    if code == _ANY:
+        if kind is str:
+            return len(value) + 2
+        if kind is bool:
+            return 5
+        if kind is int and -_INT_LIMIT < value < _INT_LIMIT:
+            return 12
+        if kind is list and all(type(item) is str for item in value):
+            return 2 + len(value) + sum(map(len, value))
+        return -1  # a float, a container or anything else: the walk checks it
+    if code == _QUANTITY:
+        if kind is str:
+            text = value.strip()
+        elif kind is int or (kind is float and math.isfinite(value)):
+            text = str(value)
+        else:
+            return -1
+        return 12 if _QUANTITY_RE.fullmatch(text) is not None else -1
+    return -1
+
+
+def _accepted(value: Any, go_type: GoType, stored: Obj | None) -> bool:
+    """True if `_accept` accepts `value` within the size limit (then the walk would too)."""
+    size = _accept(value, go_type, stored)
+    return 0 <= size <= MAX_REQUEST_BYTES
+
+
 def type_of(info: ResourceInfo, subresource: str | None = None) -> GoType:
     """The Go type a body sent to `info` (and `subresource`) decodes into."""
     if subresource == "scale":
@@ -825,6 +995,8 @@ def check_body(info: ResourceInfo, body: Any, subresource: str | None = None, st
     """400 unless `body` decodes into the Go type (413 if too large); see the module docstring.
     `stored`: the object an update replaces (its parts the body shares are not checked again)."""
     go_type = type_of(info, subresource)
+    if _accepted(body, go_type, stored):
+        return
     walk = _walk(body, go_type, stored)
     if walk.causes:
         kind = go_type.name

@@ -44,7 +44,36 @@ def meta_namespace_key(obj: Obj) -> str:
     Interned: every cache keyed by it then shares one string per object."""
     meta = obj["metadata"]
     ns = meta.get("namespace")
-    return sys.intern(f"{ns}/{meta['name']}") if ns else meta["name"]
+    return namespaced_key(ns, meta["name"]) if ns else meta["name"]
+
+
+# namespace -> name -> "namespace/name" (interned): the keys of the informers, the kubelets, the
+# node simulator and the scheduler, built once per object instead of once per event (a pod's key
+# is asked for about nine times in a converge). A name's hash is computed once (the server's
+# store is keyed by the same string object), so a look-up is cheaper than building the key.
+# Bounded: when a namespace's table reaches KEY_MEMO_LIMIT it starts over.
+_KEYS: dict[str, dict[str, str]] = {}
+KEY_MEMO_LIMIT = 1 << 17
+KEY_MEMO_NAMESPACES = 1024
+
+
+def namespaced_key(namespace: str, name: str) -> str:
+    """`f"{namespace}/{name}"`, interned, remembered (see _KEYS)."""
+    keys = _KEYS.get(namespace)
+    if keys is not None:
+        key = keys.get(name)
+        if key is not None:
+            return key
+    else:
+        if len(_KEYS) >= KEY_MEMO_NAMESPACES:
+            _KEYS.clear()
+        keys = _KEYS[namespace] = {}
+    key = sys.intern(f"{namespace}/{name}")
+    if type(namespace) is str and type(name) is str:  # only exact strings: no str subclass as key
+        if len(keys) >= KEY_MEMO_LIMIT:
+            keys.clear()
+        keys[name] = key
+    return key
 
 
 def deletion_handling_meta_namespace_key(obj: Obj | DeletedFinalStateUnknown) -> str:
@@ -71,11 +100,14 @@ def meta_namespace_index_func(obj: Obj) -> tuple[str, ...]:
 class Indexer:
     """Keyed store + indexes. Index values map to insertion-ordered key sets (dicts)."""
 
-    __slots__ = ("_indexers", "_indices", "_items", "_last_rv")
+    __slots__ = ("_hints", "_indexers", "_indices", "_items", "_last_rv")
 
     def __init__(self, indexers: dict[str, IndexFunc] | None = None) -> None:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = {}
+        # An index function's optional `unchanged(old, new)`: True only when the function
+        # would give both objects the same values (see _reindex).
+        self._hints: dict[str, Callable[[Obj, Obj], bool]] = {}
         self._indices: dict[str, dict[str, dict[str, None]]] = {}
         self._last_rv = ""
         if indexers:
@@ -86,6 +118,9 @@ class Indexer:
             if name in self._indexers:
                 raise ValueError(f"indexer conflict: {name}")
             self._indexers[name] = fn
+            hint = getattr(fn, "unchanged", None)
+            if hint is not None:
+                self._hints[name] = hint
             index: dict[str, dict[str, None]] = {}
             for key, obj in self._items.items():
                 for value in fn(obj):
@@ -132,7 +167,10 @@ class Indexer:
                 self._last_rv = rv
 
     def _reindex(self, key: str, old: Obj | None, new: Obj | None) -> None:
+        hints = self._hints
         for name, fn in self._indexers.items():
+            if old is not None and new is not None and name in hints and hints[name](old, new):
+                continue  # the hint: both objects have the same values (most updates)
             old_values = fn(old) if old is not None else ()
             new_values = fn(new) if new is not None else ()
             if old_values == new_values:

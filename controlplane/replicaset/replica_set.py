@@ -73,8 +73,28 @@ def pod_controller_index_key(namespace: str, ref: Obj | None) -> str:
     return f"{namespace}/{ref.get('kind')}/{ref.get('name')}/{ref.get('uid')}"
 
 
-def pod_controller_index(pod: Obj) -> tuple[str, ...]:
-    return (pod_controller_index_key(pod["metadata"].get("namespace", ""), controller_ref(pod)),)
+class _PodControllerIndex:
+    """The pod index function by controller (`pod_controller_index(pod)`), with the Indexer's
+    hint `unchanged(old, new)`: the values depend only on the namespace and the owner reference
+    list, so two versions with the same namespace and the very same list (every write that
+    leaves the owners alone keeps the list object) have the same values — computed from the same
+    data, so the hint holds even for a list someone mutated."""
+
+    __slots__ = ()
+
+    def __call__(self, pod: Obj) -> tuple[str, ...]:
+        return (pod_controller_index_key(pod["metadata"].get("namespace", ""), controller_ref(pod)),)
+
+    @staticmethod
+    def unchanged(old: Obj, new: Obj) -> bool:
+        old_meta = old.get("metadata") or {}
+        new_meta = new.get("metadata") or {}
+        return old_meta.get("ownerReferences") is new_meta.get("ownerReferences") and old_meta.get(
+            "namespace", ""
+        ) == new_meta.get("namespace", "")
+
+
+pod_controller_index = _PodControllerIndex()
 
 
 def controller_uid_index(rs: Obj) -> tuple[str, ...]:

@@ -442,6 +442,50 @@ def test_binding_assigns_the_node_and_sets_pod_scheduled():
     assert server.requests[-2]["resource"] == "pods/binding" and server.requests[-2]["code"] == 201
 
 
+def bind(server, name, node):
+    server.create(
+        "pods", "default", {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}}, subresource="binding"
+    )
+    return server.get("pods", "default", name)
+
+
+def test_pods_with_the_same_spec_on_one_node_share_their_bound_spec_and_only_then():
+    import json
+
+    _, server = make_server()
+    specs = {
+        "a": {"containers": [{"name": "app", "image": "nginx"}], "priority": 1},
+        "b": {"containers": [{"name": "app", "image": "nginx"}], "priority": 1},  # equal content
+        "c": {"priority": 1, "containers": [{"name": "app", "image": "nginx"}]},  # other key order
+        "d": {"containers": [{"name": "app", "image": "nginx"}], "priority": 1},  # other node
+        "e": {"containers": [{"name": "app", "image": "nginx"}], "priority": 2},  # other value
+    }
+    for name, spec in specs.items():
+        server.create("pods", "default", {**pod_manifest(name), "spec": spec})
+    bound = {name: bind(server, name, "node-2" if name == "d" else "node-1") for name in specs}
+    assert bound["a"]["spec"] is bound["b"]["spec"]
+    for other in "cde":
+        assert bound[other]["spec"] is not bound["a"]["spec"]
+    for name, pod in bound.items():
+        # Byte for byte what a copy of the pod's own spec would be.
+        own = {**server.peek("pods", "default", name)["spec"]}
+        assert json.dumps(pod["spec"]) == json.dumps(own)
+        assert pod["spec"]["nodeName"] == ("node-2" if name == "d" else "node-1")
+    keys = list(bound["c"]["spec"])
+    assert keys[:2] == ["priority", "containers"] and keys[-1] == "nodeName"
+
+
+def test_a_shared_bound_spec_is_the_servers_own_copy():
+    _, server = make_server()
+    server.create("pods", "default", pod_manifest("a"))
+    server.create("pods", "default", pod_manifest("b"))
+    first = bind(server, "a", "node-1")
+    # Built from the server's deep copy, not from the first pod's (possibly caller-owned) spec.
+    own = server.peek("pods", "default", "b")["spec"]
+    second = bind(server, "b", "node-1")
+    assert second["spec"] is first["spec"] and second["spec"]["containers"] is not own["containers"]
+
+
 def test_binding_an_assigned_pod_is_409():
     _, server = make_server()
     server.create("pods", "default", pod_manifest(node="node-1"))
@@ -669,3 +713,14 @@ def test_an_unknown_resource_is_404():
     with pytest.raises(ApiError) as err:
         server.list("deployments")
     assert err.value.message == "the server could not find the requested resource"
+
+
+def test_generated_names_draw_as_random_choices_does():
+    import random
+
+    kernel, server = make_server(seed=7)
+    twin = random.Random()
+    twin.setstate(kernel.rng.getstate())
+    for _ in range(2000):
+        assert server._generate_name("web-") == "web-" + "".join(twin.choices(NAME_ALPHABET, k=5))
+    assert kernel.rng.getstate() == twin.getstate()

@@ -285,3 +285,43 @@ def test_periodic_resync_sends_unchanged_objects_as_updates():
     informer.start()
     k.advance(10.5)
     assert seen == [True]
+
+
+def test_the_pod_controller_index_hint_skips_only_unchanged_owners():
+    from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index
+
+    def owner(uid):
+        return [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": uid, "controller": True}]
+
+    refs = owner("u1")
+    idx = Indexer({POD_CONTROLLER_INDEX: pod_controller_index})
+    v1 = {"metadata": {"name": "p", "namespace": "default", "ownerReferences": refs, "resourceVersion": "1"}}
+    idx.add(v1)
+    v2 = {**v1, "metadata": {**v1["metadata"], "resourceVersion": "2"}}  # same list: hint says unchanged
+    assert pod_controller_index.unchanged(v1, v2)
+    idx.update(v2)
+    assert idx.by_index(POD_CONTROLLER_INDEX, "default/ReplicaSet/web/u1") == [v2]
+    v3 = {**v2, "metadata": {**v2["metadata"], "ownerReferences": owner("u2")}}  # new list: reindexed
+    assert not pod_controller_index.unchanged(v2, v3)
+    idx.update(v3)
+    assert idx.by_index(POD_CONTROLLER_INDEX, "default/ReplicaSet/web/u1") == []
+    assert idx.by_index(POD_CONTROLLER_INDEX, "default/ReplicaSet/web/u2") == [v3]
+    v4 = {**v3, "metadata": {k: v for k, v in v3["metadata"].items() if k != "ownerReferences"}}  # orphaned
+    idx.update(v4)
+    assert idx.by_index(POD_CONTROLLER_INDEX, "default") == [v4]
+    assert idx.by_index(POD_CONTROLLER_INDEX, "default/ReplicaSet/web/u2") == []
+
+
+def test_namespaced_keys_are_remembered_interned_and_bounded(monkeypatch):
+    from controlplane.informers import store
+
+    monkeypatch.setattr(store, "_KEYS", {})
+    monkeypatch.setattr(store, "KEY_MEMO_LIMIT", 2)
+    first = store.namespaced_key("default", "web-1")
+    assert first == "default/web-1" and store.namespaced_key("default", "web-1") is first
+    assert store.meta_namespace_key({"metadata": {"name": "web-1", "namespace": "default"}}) is first
+    assert store.meta_namespace_key({"metadata": {"name": "node-1"}}) == "node-1"
+    store.namespaced_key("default", "web-2")
+    store.namespaced_key("default", "web-3")  # the table starts over at the limit
+    assert len(store._KEYS["default"]) <= 2
+    assert store.namespaced_key("default", "web-1") == "default/web-1"
