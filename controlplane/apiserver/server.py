@@ -182,6 +182,27 @@ class _History:
         return events
 
 
+
+def selection_predicate(resource: str, options: dict[str, Any]) -> Callable[[Obj], bool] | None:
+    """The test a list or watch of `resource` applies for its `labelSelector` and
+    `fieldSelector` options (None: everything matches); BadRequest for a malformed selector."""
+    field_predicate = fields.compile_selector(resource, options.get("fieldSelector"))
+    label_text = options.get("labelSelector")
+    label_selector = None
+    if label_text:
+        try:
+            label_selector = labels.parse(label_text)
+        except ValueError as exc:
+            raise errors.bad_request(str(exc)) from exc
+        if label_selector.empty():
+            label_selector = None
+    if label_selector is None:
+        return field_predicate
+    matches = label_selector.matches
+    if field_predicate is None:
+        return lambda obj: matches(obj["metadata"].get("labels"))
+    return lambda obj: matches(obj["metadata"].get("labels")) and field_predicate(obj)
+
 class APIServer:
     """The store, the request handler and the watch hub. See the module docstring."""
 
@@ -479,7 +500,7 @@ class APIServer:
     def _handle_list(self, req: Request) -> tuple[Any, int]:
         info = lookup(req.resource)
         namespace = req.namespace if info.namespaced and req.namespace else None
-        predicate = self._predicate(info, req.options)
+        predicate = selection_predicate(info.plural, req.options)
         items = [obj for obj in self._iter(info, namespace) if predicate is None or predicate(obj)]
         return (
             {
@@ -495,7 +516,7 @@ class APIServer:
         info = lookup(req.resource)
         namespace = req.namespace if info.namespaced and req.namespace else None
         options = req.options
-        predicate = self._predicate(info, options)
+        predicate = selection_predicate(info.plural, options)
         rv_option = options.get("resourceVersion")
         replay: list[tuple[int, str, Obj, Obj | None]] = []
         initial: list[Obj] = []
@@ -652,7 +673,7 @@ class APIServer:
         if req.subresource is not None or info.plural == "namespaces":
             raise errors.method_not_allowed(info.group_resource, "deletecollection")
         namespace = req.namespace if info.namespaced and req.namespace else None
-        predicate = self._predicate(info, req.options)
+        predicate = selection_predicate(info.plural, req.options)
         doomed = [obj for obj in self._iter(info, namespace) if predicate is None or predicate(obj)]
         deleted = []
         for obj in doomed:
@@ -1322,24 +1343,6 @@ class APIServer:
     def _storage_error(self, info: ResourceInfo, namespace: str, name: str, message: str) -> str:
         key = f"/registry/{_REGISTRY_PREFIX[info.plural]}/" + (f"{namespace}/{name}" if info.namespaced else name)
         return f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg: {message}"
-
-    def _predicate(self, info: ResourceInfo, options: dict[str, Any]) -> Callable[[Obj], bool] | None:
-        field_predicate = fields.compile_selector(info.plural, options.get("fieldSelector"))
-        label_text = options.get("labelSelector")
-        label_selector = None
-        if label_text:
-            try:
-                label_selector = labels.parse(label_text)
-            except ValueError as exc:
-                raise errors.bad_request(str(exc)) from exc
-            if label_selector.empty():
-                label_selector = None
-        if label_selector is None:
-            return field_predicate
-        matches = label_selector.matches
-        if field_predicate is None:
-            return lambda obj: matches(obj["metadata"].get("labels"))
-        return lambda obj: matches(obj["metadata"].get("labels")) and field_predicate(obj)
 
     def _apply_patch(self, patch_type: str, current: Obj, body: Any) -> Any:
         if patch_type == "merge":

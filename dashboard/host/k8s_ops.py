@@ -35,10 +35,9 @@ from typing import Any
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
-from controlplane import labels
 from controlplane.apiserver import ApiError, Request, bad_request
-from controlplane.apiserver import fields as field_selectors
 from controlplane.apiserver.resources import ResourceInfo, lookup
+from controlplane.apiserver.server import selection_predicate
 from controlplane.simulation import request_of
 from dashboard.host.hosted import CommandError, HostedSimulation
 from dashboard.host.keyindex import KeyIndex, key_of
@@ -147,7 +146,7 @@ def _list(hosted: HostedSimulation, cmd: Obj) -> Obj:
         info = lookup(str(cmd.get("resource")))
         if not info.namespaced:
             namespace = None
-        predicate = _predicate(info.plural, options)
+        predicate = selection_predicate(info.plural, options)
         rv = str(sim.server.revision)
         token = _text(cmd, "continue")
         start = None
@@ -247,24 +246,6 @@ def _hub(hosted: HostedSimulation) -> WatchHub:
     return hub
 
 
-def _predicate(resource: str, options: Obj) -> Callable[[Obj], bool] | None:
-    field_predicate = field_selectors.compile_selector(resource, options.get("fieldSelector"))
-    label_selector = None
-    if options.get("labelSelector"):
-        try:
-            label_selector = labels.parse(options["labelSelector"])
-        except ValueError as exc:
-            raise bad_request(str(exc)) from exc
-        if label_selector.empty():
-            label_selector = None
-    if label_selector is None:
-        return field_predicate
-    matches = label_selector.matches
-    if field_predicate is None:
-        return lambda obj: matches(obj["metadata"].get("labels"))
-    return lambda obj: matches(obj["metadata"].get("labels")) and field_predicate(obj)
-
-
 def _bookmark(kind: str, api_version: str, rv: int, initial_end: bool = False) -> str:
     meta: Obj = {"resourceVersion": str(rv)}
     if initial_end:
@@ -282,7 +263,7 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
         info = lookup(str(cmd.get("resource")))
         namespace = _text(cmd, "namespace") if info.namespaced else None
         options = _selector_options(cmd)
-        predicate = _predicate(info.plural, options)
+        predicate = selection_predicate(info.plural, options)
         include = _include_object(cmd)
         rv_text = _text(cmd, "resourceVersion")
         watcher = Watcher(channel, info.plural, namespace, predicate, bool(cmd.get("table")), include, server.revision)

@@ -50,10 +50,12 @@ def test_get_prints_the_tables_a_cluster_prints(kubectl):
         *("NOMINATED", "NODE", "READINESS", "GATES"),
     ]
     assert all(row[5].startswith("10.244.") and row[6].startswith("node-") for row in lines(wide)[1:])
-    rs = kubectl("get", "rs", "-o", "wide")
+    # The pods' readiness reaches kubectl before the controller's next status write (as on a
+    # real cluster): wait for the status to say so.
+    rs = kubectl.until(lambda out: lines(out)[1][:4] == ["web", "3", "3", "3"], "get", "rs", "-o", "wide")
     assert lines(rs)[0] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
     assert lines(rs)[1][:4] == ["web", "3", "3", "3"] and lines(rs)[1][5:] == ["nginx", "nginx:1.27", "app=web"]
-    rc = kubectl("get", "rc")
+    rc = kubectl.until(lambda out: lines(out)[1][:4] == ["legacy", "2", "2", "2"], "get", "rc")
     assert lines(rc)[0] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]
     assert lines(rc)[1][:4] == ["legacy", "2", "2", "2"]
     nodes = kubectl("get", "nodes")
