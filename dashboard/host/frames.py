@@ -390,9 +390,10 @@ class FrameBuilder:
         # A panel that took c seconds to build waits PANEL_SHARE x c before it is built again,
         # so no single panel (cache-vs-truth of a 10,000-pod ReplicaSet, say) takes more than
         # a tenth of the host's time either.
-        # Urgent frames (a user waits for the effect of a command): cheapest first, nothing
-        # beyond the budget -- not even the first panel -- and only a panel dirty for twice as
-        # long jumps in, so an expensive panel never stands between a click and its result.
+        # Urgent frames (a user waits for the effect of a command): only what records made
+        # dirty, cheapest first, nothing beyond the budget -- not even the first panel -- and
+        # only a panel dirty for twice as long jumps in, so an expensive panel never stands
+        # between a click and its result.
         start = time.perf_counter()
         every = self._panel_ids()
         starve = 2 * STARVE if urgent else STARVE
@@ -418,7 +419,9 @@ class FrameBuilder:
             return cost(p)
 
         dirty = sorted((p for p in self.dirty if eligible(p)), key=first)
-        ticking = sorted((p for p in every if p not in self.dirty and eligible(p)), key=stale)
+        # Ages and countdowns wait out an urgent frame: they would only add work between the
+        # click and its result (the page's too: a frame every 15 ms of new ages to swap in).
+        ticking = [] if urgent else sorted((p for p in every if p not in self.dirty and eligible(p)), key=stale)
         order = dirty + ticking
         for panel_id in order:
             now = time.perf_counter()

@@ -171,6 +171,8 @@
 
   // Replace the element with the panel's new HTML, unless the user is typing inside it: then
   // hold the HTML back until they leave (a number being edited must not change under them).
+  // When only some of its children changed (one ReplicaSet of ten, one row of a table), only
+  // those are replaced: the browser then lays out and paints what changed, not the panel.
   function place(el, id, html) {
     if (!el) return;
     if (el.contains(document.activeElement) && document.activeElement.matches("input, select, textarea")) {
@@ -183,12 +185,35 @@
     const fresh = tpl.content.firstElementChild;
     if (!fresh) return;
     const openDetails = [...el.querySelectorAll("details[open] > summary")].map((s) => s.textContent);
-    el.replaceWith(fresh);
-    for (const summary of fresh.querySelectorAll("details > summary")) {
-      if (openDetails.includes(summary.textContent)) summary.parentElement.open = true;
+    let root = fresh;
+    let replaced = [fresh];
+    if (sameShell(el, fresh)) {
+      root = el;
+      replaced = [];
+      const olds = [...el.children];
+      [...fresh.children].forEach((child, i) => {
+        if (!olds[i].isEqualNode(child)) { olds[i].replaceWith(child); replaced.push(child); }
+      });
+    } else {
+      el.replaceWith(fresh);
     }
-    if (window.htmx) htmx.process(fresh);
-    flash(fresh, before);
+    for (const part of replaced) {
+      for (const summary of part.querySelectorAll("details > summary")) {
+        if (openDetails.includes(summary.textContent)) summary.parentElement.open = true;
+      }
+      if (window.htmx) htmx.process(part);
+    }
+    flash(root, before);
+  }
+
+  // Same element, attributes and text of its own, and as many children: a child-by-child swap
+  // gives the same DOM as replacing the whole.
+  function sameShell(a, b) {
+    if (a.tagName !== b.tagName || a.children.length !== b.children.length) return false;
+    if (a.attributes.length !== b.attributes.length) return false;
+    for (const attr of a.attributes) if (b.getAttribute(attr.name) !== attr.value) return false;
+    const ownText = (node) => [...node.childNodes].filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.data).join("");
+    return ownText(a) === ownText(b);
   }
 
   document.addEventListener("focusout", () => {

@@ -100,9 +100,13 @@
   let width = canvas.parentElement.clientWidth || 600;
   new ResizeObserver((entries) => { width = entries[0].contentRect.width || width; schedule(); }).observe(canvas.parentElement);
 
-  let drawnUpTo = -1; // the highest pod id drawn so far (benchmarks: "the new tile is on screen")
+  let drawnUpTo = -1; // the highest pod id drawn so far (benchmarks: "the new tile is on screen") ...
+  let drawnAt = 0; // ... and when (performance.now() of that draw)
+
+  let lastDrawMs = 0; // how long the last draw took (benchmarks)
 
   function draw() {
+    const started = performance.now();
     layout = computeLayout(width);
     const dpr = window.devicePixelRatio || 1;
     if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
@@ -155,12 +159,13 @@
       ctx.setLineDash([]);
     }
     legend(counts);
-    for (const id of model.pods.keys()) if (id > drawnUpTo) drawnUpTo = id;
+    for (const id of model.pods.keys()) if (id > drawnUpTo) { drawnUpTo = id; drawnAt = started; }
     document.getElementById("pods-count").textContent = `${model.pods.size.toLocaleString("en-US")} pods`;
     const bar = document.getElementById("selection-bar");
     bar.hidden = model.selected.size === 0;
     document.getElementById("selection-count").textContent = `${model.selected.size} selected`;
     if (pulsing) setTimeout(() => { pulseOn = !pulseOn; schedule(); }, 600);
+    lastDrawMs = performance.now() - started;
   }
 
   function tile(x, y, s, style) {
@@ -305,10 +310,11 @@
     clearSelection: () => { model.selected.clear(); schedule(); },
     select: (names) => { for (const [id, key] of model.names) if (names.includes(key) && model.pods.has(id)) model.selected.add(id); schedule(); },
     // The newest pod and whether its tile has been drawn (cheap: for the UI benchmark).
+    drawMs: () => lastDrawMs,
     newest: () => {
       let id = -1;
       for (const k of model.pods.keys()) if (k > id) id = k;
-      return id < 0 ? null : { id, key: model.names.get(id), drawn: id <= drawnUpTo };
+      return id < 0 ? null : { id, key: model.names.get(id), drawn: id <= drawnUpTo, drawnAt: id <= drawnUpTo ? drawnAt : null };
     },
     // For tests: where a pod's tile is, and what state it shows.
     tileOf: (key) => {

@@ -107,7 +107,18 @@
     return [...seen].sort();
   }
 
+  let lastDrawMs = 0; // how long the last draw took (benchmarks)
+
   function draw() {
+    const started = performance.now();
+    try {
+      drawAll();
+    } finally {
+      lastDrawMs = performance.now() - started;
+    }
+  }
+
+  function drawAll() {
     const st = window.ctrlscope && window.ctrlscope.status;
     if (st) setNow(st.t);
     const lanes = laneOrder();
@@ -371,5 +382,6 @@
     apply,
     lanes: () => laneOrder().map((o) => ({ owner: m.owners[o], max: m.lanes.get(o).max, now: m.lanes.get(o).count.reduce((a, b) => a + b, 0) })),
     spans: () => m.spans.length,
+    drawMs: () => lastDrawMs,
   };
 })();
