@@ -231,12 +231,13 @@
     return out;
   }
 
+  // A number that changed glows for a moment. An animation, not a class: the element stays
+  // equal to the server's HTML, so the next frame need not replace it.
   function flash(el, before) {
     for (const n of el.querySelectorAll(".n[data-k]")) {
       const old = before.get(n.dataset.k);
       if (old !== undefined && old !== n.textContent) {
-        n.classList.add("flash");
-        setTimeout(() => n.classList.remove("flash"), 900);
+        n.animate([{ backgroundColor: "#ffe27a" }, { backgroundColor: "transparent" }], { duration: 900, easing: "ease-in" });
       }
     }
   }

@@ -306,3 +306,20 @@ def test_a_thousand_pods_stay_readable(page: Page, live_server_url: str, errors)
     ).to_have_text("1000")
     shot(page, "dashboard-1000-pods")
     stop(page, live_server_url, sim)
+
+
+def test_a_frame_replaces_only_the_parts_of_a_panel_that_changed(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    run_to(page, 20)  # settled: api's numbers no longer move
+    api = page.locator('#owners article[data-owner="ReplicaSet/api"]')
+    web = page.locator('#owners article[data-owner="ReplicaSet/web"]')
+    # A property, not an attribute: an attribute would itself make the element differ.
+    api.evaluate("el => { el.marked = true; }")
+    web.evaluate("el => { el.marked = true; }")
+    command(page, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 6}}})
+    run_to(page, 21)
+    expect(page.locator('#owners [data-k="ReplicaSet/web/desired"]')).to_have_text("6")
+    # web's card was swapped for the new one; api's, which did not change, is the same element.
+    assert web.evaluate("el => el.marked === undefined")
+    assert api.evaluate("el => el.marked === true")
+    stop(page, live_server_url, sim)
