@@ -31,6 +31,7 @@ import websockets
 from _live import TOKEN, fleet, live_server, scenario_file, status
 from _machine import machine
 
+BEHIND = re.compile(r'"behind":(\d+)')
 SEQ = re.compile(r'^\{"type":"(frame|state)","seq":(\d+)')
 
 
@@ -42,6 +43,7 @@ class Viewer:
         self.frames = 0
         self.bytes = 0
         self.largest = 0
+        self.behind = 0  # the last frame's count of pod transitions still to come (0: caught up)
         self.states = 0
         self.counting = False
 
@@ -73,6 +75,8 @@ class Viewer:
                         self.frames += 1
                         self.bytes += len(message)
                         self.largest = max(self.largest, len(message))
+                        behind = BEHIND.search(message)
+                        self.behind = int(behind.group(1)) if behind else 0
                     else:
                         self.states += 1
                 await ws.send(json.dumps({"type": "ack", "seq": int(match.group(2))}))
@@ -122,6 +126,9 @@ async def measure(url: str, sim: str, viewers: int, window: float, stalled: int 
                 "bytes_per_frame_mean": round(statistics.mean(sizes)) if sizes else 0,
                 "bytes_per_frame_max": max(v.largest for v in readers),
                 "resyncs": sum(v.states for v in readers),
+                # Pod transitions the pods and timeline canvases had still to receive at the end
+                # (the most of any viewer): 0 means they kept up with the simulation.
+                "canvas_behind_at_end": max(v.behind for v in readers),
             }
         )
     return result

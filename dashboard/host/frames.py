@@ -36,7 +36,8 @@ Obj = dict[str, Any]
 
 ROWS_PER_FRAME = 30  # newest rows of each log per frame; older ones are counted as skipped
 ROWS_IN_STATE = 300  # rows of each log a (re)connecting viewer gets
-TRANSITIONS_PER_FRAME = 1500  # canvas deltas per frame; the rest follow in the next frames
+TRANSITIONS_PER_FRAME = 1500  # canvas deltas per frame at 20 frames a second ...
+TRANSITIONS_PER_SECOND = 30_000  # ... and more in a frame that comes later: the rest follow next
 MAX_TRANSITIONS = 400_000  # timeline history kept (oldest dropped beyond, and the page says so)
 MAX_SPANS = 100_000
 MAX_DEPTH_SAMPLES = 100_000
@@ -97,6 +98,7 @@ class FrameBuilder:
         self.transitions: list[list[Any]] = []  # [t, pod id, owner, state]
         self.transitions_dropped = 0
         self.sent_transitions = 0
+        self.canvas_at = time.perf_counter()  # when the last canvas delta was taken
         self.keys: list[str] = []
         self.key_index: dict[str, int] = {}
         self.spans: list[list[Any]] = []  # [start, end, controller, key index, worker, error 0/1]
@@ -504,7 +506,13 @@ class FrameBuilder:
 
     def _canvas_delta(self) -> Obj:
         out: Obj = {}
-        end = min(len(self.transitions), self.sent_transitions + TRANSITIONS_PER_FRAME)
+        # Frames spaced out (a saturated simulation with many viewers) carry proportionally more,
+        # so that the pods and the timeline keep up with the simulation instead of falling
+        # further behind with every frame.
+        now = time.perf_counter()
+        elapsed, self.canvas_at = now - self.canvas_at, now
+        cap = max(TRANSITIONS_PER_FRAME, int(TRANSITIONS_PER_SECOND * min(elapsed, 5.0)))
+        end = min(len(self.transitions), self.sent_transitions + cap)
         if end > self.sent_transitions:
             out["tr"] = self.transitions[self.sent_transitions : end]
             self.sent_transitions = end

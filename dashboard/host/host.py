@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 FRAME_INTERVAL = 0.05  # at most 20 frames per second per simulation ...
-FRAME_BUDGET = 10.0  # ... and at most one per 10x the time the last one took to build
+FRAME_BUDGET = 10.0  # ... and, while the simulation wants the CPU, one per 10x what a frame costs ...
+SLOWEST_FRAMES = 0.5  # ... but at least one every half second, so that the page stays live
 COMMAND_FRAME_INTERVAL = 0.005  # after a command, its frame goes out this soon after the last ...
 AFTER_COMMAND = 0.3  # ... and so do the frames of the next 0.3 s (the command's consequences)
 HEARTBEAT = 5.0
@@ -80,6 +81,9 @@ class Host:
         self._heartbeat: asyncio.Task[Any] | None = None
         # One GC hold per hosted simulation, from start to stop (controlplane.gcpolicy).
         self._gc_holds: dict[str, GcHold] = {}
+        # Seconds every driving task of this process spent running slices and building frames:
+        # what a task that yielded can subtract to learn what the rest (viewers) cost it.
+        self.work = 0.0
 
     # -- simulations ------------------------------------------------------------------------------
     async def start_simulation(
@@ -150,23 +154,28 @@ class Host:
         group = viewers_group(hosted.id)
         wake = self._wake[hosted.id]
         last_frame = 0.0
-        cost = 0.0  # moving average of the time a frame takes to build
+        cost = 0.0  # moving average of what a frame costs: building it, then delivering it
+        delivery = 0.0  # what the rest of the process did while this task yielded, since the last frame
         commanded = -math.inf  # when the last command woke the loop
         while not hosted.stopped:
+            started = time.monotonic()
             pause = hosted.run_slice() if hosted.busy else None
             await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
             now = time.monotonic()
-            # Frames of a huge world cost more to build. While the simulation wants all the CPU
-            # (as fast as possible, or behind its speed), space them out so that building them
-            # stays under a tenth of the host's time -- except right after a command, whose
-            # effect the user is waiting to see. A simulation that keeps up has time to spare.
+            self.work += now - started
+            # Frames of a huge world cost more to build, and each viewer costs its share of
+            # sending them and reading its acknowledgements. While the simulation wants all the
+            # CPU (as fast as possible, or behind its speed), space frames out so that building
+            # and delivering them stays under a tenth of the host's time -- except right after a
+            # command, whose effect the user is waiting to see. A simulation that keeps up has
+            # time to spare.
             if wake.is_set():
                 interval = COMMAND_FRAME_INTERVAL  # the user is waiting for this one
                 commanded = now
             elif now - commanded < AFTER_COMMAND:
                 interval = COMMAND_FRAME_INTERVAL  # and for its consequences, a moment later
             elif hosted.saturated:
-                interval = max(FRAME_INTERVAL, FRAME_BUDGET * cost)
+                interval = min(SLOWEST_FRAMES, max(FRAME_INTERVAL, FRAME_BUDGET * cost))
             else:
                 interval = FRAME_INTERVAL
             if now - last_frame >= interval:
@@ -174,7 +183,10 @@ class Host:
                 wake.clear()
                 urgent = now - commanded < AFTER_COMMAND
                 text = hosted.frames.frame(urgent=urgent) if hosted.viewers else hosted.frames.skip()
-                cost = 0.8 * cost + 0.2 * (time.monotonic() - now)
+                built = time.monotonic() - now
+                self.work += built
+                cost = 0.8 * cost + 0.2 * (built + delivery)
+                delivery = 0.0
                 if text is not None:
                     await layer.group_send(group, {"type": "sim.frame", "seq": hosted.frames.seq, "text": text})
             if pause is None:
@@ -192,7 +204,12 @@ class Host:
                 # Sleep until the simulation or a frame is due, or a command arrives.
                 timeout = min(pause, max(0.0, last_frame + interval - time.monotonic()))
                 if timeout <= 0:
-                    await asyncio.sleep(0)  # as fast as possible: only let the others run
+                    # As fast as possible: only let the others run, and count what they took
+                    # beyond other simulations' slices and frames -- consumers sending frames,
+                    # Daphne reading acknowledgements: the cost of this simulation's viewers.
+                    yielded, work = time.monotonic(), self.work
+                    await asyncio.sleep(0)
+                    delivery += max(0.0, time.monotonic() - yielded - (self.work - work))
                 else:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), timeout=timeout)

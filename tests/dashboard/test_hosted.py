@@ -124,6 +124,26 @@ def test_an_urgent_frame_keeps_an_expensive_panel_out_of_the_way_but_not_forever
     assert "owners" not in h.frames.dirty
 
 
+def test_canvas_deltas_grow_with_the_time_between_frames_so_the_pods_keep_up(monkeypatch):
+    from dashboard.host import frames as frames_module
+
+    clock = [100.0]
+    monkeypatch.setattr(frames_module.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(frames_module, "TRANSITIONS_PER_FRAME", 3)
+    monkeypatch.setattr(frames_module, "TRANSITIONS_PER_SECOND", 40)
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 20.0)
+    waiting = len(h.frames.transitions)
+    assert waiting > 3 + 10 + 1
+    clock[0] += 0.01  # a frame soon after the last carries the per-frame share ...
+    first = json.loads(h.frames.frame())["canvas"]
+    assert len(first["tr"]) == 3 and first["behind"] == waiting - 3
+    clock[0] += 0.25  # ... one a quarter second later, 40/s x 0.25 s
+    second = json.loads(h.frames.frame())["canvas"]
+    assert len(second["tr"]) == 10 and second["behind"] == waiting - 13
+
+
 def test_frames_coalesce_a_burst_into_one_bounded_frame():
     h = hosted()
     run_until(h, 40.0)  # hundreds of records, dozens of transitions
