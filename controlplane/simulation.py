@@ -656,6 +656,8 @@ class Simulation:
             action = getattr(args[0], "action", None)
             what = KUBELET_STEPS.get(getattr(action, "__name__", ""), "status sync")
             return f"kubelet on {owner.node_name}: {what} of pod {args[0].key}"
+        if isinstance(fn, Task):  # a task resumed by the future it waited for
+            return f"{fn.name} resumes"
         if isinstance(owner, Task) or (args and isinstance(args[0], Task)):
             task = owner if isinstance(owner, Task) else args[0]
             return f"{task.name} wakes up"

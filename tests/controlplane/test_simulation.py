@@ -197,6 +197,20 @@ def test_a_pending_api_request_is_named_with_its_client_verb_and_object():
     assert re.fullmatch(r"API request of [\w/.-]+ reaches the server: \w+ [\w/]+( [\w./-]+)?", nxt["what"]), nxt
 
 
+def test_every_pending_callback_is_described_in_words_not_a_repr():
+    s = sim()
+    s.step()  # started
+    seen = set()
+    for _ in range(3000):
+        nxt = s.next_event()
+        if nxt is None:
+            break
+        assert not nxt["what"].startswith("<") and " object at 0x" not in nxt["what"], nxt
+        seen.add(nxt["what"].split(" ")[-1])
+        s.step()
+    assert "resumes" in seen  # a task woken by its future was among them
+
+
 def test_the_kernel_counts_the_events_it_ran():
     s = sim()
     s.run_until(1.0)
