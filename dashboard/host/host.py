@@ -160,9 +160,9 @@ class Host:
         while not hosted.stopped:
             started = time.monotonic()
             pause = hosted.run_slice() if hosted.busy else None
+            self.work += time.monotonic() - started  # (not the await below: others may run in it)
             await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
             now = time.monotonic()
-            self.work += now - started
             # Frames of a huge world cost more to build, and each viewer costs its share of
             # sending them and reading its acknowledgements. While the simulation wants all the
             # CPU (as fast as possible, or behind its speed), space frames out so that building
