@@ -15,6 +15,7 @@ from controlplane.apiserver import decode
 from controlplane.apiserver.resources import RESOURCES
 from controlplane.limits import MAX_REQUEST_BYTES
 from tests.controlplane.factories import rs_manifest
+from tests.controlplane.test_hostile_input import SCALARS as HOSTILE_SCALARS
 from tests.corpus import BASE_MANIFESTS, load_cases
 
 CONDITION = {"type": "Ready", "status": "True", "lastProbeTime": None, "lastTransitionTime": "2026-01-01T00:00:02Z"}
@@ -99,12 +100,9 @@ def binding() -> dict[str, Any]:
     }
 
 
+# The hostile-input scalars, plus strings that are (nearly) times and quantities.
 SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=8),
+    HOSTILE_SCALARS,
     st.sampled_from(["2026-01-01T00:00:00Z", "100m", "1Gi", "x1", "2026-13-01T00:00:00Z"]),
 )
 VALUES = st.recursive(
