@@ -36,6 +36,14 @@ def _start_with_daphne() -> None:
         return
     from twisted.internet import reactor
 
+    from dashboard.instance import DatabaseInUse, claim_database
+
+    try:
+        claim_database()  # before anything is served: one server per database (dashboard.instance)
+    except DatabaseInUse as exc:
+        sys.stderr.write(f"ctrlscope: {exc}\n")
+        raise SystemExit(2) from None
+
     def start() -> None:
         from dashboard.host import ensure_started
 

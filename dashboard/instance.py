@@ -1,0 +1,100 @@
+"""One server per database, unless the servers are built to share it.
+
+The embedded default is one process: SQLite and the in-memory channel layer. A second process
+started on the same SQLite file could not reach the first one's simulations (their command
+channels live in the first process's memory), and at start it forgets every registry row of
+another process (the rows a killed predecessor left behind). So the server that hosts
+simulations takes an exclusive lock on its database for as long as it lives, and a second
+one refuses to start with one line that says why.
+
+* SQLite: `flock` on `<database>.lock` beside the file. The kernel releases it when the process
+  ends in any way (`kill -9` included), so a restart after a crash is never refused.
+* PostgreSQL with the in-memory channel layer (one process, a shared registry): a
+  session-level advisory lock held on a connection of its own.
+* With a Redis channel layer, several processes sharing one database is the design
+  (docs/dashboard.md#several-processes): no lock.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+_held: list[Any] = []  # what keeps the lock: an open file or a database connection
+
+
+class DatabaseInUse(RuntimeError):
+    """Another live process serves this database."""
+
+
+def shared_by_design() -> bool:
+    return settings.CHANNEL_LAYERS["default"]["BACKEND"] != "channels.layers.InMemoryChannelLayer"
+
+
+def claim_database() -> None:
+    """Take this process's exclusive hold on its database (once; again is a no-op).
+    Raises DatabaseInUse naming the database and, where it can, the other process."""
+    if _held or shared_by_design():
+        return
+    db = settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        _claim_sqlite(Path(str(db["NAME"])))
+    elif db["ENGINE"] == "django.db.backends.postgresql":
+        _claim_postgres(db)
+
+
+def _claim_sqlite(path: Path) -> None:
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            other = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        finally:
+            os.close(fd)
+        who = f"process {other}" if other.isdigit() else "another process"
+        raise DatabaseInUse(
+            f"another ctrlscope server ({who}) serves the database {path}: stop it, "
+            "or give this one its own with CTRLSCOPE_DB_PATH"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held.append(fd)
+
+
+def _claim_postgres(db: dict[str, Any]) -> None:
+    import psycopg
+
+    conninfo = {
+        "dbname": db["NAME"],
+        "user": db.get("USER") or None,
+        "password": db.get("PASSWORD") or None,
+        "host": db.get("HOST") or None,
+        "port": db.get("PORT") or None,
+    }
+    conn = psycopg.connect(**{k: v for k, v in conninfo.items() if v}, autocommit=True)
+    key = int.from_bytes(hashlib.sha256(b"ctrlscope one server").digest()[:8], "big", signed=True)
+    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+    if not row or not row[0]:
+        conn.close()
+        raise DatabaseInUse(
+            f"another ctrlscope server serves the database {db['NAME']} without a shared channel layer: "
+            "stop it, or run both with CTRLSCOPE_REDIS_URL (docs/dashboard.md#several-processes)"
+        )
+    _held.append(conn)
+
+
+def release_for_tests() -> None:
+    """Let go of the hold (tests that claim and release in one process)."""
+    while _held:
+        held = _held.pop()
+        if isinstance(held, int):
+            os.close(held)
+        else:
+            held.close()
