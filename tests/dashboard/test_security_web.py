@@ -117,6 +117,17 @@ async def test_no_url_reflects_markup(running_host, payload):
                 _check(await _fetch("GET", url, headers), f"GET {url} {headers}")
 
 
+@pytest.mark.parametrize("payload", HOSTILE[:2])
+async def test_the_start_forms_errors_are_escaped(running_host, payload):
+    client = AsyncClient()
+    await client.get(f"/?token={TOKEN}")
+    data = {"scenario": payload, "seed": payload, "pause_before": payload, "mark": payload}
+    answer = await client.post("/sim/new", data)
+    assert answer.status_code == 400 and b"seed: must be a whole number" in answer.content
+    assert not MARKUP.search(answer.content.decode())
+    assert "script-src 'self'" in answer["Content-Security-Policy"]
+
+
 async def test_errors_are_escaped_templates(running_host):
     """The probe's own example: a 400 that echoed the controller's name into text/html."""
     response = await _fetch("GET", "/sim/demo/syncs/%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E/default/web", [])
@@ -404,6 +415,12 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path):
         ws = websocket.create_connection(f"ws://127.0.0.1:{port}/ws/sim/demo/?token={secret}", timeout=10)
         assert json.loads(ws.recv())["control"] is True
         ws.close()
+        # A page elsewhere: the handshake is refused with 403, and nothing is logged but that.
+        with pytest.raises(websocket.WebSocketBadStatusException) as refused:
+            websocket.create_connection(
+                f"ws://127.0.0.1:{port}/ws/sim/demo/?token={secret}", origin="http://127.0.0.1:3000", timeout=10
+            )
+        assert refused.value.status_code == 403
 
         get = _raw(port, b"GET /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         head = _raw(port, b"HEAD /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
@@ -421,3 +438,4 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path):
     assert "GET /sim/demo/?token=[redacted]" in log and "/k8s/token/[redacted]/api" in log, log
     assert "Not Found: /sim/DEMO/k8s/token/[redacted]/api" in log, log
     assert secret not in log and secret.lower() not in log.lower(), log
+    assert "Traceback" not in log, log
