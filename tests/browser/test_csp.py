@@ -65,7 +65,8 @@ def test_commands_fragments_and_expectations_work_under_the_policy(page: Page, l
 
 
 def test_the_home_page_polls_under_the_policy(page: Page, live_server_url: str, violations):
-    page.goto(f"{live_server_url}/")
+    response = page.goto(f"{live_server_url}/")
+    assert "style-src 'self'" in response.headers["content-security-policy"]
     with page.expect_response(lambda r: r.url.endswith("/sims/")):
         pass  # htmx polls the list every 3 s: no indicator styles, no eval
     page.goto(f"{live_server_url}/no/such/page")
