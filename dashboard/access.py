@@ -105,7 +105,8 @@ def same_origin(scope: dict[str, Any]) -> bool:
     if host_header is None:
         return False
     own = _host_port(host_header.decode("latin-1"), scheme)
-    if own is None or not validate_host(own[0], settings.ALLOWED_HOSTS):
+    # ALLOWED_HOSTS names IPv6 addresses in brackets, as Django's own Host check does.
+    if own is None or not validate_host(f"[{own[0]}]" if ":" in own[0] else own[0], settings.ALLOWED_HOSTS):
         return False
     origin = headers.get(b"origin")
     if origin is None:

@@ -249,6 +249,10 @@ def test_a_secure_websocket_needs_an_https_origin(settings):
     assert same_origin(scope(b"https://127.0.0.1:443"))
     assert not same_origin(scope(b"http://127.0.0.1"))
     assert not same_origin(scope(b"https://127.0.0.1", scheme="ws"))
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "[::1]"]
+    ipv6 = {"type": "websocket", "headers": [(b"host", b"[::1]:8000"), (b"origin", b"http://[::1]:8000")]}
+    assert same_origin(ipv6)
+    assert not same_origin({**ipv6, "headers": [(b"host", b"[::1]:8000"), (b"origin", b"http://[::1]:8001")]})
     two = {"type": "websocket", "headers": [(b"host", HOST), (b"origin", SELF), (b"origin", b"null")]}
     assert not same_origin(two)
 
