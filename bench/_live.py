@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-TOKEN = "bench-token"
+TOKEN = "bench-token-0123456789"  # at least 16 characters (settings refuses a weak token)
 
 
 def scenario_file(doc: dict, directory: pathlib.Path, name: str) -> pathlib.Path:

@@ -35,7 +35,7 @@ import requests
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TOKEN = "bench-token"
+TOKEN = "bench-token-0123456789"  # at least 16 characters (settings refuses a weak token)
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 
 

@@ -10,12 +10,12 @@ import sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 from channels.routing import ProtocolTypeRouter, URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from channels.sessions import SessionMiddlewareStack
 from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from dashboard.access import SameOriginWebsocket  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, StartHost  # noqa: E402
 from dashboard.k8s.api import KubernetesAPI  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
@@ -24,7 +24,8 @@ application = StartHost(
     ProtocolTypeRouter(
         {
             "http": BodyLimit(KubernetesAPI(django_asgi_app)),
-            "websocket": AllowedHostsOriginValidator(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            # Only the dashboard's own pages (or a client that is no browser) may open a websocket.
+            "websocket": SameOriginWebsocket(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -34,7 +35,28 @@ def _secret(env: str, filename: str, nbytes: int) -> str:
 
 SECRET_KEY = _secret("CTRLSCOPE_SECRET_KEY", "secret_key", 50)
 # The dashboard's access token: required to control anything, and the Kubernetes API's bearer token.
-CTRLSCOPE_TOKEN = _secret("CTRLSCOPE_TOKEN", "token", 24)
+# At least MIN_TOKEN_LENGTH characters (the generated one has 32): every command that loads these
+# settings (the server, `manage.py url`, `manage.py kubeconfig` ...) refuses a weak one at start.
+MIN_TOKEN_LENGTH = 16
+
+
+def _token() -> str:
+    if os.environ.get("CTRLSCOPE_TOKEN") == "":
+        problem = "CTRLSCOPE_TOKEN is set but empty"
+    else:
+        token = _secret("CTRLSCOPE_TOKEN", "token", 24)
+        if len(token) >= MIN_TOKEN_LENGTH:
+            return token
+        where = "CTRLSCOPE_TOKEN" if os.environ.get("CTRLSCOPE_TOKEN") else f"the token file {STATE_DIR / 'token'}"
+        problem = f"{where} holds a token of {len(token)} characters"
+    sys.stderr.write(
+        f"ctrlscope: weak access token: {problem}; use at least {MIN_TOKEN_LENGTH} random characters "
+        "(or unset CTRLSCOPE_TOKEN and delete the token file to get a generated one)\n"
+    )
+    raise SystemExit(2)
+
+
+CTRLSCOPE_TOKEN = _token()
 # Request bodies above this many bytes are refused with 413 before they are read.
 CTRLSCOPE_MAX_BODY = int(os.environ.get("CTRLSCOPE_MAX_BODY", 4 * 1024 * 1024))
 DEBUG = os.environ.get("CTRLSCOPE_DEBUG", "0") == "1"
@@ -51,11 +73,13 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "csp",
     "dashboard",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "dashboard.access.TokenMiddleware",
@@ -125,19 +149,54 @@ if os.environ.get("CTRLSCOPE_REDIS_URL"):
         }
     }
 
-# Signed-cookie sessions: the only thing kept is the "may control" flag, and the websocket reads
-# it without a database query.
+# Signed-cookie sessions: the only thing kept is the fingerprint of the token the session was
+# opened with (dashboard.access), and the websocket reads it without a database query. Strict:
+# no other site's link or form carries the cookie (a link from elsewhere opens read-only until
+# the page is reloaded).
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SAMESITE = "Lax"
+SESSION_COOKIE_SAMESITE = "Strict"
+CSRF_COOKIE_SAMESITE = "Strict"
+
+# No script but our own files in our origin, no foreign source of anything (every asset is
+# vendored), nobody frames the pages. The websocket is 'self' (CSP3: ws:/wss: of the same host
+# and port). Images: the canvases draw; `data:` is the empty favicon.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
+# Django's SecurityMiddleware and clickjacking middleware: the headers that make sense on plain
+# http://127.0.0.1 (HSTS and the SSL redirect would not).
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTRLSCOPE_MAX_BODY
 FILE_UPLOAD_MAX_MEMORY_SIZE = CTRLSCOPE_MAX_BODY
 
+# Every record goes through one handler that redacts the access token (`token=` values,
+# `/token/<...>` path segments, bearer tokens): Django's request warnings print paths, and the
+# server (dashboard.serve) takes over Daphne's root handler here.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"dashboard": {"handlers": ["console"], "level": "INFO"}},
+    "filters": {"redact": {"()": "dashboard.redact.RedactTokens"}},
+    "formatters": {"plain": {"format": "%(asctime)-15s %(levelname)-8s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["redact"], "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "dashboard": {"level": "INFO"},
+    },
 }
 
 USE_TZ = True

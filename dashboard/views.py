@@ -10,9 +10,9 @@ from typing import Any
 
 import yaml
 from asgiref.sync import sync_to_async
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from controlplane.scenario import SCENARIO_DIR, ScenarioError, library, load_file, load_scenario
 from dashboard import host
@@ -33,6 +33,13 @@ def _library(stamp: tuple[Any, ...]) -> list[dict[str, str]]:
     return library()
 
 
+def _error(request: HttpRequest, status: int, message: str, *, partial: bool = False) -> HttpResponse:
+    """An error as a template (autoescaped): a whole page, or (`partial`) the escaped message alone
+    for the fragments the sim page inserts as HTML (the pod and sync inspectors)."""
+    template = "dashboard/_error.html" if partial else "error.html"
+    return render(request, template, {"status": status, "message": message}, status=status)
+
+
 @sync_to_async
 def _alive_records() -> list[SimulationRecord]:
     return list(SimulationRecord.alive())
@@ -51,12 +58,12 @@ def _home(request: HttpRequest, sims: list[SimulationRecord], form: dict[str, An
     return render(request, "dashboard/home.html", context, status=status)
 
 
-@require_GET
+@require_safe
 async def home(request: HttpRequest) -> HttpResponse:
     return await sync_to_async(_home)(request, await _alive_records(), {})
 
 
-@require_GET
+@require_safe
 async def sim_list(request: HttpRequest) -> HttpResponse:
     """The running simulations, as the home page's partial (htmx polls it)."""
     sims = await _alive_records()
@@ -65,12 +72,13 @@ async def sim_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_http_methods(["GET", "POST"])
+@require_http_methods(["GET", "HEAD", "POST"])
 async def sim_new(request: HttpRequest) -> HttpResponse:
     """GET: the start form, prefilled (`?scenario=ID&seed=N`). POST: start a simulation from a
     library scenario or an uploaded file, with a seed; then open it."""
     control = await sync_to_async(can_control)(request)
-    data = request.POST if request.method == "POST" else request.GET
+    safe = request.method in ("GET", "HEAD")
+    data = request.GET if safe else request.POST
     form = {
         "scenario": data.get("scenario", ""),
         "seed": data.get("seed", ""),
@@ -78,12 +86,10 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
         "mark": data.get("mark", "")[:200],
         "errors": [],
     }
-    if request.method == "GET" or not control:
-        if request.method == "POST":
+    if safe or not control:
+        if not safe:
             form["errors"].append("Open the dashboard with its access token to start simulations.")
-        return await sync_to_async(_home)(
-            request, await _alive_records(), form, 403 if request.method == "POST" else 200
-        )
+        return await sync_to_async(_home)(request, await _alive_records(), form, 200 if safe else 403)
     upload = request.FILES.get("file")
     seed: int | None = None
     if form["seed"].strip():
@@ -135,7 +141,7 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
     return redirect("sim", sim_id=hosted.id)
 
 
-@require_GET
+@require_safe
 async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
     record = await _record(sim_id)
     context = {"record": record, "control": await sync_to_async(can_control)(request), "sim_id": sim_id}
@@ -146,10 +152,10 @@ async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
 async def sim_stop(request: HttpRequest, sim_id: str) -> HttpResponse:
     await _record(sim_id)
     if not await sync_to_async(can_control)(request):
-        return HttpResponse("read-only: open the dashboard with its access token", status=403)
+        return await sync_to_async(_error)(request, 403, "read-only: open the dashboard with its access token")
     result = await _ask(sim_id, {"op": "stop"}, control=True)
     if not result.get("ok"):
-        return HttpResponseBadRequest(result.get("error", "could not stop"))
+        return await sync_to_async(_error)(request, 400, str(result.get("error", "could not stop")))
     return redirect("home")
 
 
@@ -160,7 +166,7 @@ async def _ask(sim_id: str, cmd: dict[str, Any], control: bool = False) -> dict[
         raise Http404(str(exc)) from None
 
 
-@require_GET
+@require_safe
 async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The session as a scenario file: replays headless to the same report."""
     await _record(sim_id)
@@ -171,7 +177,7 @@ async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The headless runner's report for the session as it is now."""
     await _record(sim_id)
@@ -179,16 +185,16 @@ async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     return HttpResponse(json.dumps(result["report"], separators=(",", ":")), content_type="application/json")
 
 
-@require_GET
+@require_safe
 async def pod_detail(request: HttpRequest, sim_id: str, namespace: str, name: str) -> HttpResponse:
     await _record(sim_id)
     result = await _ask(sim_id, {"op": "pod", "namespace": namespace, "name": name})
     if not result.get("ok"):
-        return HttpResponseBadRequest(result.get("error", "bad request"))
+        return await sync_to_async(_error)(request, 400, str(result.get("error", "bad request")), partial=True)
     return HttpResponse(result["html"])
 
 
-@require_GET
+@require_safe
 async def sync_history(request: HttpRequest, sim_id: str, controller: str, namespace: str, name: str) -> HttpResponse:
     await _record(sim_id)
     cmd: dict[str, Any] = {"op": "syncs", "controller": controller, "key": f"{namespace}/{name}"}
@@ -196,11 +202,11 @@ async def sync_history(request: HttpRequest, sim_id: str, controller: str, names
         cmd["sync"] = int(request.GET["sync"])
     result = await _ask(sim_id, cmd)
     if not result.get("ok"):
-        return HttpResponseBadRequest(result.get("error", "bad request"))
+        return await sync_to_async(_error)(request, 400, str(result.get("error", "bad request")), partial=True)
     return HttpResponse(result["html"])
 
 
-@require_GET
+@require_safe
 async def sim_status(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The status line as JSON (virtual time, events run, mode …): for scripts and benchmarks."""
     await _record(sim_id)

@@ -555,7 +555,11 @@ async def respond(send: Any, code: int, body: Any, content_type: str = "applicat
         {
             "type": "http.response.start",
             "status": code,
-            "headers": [(b"content-type", content_type.encode()), (b"content-length", str(len(data)).encode())],
+            "headers": [
+                (b"content-type", content_type.encode()),
+                (b"content-length", str(len(data)).encode()),
+                (b"x-content-type-options", b"nosniff"),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": data})

@@ -33,8 +33,8 @@ def browser_context_args(browser_context_args):
 
 @pytest.fixture(scope="session")
 def live_server_url(tmp_path_factory):
-    """`daphne` in a subprocess (no fork problems), on a free port, with its own SQLite file,
-    state directory and a known access token."""
+    """`python -m dashboard.serve` (Daphne) in a subprocess (no fork problems), on a free port, with
+    its own SQLite file, state directory and a known access token."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -47,12 +47,12 @@ def live_server_url(tmp_path_factory):
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
     }
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    bindir = pathlib.Path(sys.executable).parent
     subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
     log = open(state / "daphne.log", "wb")  # noqa: SIM115 - closed at teardown
-    proc = subprocess.Popen([str(bindir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    # The project's own server entry (Daphne with an access log that never shows the token).
+    proc = subprocess.Popen([sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(port),
+                             "dashboard.asgi:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:

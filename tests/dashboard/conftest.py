@@ -7,8 +7,9 @@ from channels.layers import channel_layers
 
 from dashboard.host import host as host_module
 
-TOKEN = "test-token"
-ORIGIN = [(b"origin", b"http://127.0.0.1")]
+TOKEN = "test-token-0123456789"
+# A page of the dashboard itself: its Host and exactly its origin.
+ORIGIN = [(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000")]
 
 
 @pytest.fixture(autouse=True)
