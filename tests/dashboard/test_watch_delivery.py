@@ -130,3 +130,61 @@ async def test_a_watcher_too_far_behind_gets_410_expired_then_the_end(monkeypatc
     assert rvs == _expected(hosted, start)[: len(rvs)]
     assert not any(m["end"] for m in received[:-1])
     assert channel not in k8s_ops._hub(hosted).watchers
+
+
+async def _http_watch(path: str, until) -> list[dict]:
+    """A watch request through the whole ASGI application: the body's events, once it ended
+    (`until(events)` runs between reads)."""
+    from dashboard.asgi import application
+
+    from .conftest import TOKEN
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": path,
+        "query_string": b"watch=true",
+        "headers": [(b"authorization", f"Bearer {TOKEN}".encode())],
+        "http_version": "1.1",
+        "scheme": "http",
+        "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 1),
+    }
+    body = asyncio.Queue()
+    events: list[dict] = []
+
+    async def receive():
+        await asyncio.Event().wait()  # the client never goes away
+
+    async def send(message):
+        await body.put(message)
+
+    app = asyncio.ensure_future(application(scope, receive, send))
+    text = b""
+    try:
+        while True:
+            message = await asyncio.wait_for(body.get(), 10)
+            if message["type"] != "http.response.body":
+                continue
+            text += message.get("body", b"")
+            *lines, text = text.split(b"\n")
+            events += [json.loads(line) for line in lines]
+            if not message.get("more_body"):
+                return events
+            await until(events)
+    finally:
+        app.cancel()
+
+
+async def test_a_stream_whose_watcher_the_host_dropped_ends_with_410_expired(running_host, monkeypatch):
+    from dashboard.k8s import api
+
+    monkeypatch.setattr(api, "RENEW_EVERY", 0.3)
+    hosted = running_host.sims["demo"]
+
+    async def lose_the_watcher(events):
+        k8s_ops._hub(hosted).watchers.clear()  # its lease ran out while the stream could not renew
+
+    events = await _http_watch("/api/v1/namespaces/default/pods", lose_the_watcher)
+    assert events[-1]["type"] == "ERROR", events[-1]
+    assert events[-1]["object"]["code"] == 410 and events[-1]["object"]["reason"] == "Expired"
