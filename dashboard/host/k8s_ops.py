@@ -38,7 +38,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import json
+import logging
 import re
 import time
 import weakref
@@ -60,6 +62,7 @@ from dashboard.host.keyindex import KeyIndex, key_of
 from dashboard.k8s import tables
 
 Obj = dict[str, Any]
+log = logging.getLogger(__name__)
 
 WATCH_LEASE = 90.0  # seconds a watcher lives without a renewal from its HTTP side (or viewer)
 WATCH_MESSAGE_BYTES = 64 * 1024  # event lines joined into one channel message, at most (one line may exceed it)
@@ -298,6 +301,8 @@ class WatchHub:
         self.published = revision
         self.sending = False  # a publish is handing lines to the channels (one at a time, in order)
         self.again = False  # another publish queued lines meanwhile: the sender goes round again
+        self.task: asyncio.Task[None] | None = None  # the sender, when it outlived its publish
+        self.closed = False  # the simulation stopped: `close_watches` sends the last messages
 
 
 _HUBS: weakref.WeakKeyDictionary[HostedSimulation, WatchHub] = weakref.WeakKeyDictionary()
@@ -453,22 +458,44 @@ def collect(hosted: HostedSimulation, hub: WatchHub) -> None:
 
 
 async def publish(hosted: HostedSimulation) -> None:
-    """Send every watcher the events committed since the last publish (see the module doc)."""
+    """Send every watcher the events committed since the last publish (see the module doc).
+
+    One publish at a time sends. A publish that finds another sending only queues its events:
+    the sender goes round again for them. The caller waits for one round at most (what was
+    queued when it came): if more came meanwhile, a task of its own carries on, so neither the
+    drive loop nor the command listener waits on a stream of publishes."""
     hub = _HUBS.get(hosted)
     if hub is None:
         return
     collect(hosted, hub)
     if hub.sending:
-        hub.again = True  # the publish that is sending sends these too, after what it has
+        hub.again = True
         return
     hub.sending = True
     try:
-        hub.again = True
-        while hub.again:
+        hub.again = False
+        await _send_all(hub)
+    finally:
+        if hub.again and not hub.closed:
+            hub.task = asyncio.get_running_loop().create_task(_keep_sending(hub), name="watch sender")
+            hub.task.add_done_callback(_log_crash)
+        else:
+            hub.sending = False
+
+
+async def _keep_sending(hub: WatchHub) -> None:
+    try:
+        while hub.again and not hub.closed:
             hub.again = False
             await _send_all(hub)
     finally:
         hub.sending = False
+        hub.task = None
+
+
+def _log_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("watch sender crashed", exc_info=task.exception())
 
 
 async def _send_all(hub: WatchHub) -> None:
@@ -507,10 +534,14 @@ async def _drain(layer: Any, watcher: Watcher, hub: WatchHub | None) -> bool:
             size += len(text)
         taken = [backlog.popleft() for _ in parts]
         watcher.backlog_bytes -= size
-        if not await _send(layer, watcher, "".join(parts), taken[-1][1]):
-            if watcher.final is None or not watcher.final[0]:  # (not ended by an error meanwhile)
+        sent = False
+        try:
+            sent = await _send(layer, watcher, "".join(parts), taken[-1][1])
+        finally:  # (not sent, or cancelled as the simulation stops: its last round sends them)
+            if not sent and (watcher.final is None or not watcher.final[0]):  # (not ended by an error meanwhile)
                 backlog.extendleft(reversed(taken))
                 watcher.backlog_bytes += size
+        if not sent:
             return False
     if watcher.final is not None:
         text, revision = watcher.final
@@ -527,13 +558,20 @@ async def close_watches(hosted: HostedSimulation) -> None:
     hub = _HUBS.pop(hosted, None)
     if hub is None:
         return
+    hub.closed = True
+    if hub.task is not None:
+        hub.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await hub.task
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CLOSE_WAIT
+    while hub.sending and loop.time() < deadline:  # a publish (of the cancelled drive task) ends
+        await asyncio.sleep(0.01)
     collect(hosted, hub)
     layer = get_channel_layer()
     pending = list(hub.watchers.values())
     for watcher in pending:
         watcher.end("", hub.published)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + CLOSE_WAIT
     while True:
         pending = [w for w in pending if not await _drain(layer, w, None)]
         if not pending or loop.time() >= deadline:

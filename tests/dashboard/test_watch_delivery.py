@@ -82,6 +82,42 @@ async def test_overlapping_publishes_neither_drop_nor_reorder_events(monkeypatch
         assert _rvs(await _drain(layer, channel)) == expected
 
 
+async def test_a_publish_waits_for_one_round_not_for_every_later_publish(monkeypatch):
+    """The listener's publish must not be kept sending by a simulation that keeps publishing
+    (the command listener would answer nobody); the events still all arrive, in order."""
+    layer = YieldingLayer()
+    monkeypatch.setattr(k8s_ops, "get_channel_layer", lambda: layer)
+    hosted = _hosted()
+    start = hosted.sim.server.revision
+    channels = [await layer.new_channel() for _ in range(4)]
+    for channel in channels:
+        k8s_ops.READS["k8s_watch"](hosted, {"channel": channel, "resource": "pods"})
+    running = True
+
+    async def drive():  # publishes after every slice, as the host's drive loop does
+        step = 0
+        while running:
+            step += 1
+            _churn(hosted, step, 0.2)
+            await k8s_ops.publish(hosted)
+            await asyncio.sleep(0)
+
+    _churn(hosted, 0, 1.0)
+    command = asyncio.ensure_future(k8s_ops.publish(hosted))  # a command's publish: it sends
+    driving = asyncio.ensure_future(drive())
+    await asyncio.wait_for(command, 5)
+    running = False
+    await driving
+    hub = k8s_ops._hub(hosted)
+    for _ in range(500):
+        if not hub.sending:
+            break
+        await asyncio.sleep(0.01)
+    expected = _expected(hosted, start)
+    for channel in channels:
+        assert _rvs(await _drain(layer, channel)) == expected
+
+
 async def test_a_full_channel_delays_events_and_never_drops_them(monkeypatch):
     layer = InMemoryChannelLayer(capacity=2)
     monkeypatch.setattr(k8s_ops, "get_channel_layer", lambda: layer)
