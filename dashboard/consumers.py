@@ -9,7 +9,12 @@
   nothing.
 * Commands (`{"type": "cmd", "id": n, "cmd": {"op": …}}`) go to the host with this viewer's
   control right; the answer comes back as `{"type": "reply", "id": n, "result": …}`. A message
-  that is not such an object gets `{"type": "error", …}` and changes nothing.
+  that is not such an object (not JSON, nested deeper than `MAX_OBJECT_DEPTH`, over
+  `MAX_MESSAGE` bytes) gets `{"type": "error", …}` and changes nothing; the connection stays.
+* The Kubernetes verbs (`k8s_*`) need the control right, as on the HTTP API. A `k8s_watch`
+  sends to this viewer only, as `{"type": "watch", "watch": id, "text": lines, "end": bool}`
+  (see docs/dashboard.md); the host names the watch after this viewer, whatever channel the
+  command names.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from controlplane.limits import MAX_OBJECT_DEPTH
 from dashboard.access import scope_can_control
 from dashboard.host import command_channel, viewers_group
 
@@ -117,7 +123,19 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         await self.send_text(event["text"])
 
     async def sim_reply(self, event: dict[str, Any]) -> None:
-        await self.send_json({"type": "reply", "id": event.get("id"), "op": event.get("op"), "result": event["result"]})
+        reply = {"type": "reply", "id": event.get("id"), "op": event.get("op"), "result": event["result"]}
+        await self.send_text(json.dumps(reply, separators=(",", ":")))  # (a list can be long)
+
+    async def k8s_watch(self, event: dict[str, Any]) -> None:
+        """Events of one of this viewer's watches: newline-delimited JSON, as the HTTP API streams
+        them; `end` once the watch is over (its last text may be an ERROR event)."""
+        message = {
+            "type": "watch",
+            "watch": event.get("watch"),
+            "text": event.get("text", ""),
+            "end": bool(event.get("end")),
+        }
+        await self.send_text(json.dumps(message, separators=(",", ":")))
 
     async def sim_stopped(self, event: dict[str, Any]) -> None:
         await self.send_json({"type": "stopped"})
@@ -132,8 +150,13 @@ class SimulationConsumer(AsyncWebsocketConsumer):
             return
         try:
             message = json.loads(text_data)
+        except RecursionError:  # nested deeper than the parser goes (thousands of levels)
+            message = _TOO_DEEP
         except ValueError:
             await self.send_json({"type": "error", "error": "messages must be JSON objects"})
+            return
+        if message is _TOO_DEEP or _too_deep(message):
+            await self.send_json({"type": "error", "error": f"messages must nest at most {MAX_OBJECT_DEPTH} levels"})
             return
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "ack":
@@ -178,6 +201,21 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         await asyncio.sleep(wait)
         self.resync_due = None
         await self._ask_state()
+
+
+_TOO_DEEP = object()
+
+
+def _too_deep(value: Any) -> bool:
+    """Nested deeper than MAX_OBJECT_DEPTH (counted without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_OBJECT_DEPTH:
+                return True
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):

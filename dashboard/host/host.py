@@ -231,6 +231,7 @@ class Host:
         cmd = message.get("cmd") if isinstance(message.get("cmd"), dict) else {}
         op = cmd.get("op")
         viewer = message.get("viewer")
+        read_only = "read-only: open the dashboard with its access token to control it"
         reply: Obj
         if op == "state":
             if isinstance(viewer, str):
@@ -243,14 +244,20 @@ class Host:
         if op == "bye":
             if isinstance(viewer, str):
                 hosted.unfocus(viewer)
+                k8s_ops.forget_viewer(hosted, viewer)
             return
-        if op in READS:
+        if op in k8s_ops.READS and not message.get("control"):
+            # The Kubernetes API's verbs need the token, whichever door they come through.
+            reply = {"ok": False, "error": read_only}
+        elif op in READS:
             try:
+                if op in k8s_ops.READS:
+                    cmd = k8s_ops.scoped(cmd, viewer if isinstance(viewer, str) else None)
                 reply = {"ok": True, **READS[op](hosted, cmd)}
             except CommandError as exc:
                 reply = {"ok": False, "error": str(exc)}
         elif not message.get("control") and op != "focus":
-            reply = {"ok": False, "error": "read-only: open the dashboard with its access token to control it"}
+            reply = {"ok": False, "error": read_only}
         elif op == "stop":
             await self.stop_simulation(hosted.id)
             reply = {"ok": True}

@@ -15,19 +15,36 @@ Guarantees
   resourceVersion or "0" is given; the retained events after it otherwise; an ERROR event with a
   410 Expired Status when the history no longer holds them) and registers the watcher in the
   same step, so no event falls between. `publish(hosted)` — called by the host after every slice
-  of simulation work and every command — sends each watcher the events committed since, filtered
-  as upstream's cacheWatcher filters (an object that stops matching a selector arrives as
-  DELETED), in one message per publish. A watcher the HTTP side does not renew within
-  `WATCH_LEASE` seconds, or whose channel is full, is dropped.
+  of simulation work and every command — queues on each watcher, in one synchronous step, the
+  events committed since, filtered as upstream's cacheWatcher filters (an object that stops
+  matching a selector arrives as DELETED); then one publish at a time hands each watcher's queue
+  to its channel in order, in messages of at most `WATCH_MESSAGE_BYTES`. So every watcher gets
+  every event once, in resourceVersion order, however publishes overlap.
+* A watcher whose channel is full keeps its events queued (at most `WATCH_BACKLOG_BYTES`) and
+  gets them when its reader has made room (every publish retries; a paused simulation publishes
+  every second). Beyond that bound it is ended as kube-apiserver's cacher ends a watcher that
+  cannot keep up (`cache_watcher.go`, `add`: "we couldn't send event to that watcher. Since we
+  don't want to block on it infinitely, we simply terminate it"), but never silently: what was
+  already in its channel, then an ERROR event with a 410 Expired Status ("the watcher fell
+  behind"), then the end — client-go's reflector relists, `kubectl get -w` says why it stopped.
+  A watcher that is not renewed within `WATCH_LEASE` seconds is dropped (nobody reads it).
+* From a websocket viewer, a watch is named by the viewer's `watch` id and sends to that
+  viewer's own channel only (`scoped`); a viewer holds at most `MAX_VIEWER_WATCHES`, and they end
+  when it leaves.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import json
+import logging
+import re
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +53,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
 from controlplane.apiserver import ApiError, Request, bad_request
+from controlplane.apiserver.errors import resource_expired
 from controlplane.apiserver.resources import ResourceInfo, lookup
 from controlplane.apiserver.server import selection_predicate
 from controlplane.simulation import request_of
@@ -44,8 +62,13 @@ from dashboard.host.keyindex import KeyIndex, key_of
 from dashboard.k8s import tables
 
 Obj = dict[str, Any]
+log = logging.getLogger(__name__)
 
-WATCH_LEASE = 90.0  # seconds a watcher lives without a renewal from its HTTP side
+WATCH_LEASE = 90.0  # seconds a watcher lives without a renewal from its HTTP side (or viewer)
+WATCH_MESSAGE_BYTES = 64 * 1024  # event lines joined into one channel message, at most (one line may exceed it)
+WATCH_BACKLOG_BYTES = 2 * 1024 * 1024  # per watcher, lines waiting for room in its full channel, at most
+MAX_VIEWER_WATCHES = 4  # watches one websocket viewer may hold at once
+WATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 READER = "kubectl"  # the client name of unrecorded reads (never logged)
 
 
@@ -195,6 +218,16 @@ class Watcher:
     include_object: str
     since: int
     expires: float = field(default_factory=lambda: time.monotonic() + WATCH_LEASE)
+    key: str = ""  # its name in the hub: the HTTP side's channel, or "<viewer>|<watch id>"
+    viewer: str | None = None  # the websocket viewer that opened it (None: the HTTP side)
+    watch_id: str | None = None  # the viewer's name for it, on every message
+    # Event lines committed but not yet in the channel (it was full), with the revision each
+    # line's publish reached; at most WATCH_BACKLOG_BYTES of them.
+    backlog: deque[tuple[str, int]] = field(default_factory=deque)
+    backlog_bytes: int = 0
+    # The last message once the watch must end (an ERROR line, or "" for a clean end): sent after
+    # the backlog, with `end`; no event is queued after it.
+    final: tuple[str, int] | None = None
 
     def line(self, event_type: str, obj: Obj, now: float) -> str:
         if self.table:
@@ -203,7 +236,23 @@ class Watcher:
             )
         return dumps({"type": event_type, "object": obj}) + "\n"
 
-    def lines(self, events: list[tuple[int, str, str, Obj, Obj | None]], now: float) -> list[str]:
+    def _cached(self, cache: dict[tuple[Any, ...], str] | None, rv: int, event_type: str, obj: Obj, now: float) -> str:
+        if cache is None:
+            return self.line(event_type, obj, now)
+        key = (rv, event_type, self.resource, self.table, self.include_object)
+        text = cache.get(key)
+        if text is None:
+            text = cache[key] = self.line(event_type, obj, now)
+        return text
+
+    def lines(
+        self,
+        events: list[tuple[int, str, str, Obj, Obj | None]],
+        now: float,
+        cache: dict[tuple[Any, ...], str] | None = None,
+    ) -> list[str]:
+        """This watcher's lines of `events` (those after `since`). `cache` shares the text of one
+        event between the watchers of one publish that print it the same way."""
         out: list[str] = []
         predicate, namespace = self.predicate, self.namespace
         for rv, event_type, resource, obj, old in events:
@@ -212,20 +261,36 @@ class Watcher:
             if namespace is not None and obj["metadata"].get("namespace") != namespace:
                 continue
             if predicate is None:
-                out.append(self.line(event_type, obj, now))
+                out.append(self._cached(cache, rv, event_type, obj, now))
             elif event_type == "MODIFIED":
                 cur, was = predicate(obj), old is not None and predicate(old)
                 if cur:
-                    out.append(self.line("MODIFIED" if was else "ADDED", obj, now))
+                    out.append(self._cached(cache, rv, "MODIFIED" if was else "ADDED", obj, now))
                 elif was and old is not None:
                     gone = {
                         **old,
                         "metadata": {**old["metadata"], "resourceVersion": obj["metadata"]["resourceVersion"]},
                     }
-                    out.append(self.line("DELETED", gone, now))
+                    out.append(self._cached(cache, rv, "DELETED", gone, now))
             elif predicate(obj):
-                out.append(self.line(event_type, obj, now))
+                out.append(self._cached(cache, rv, event_type, obj, now))
         return out
+
+    def queue(self, lines: list[str], revision: int) -> None:
+        if self.final is None:
+            for text in lines:
+                self.backlog.append((text, revision))
+                self.backlog_bytes += len(text)
+
+    def end(self, text: str, revision: int) -> None:
+        """End the watch with `text` (an ERROR line, or nothing): what is queued is dropped if the
+        text is an error (the client relists), else sent first."""
+        if self.final is not None:
+            return
+        if text:
+            self.backlog.clear()
+            self.backlog_bytes = 0
+        self.final = (text, revision)
 
 
 class WatchHub:
@@ -234,6 +299,10 @@ class WatchHub:
     def __init__(self, revision: int) -> None:
         self.watchers: dict[str, Watcher] = {}
         self.published = revision
+        self.sending = False  # a publish is handing lines to the channels (one at a time, in order)
+        self.again = False  # another publish queued lines meanwhile: the sender goes round again
+        self.task: asyncio.Task[None] | None = None  # the sender, when it outlived its publish
+        self.closed = False  # the simulation stopped: `close_watches` sends the last messages
 
 
 _HUBS: weakref.WeakKeyDictionary[HostedSimulation, WatchHub] = weakref.WeakKeyDictionary()
@@ -253,12 +322,54 @@ def _bookmark(kind: str, api_version: str, rv: int, initial_end: bool = False) -
     return dumps({"type": "BOOKMARK", "object": {"kind": kind, "apiVersion": api_version, "metadata": meta}}) + "\n"
 
 
+def _error_line(status: Obj) -> str:
+    return dumps({"type": "ERROR", "object": status}) + "\n"
+
+
+FELL_BEHIND = (
+    "the watcher fell behind: more than {} bytes of events were waiting for it to read; "
+    "list again and watch from the list's resourceVersion"
+)
+
+
+def scoped(cmd: Obj, viewer: str | None) -> Obj:
+    """A watch command as the host takes it. From a websocket viewer: its own channel, named
+    `<viewer>|<watch id>` (so it reaches no other channel and touches no other watch); from the
+    HTTP side (no viewer): the channel it names, which is also the watch's name."""
+    cmd = {k: v for k, v in cmd.items() if k not in ("key", "viewer", "watch_id")}
+    if viewer is None:
+        return cmd
+    watch_id = cmd.get("watch", 0)
+    if isinstance(watch_id, bool) or not isinstance(watch_id, int | str) or not WATCH_ID.match(str(watch_id)):
+        raise CommandError("watch: a number or a name of at most 64 letters, digits, '-' or '_'")
+    return {**cmd, "channel": viewer, "key": f"{viewer}|{watch_id}", "viewer": viewer, "watch_id": str(watch_id)}
+
+
+def forget_viewer(hosted: HostedSimulation, viewer: str) -> None:
+    """The viewer left: its watches end (nobody reads their channel any more)."""
+    hub = _HUBS.get(hosted)
+    if hub is not None:
+        for key in [key for key, w in hub.watchers.items() if w.viewer == viewer]:
+            del hub.watchers[key]
+
+
+def _key(cmd: Obj) -> str:
+    return str(cmd.get("key") or cmd.get("channel"))
+
+
 def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
     sim = hosted.sim
     server = sim.server
     channel = cmd.get("channel")
     if not isinstance(channel, str) or not channel:
         raise CommandError("channel: required")
+    key = _key(cmd)
+    viewer = cmd.get("viewer")
+    hub = _hub(hosted)
+    if isinstance(viewer, str):
+        others = sum(1 for k, w in hub.watchers.items() if w.viewer == viewer and k != key)
+        if others >= MAX_VIEWER_WATCHES:
+            raise CommandError(f"a viewer may hold at most {MAX_VIEWER_WATCHES} watches: end one (k8s_unwatch) first")
     try:
         info = lookup(str(cmd.get("resource")))
         namespace = _text(cmd, "namespace") if info.namespaced else None
@@ -267,6 +378,9 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
         include = _include_object(cmd)
         rv_text = _text(cmd, "resourceVersion")
         watcher = Watcher(channel, info.plural, namespace, predicate, bool(cmd.get("table")), include, server.revision)
+        watcher.key = key
+        if isinstance(viewer, str):
+            watcher.viewer, watcher.watch_id = viewer, str(cmd.get("watch_id"))
         lines: list[str] = []
         now = sim.now
         if rv_text in (None, "0") or cmd.get("sendInitialEvents"):
@@ -283,13 +397,15 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
             try:
                 events = server.events_after(min(since, server.revision))
             except ApiError as err:
-                return {"code": 200, "lines": dumps({"type": "ERROR", "object": err.status()}) + "\n", "end": True}
+                return {"code": 200, "lines": _error_line(err.status()), "end": True}
             watcher.since = since
             lines = watcher.lines(events, now)
             watcher.since = server.revision
     except ApiError as err:
         return _status_answer(err)
-    _hub(hosted).watchers[channel] = watcher
+    # Events committed before this point and not yet published must not reach it twice: the
+    # next publish starts from the hub's mark, and the watcher's `since` filters what it has.
+    hub.watchers[key] = watcher
     return {
         "code": 200,
         "lines": "".join(lines),
@@ -302,67 +418,175 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
 def _unwatch(hosted: HostedSimulation, cmd: Obj) -> Obj:
     hub = _HUBS.get(hosted)
     if hub is not None:
-        hub.watchers.pop(str(cmd.get("channel")), None)
+        hub.watchers.pop(_key(cmd), None)
     return {}
 
 
 def _renew(hosted: HostedSimulation, cmd: Obj) -> Obj:
     hub = _HUBS.get(hosted)
-    watcher = hub.watchers.get(str(cmd.get("channel"))) if hub is not None else None
+    watcher = hub.watchers.get(_key(cmd)) if hub is not None else None
     if watcher is None:
         return {"alive": False}
     watcher.expires = time.monotonic() + WATCH_LEASE
     return {"alive": True, "revision": hosted.sim.server.revision}
 
 
-async def publish(hosted: HostedSimulation) -> None:
-    """Send every watcher the events committed since the last publish (see the module doc)."""
-    hub = _HUBS.get(hosted)
-    if hub is None:
-        return
+def collect(hosted: HostedSimulation, hub: WatchHub) -> None:
+    """Queue on every watcher the lines of the events committed since the last publish, in one
+    step (no await): concurrent publishes cannot split or reorder a watcher's events."""
     server = hosted.sim.server
     revision = server.revision
+    if revision == hub.published:
+        return
     if not hub.watchers:
         hub.published = revision
         return
-    if revision == hub.published:
-        return
-    layer = get_channel_layer()
     try:
         events = server.events_after(hub.published)
     except ApiError as err:  # more events than the history holds since the last publish
-        doomed = list(hub.watchers.values())
-        hub.watchers.clear()
         hub.published = revision
-        for watcher in doomed:
-            await _send(layer, watcher, dumps({"type": "ERROR", "object": err.status()}) + "\n", revision, end=True)
+        for watcher in hub.watchers.values():
+            watcher.end(_error_line(err.status()), revision)
         return
     hub.published = revision
     now = hosted.sim.now
+    cache: dict[tuple[Any, ...], str] = {}
+    for watcher in hub.watchers.values():
+        if watcher.final is None:
+            watcher.queue(watcher.lines(events, now, cache), revision)
+            watcher.since = revision
+
+
+async def publish(hosted: HostedSimulation) -> None:
+    """Send every watcher the events committed since the last publish (see the module doc).
+
+    One publish at a time sends. A publish that finds another sending only queues its events:
+    the sender goes round again for them. The caller waits for one round at most (what was
+    queued when it came): if more came meanwhile, a task of its own carries on, so neither the
+    drive loop nor the command listener waits on a stream of publishes."""
+    hub = _HUBS.get(hosted)
+    if hub is None:
+        return
+    collect(hosted, hub)
+    if hub.sending:
+        hub.again = True
+        return
+    hub.sending = True
+    try:
+        hub.again = False
+        await _send_all(hub)
+    finally:
+        if hub.again and not hub.closed:
+            hub.task = asyncio.get_running_loop().create_task(_keep_sending(hub), name="watch sender")
+            hub.task.add_done_callback(_log_crash)
+        else:
+            hub.sending = False
+
+
+async def _keep_sending(hub: WatchHub) -> None:
+    try:
+        while hub.again and not hub.closed:
+            hub.again = False
+            await _send_all(hub)
+    finally:
+        hub.sending = False
+        hub.task = None
+
+
+def _log_crash(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("watch sender crashed", exc_info=task.exception())
+
+
+async def _send_all(hub: WatchHub) -> None:
+    layer = get_channel_layer()
     wall = time.monotonic()
-    for channel, watcher in list(hub.watchers.items()):
+    for key, watcher in list(hub.watchers.items()):
+        if hub.watchers.get(key) is not watcher:
+            continue  # ended (or replaced) while an earlier watcher's send awaited
         if wall > watcher.expires:
-            del hub.watchers[channel]
+            del hub.watchers[key]
             continue
-        lines = watcher.lines(events, now)
-        watcher.since = revision
-        if lines and not await _send(layer, watcher, "".join(lines), revision):
-            hub.watchers.pop(channel, None)
+        if not watcher.backlog and watcher.final is None:
+            continue
+        if await _drain(layer, watcher, hub):
+            if watcher.final is not None and hub.watchers.get(key) is watcher:
+                del hub.watchers[key]  # its last message is in the channel
+        elif watcher.backlog_bytes > WATCH_BACKLOG_BYTES:
+            status = resource_expired(FELL_BEHIND.format(WATCH_BACKLOG_BYTES)).status()
+            watcher.end(_error_line(status), watcher.backlog[-1][1])
+            await _drain(layer, watcher, hub)  # sent now if there is room, else on a later publish
+
+
+async def _drain(layer: Any, watcher: Watcher, hub: WatchHub | None) -> bool:
+    """Hand the watcher's backlog (then its last message) to its channel, in order, in messages
+    of at most WATCH_MESSAGE_BYTES; False when the channel is full before the end."""
+    backlog = watcher.backlog
+    while backlog:
+        if hub is not None and hub.watchers.get(watcher.key) is not watcher:
+            return True  # ended meanwhile: nobody reads these any more
+        parts: list[str] = []
+        size = 0
+        for text, _ in backlog:
+            if parts and size + len(text) > WATCH_MESSAGE_BYTES:
+                break
+            parts.append(text)
+            size += len(text)
+        taken = [backlog.popleft() for _ in parts]
+        watcher.backlog_bytes -= size
+        sent = False
+        try:
+            sent = await _send(layer, watcher, "".join(parts), taken[-1][1])
+        finally:  # (not sent, or cancelled as the simulation stops: its last round sends them)
+            if not sent and (watcher.final is None or not watcher.final[0]):  # (not ended by an error meanwhile)
+                backlog.extendleft(reversed(taken))
+                watcher.backlog_bytes += size
+        if not sent:
+            return False
+    if watcher.final is not None:
+        text, revision = watcher.final
+        return await _send(layer, watcher, text, revision, end=True, error=bool(text))
+    return True
+
+
+CLOSE_WAIT = 1.0  # seconds a stopping simulation keeps trying to hand watchers their last events
 
 
 async def close_watches(hosted: HostedSimulation) -> None:
-    """The simulation stops: every watch stream ends."""
+    """The simulation stops: every watch stream ends, cleanly once it has every event (a stream
+    whose channel stays full learns at its next renewal that the simulation is gone)."""
     hub = _HUBS.pop(hosted, None)
     if hub is None:
         return
+    hub.closed = True
+    if hub.task is not None:
+        hub.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await hub.task
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CLOSE_WAIT
+    while hub.sending and loop.time() < deadline:  # a publish (of the cancelled drive task) ends
+        await asyncio.sleep(0.01)
+    collect(hosted, hub)
     layer = get_channel_layer()
-    for watcher in hub.watchers.values():
-        await _send(layer, watcher, "", hub.published, end=True)
+    pending = list(hub.watchers.values())
+    for watcher in pending:
+        watcher.end("", hub.published)
+    while True:
+        pending = [w for w in pending if not await _drain(layer, w, None)]
+        if not pending or loop.time() >= deadline:
+            return
+        await asyncio.sleep(0.05)
 
 
-async def _send(layer: Any, watcher: Watcher, text: str, revision: int, *, end: bool = False) -> bool:
+async def _send(
+    layer: Any, watcher: Watcher, text: str, revision: int, *, end: bool = False, error: bool = False
+) -> bool:
+    message: Obj = {"type": "k8s.watch", "text": text, "revision": revision, "end": end, "error": error}
+    if watcher.watch_id is not None:
+        message["watch"] = watcher.watch_id
     try:
-        await layer.send(watcher.channel, {"type": "k8s.watch", "text": text, "revision": revision, "end": end})
+        await layer.send(watcher.channel, message)
     except ChannelFull:
         return False
     return True

@@ -16,7 +16,10 @@ Guarantees
   User-Agent as its client, replayed by "Download as scenario"); `dryRun=All` writes are answered
   by the host without any action. Reads never enter the simulation's API call log.
 * Watches stream chunked, newline-delimited JSON events until the client goes away,
-  `timeoutSeconds` passes, or the simulation stops (then the stream ends cleanly).
+  `timeoutSeconds` passes, or the simulation stops (then the stream ends cleanly, after every
+  event). Every committed event reaches the stream once, in resourceVersion order; a watcher
+  that falls behind, or that the host no longer knows, gets an ERROR event (a 410 Expired
+  Status: the client relists) and the stream ends: never a gap, never a clean end after one.
 """
 
 from __future__ import annotations
@@ -411,9 +414,18 @@ class Call:
                     if deadline is not None and now >= deadline:
                         break
                     if now >= renew_at:
-                        renewal = await self.ask({"op": "k8s_renew", "channel": channel})
+                        try:
+                            renewal = await self.ask({"op": "k8s_renew", "channel": channel})
+                        except Failure as failure:  # the simulation is gone: say so, never end silently
+                            await self.chunk(_error_line(failure.status()))
+                            await self.chunk("", last=True)
+                            return
                         if not renewal.get("alive"):
-                            break
+                            # The host no longer has this watcher (its lease ran out while this
+                            # stream could not renew): events may be missing, so the client relists.
+                            await self.chunk(_error_line(_expired(LOST_WATCHER)))
+                            await self.chunk("", last=True)
+                            return
                         renew_at = now + RENEW_EVERY
                     if bookmarks and now >= bookmark_at:
                         await self.chunk(_bookmark_line(info, revision))
@@ -436,6 +448,9 @@ class Call:
                 if message.get("text"):
                     await self.chunk(message["text"])
                 if message.get("end"):
+                    if message.get("error"):  # it ended with an ERROR event: nothing after it
+                        await self.chunk("", last=True)
+                        return
                     break
             if bookmarks:
                 await self.chunk(_bookmark_line(info, revision))
@@ -536,6 +551,17 @@ def _check_depth(value: Any) -> None:
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
+
+
+LOST_WATCHER = "the watch was ended by the server; list again and watch from the list's resourceVersion"
+
+
+def _expired(message: str) -> Obj:
+    return Failure(410, "Expired", message).status()
+
+
+def _error_line(status: Obj) -> str:
+    return json.dumps({"type": "ERROR", "object": status}, separators=(",", ":")) + "\n"
 
 
 def _bookmark_line(info: ResourceInfo, revision: int) -> str:
