@@ -37,17 +37,18 @@ def _start_with_daphne() -> None:
         return
     from twisted.internet import reactor
 
-    from dashboard.instance import DatabaseInUse, claim_database
-
-    try:
-        claim_database()  # before anything is served: one server per database (dashboard.instance)
-    except DatabaseInUse as exc:
-        sys.stderr.write(f"ctrlscope: {exc}\n")
-        raise SystemExit(2) from None
-
     def start() -> None:
         from dashboard.host import ensure_started
+        from dashboard.instance import DatabaseInUse, claim_database
 
+        # Once the reactor runs (a process that merely imports this module, a test say, claims
+        # nothing), before the first request is served: one server per database.
+        try:
+            claim_database()
+        except DatabaseInUse as exc:
+            sys.stderr.write(f"ctrlscope: {exc}\n")
+            sys.stderr.flush()
+            os._exit(2)  # nothing has started yet: no simulation, no request
         ensure_started()
 
     reactor.callLater(0, start)  # type: ignore[attr-defined]
