@@ -366,6 +366,7 @@ class Host:
             await asyncio.sleep(HEARTBEAT)
             for hosted in list(self.sims.values()):
                 await _save_record(hosted)
+            reads.trim(if_needed=True)  # what big answers used, once the server wrote them out
 
 
 def _spawn(coro: Any, name: str) -> asyncio.Task[Any]:

@@ -4,7 +4,8 @@ their share of the event loop.
 Guarantees
 ----------
 * **Capped.** A process asks at most `Gate.slots` expensive reads of one kind at a time (the
-  report and the scenario export: 1; Kubernetes lists: 4), queues at most `Gate.queue` more for
+  report and the scenario export: 1, 4 waiting; Kubernetes lists: 4, 256 waiting), queues at
+  most `Gate.queue` more for
   at most `Gate.wait` seconds each, and turns the rest away with `Busy` (HTTP 429 with
   `Retry-After`, as kube-apiserver's max-in-flight limit does).
 * **Chunked.** The host answers them as text in messages of at most `CHUNK` characters: the
@@ -101,7 +102,7 @@ GATES: dict[str, Gate] = {}
 def gate(op: str) -> Gate | None:
     if not GATES:
         reports = Gate("report and export", slots=1, queue=4, wait=30.0, retry_after=5)
-        GATES.update({"report": reports, "export": reports, "k8s_list": Gate("list", 4, 64, 30.0, 1)})
+        GATES.update({"report": reports, "export": reports, "k8s_list": Gate("list", 4, 256, 30.0, 1)})
     return GATES.get(op)
 
 
@@ -241,6 +242,7 @@ async def _send(layer: Any, channel: str, message: Obj) -> bool:
 async def stream(layer: Any, message: Obj, head: Obj, pieces: Iterator[str], pacer: Pacer) -> None:
     """Send `head` and the text of `pieces` to the message's `reply_to`, in parts of about
     `CHUNK` characters, pausing (`pacer`) every `SLICE` of work."""
+    global _untrimmed
     reply_to = message.get("reply_to")
     if not reply_to:
         return
@@ -268,14 +270,26 @@ async def stream(layer: Any, message: Obj, head: Obj, pieces: Iterator[str], pac
         else:
             part = {"type": "sim.part"}
         part.update(text=text, more=more, parts=True)
+        if more:
+            _untrimmed = True
         if not await _send(layer, reply_to, part) or not more:
             return
         if pacer.due():
             await pacer.pause()
 
 
-def trim() -> None:
-    """Give the heap's free pages back to the system (glibc; elsewhere nothing)."""
+_untrimmed = False  # a big answer went out since the last trim
+
+
+def trim(*, if_needed: bool = False) -> None:
+    """Give the heap's free pages back to the system (glibc; elsewhere nothing). With
+    `if_needed` (the heartbeat's, after the server wrote the answers out), only when a big
+    answer went out since the last such trim."""
+    global _untrimmed
+    if if_needed:
+        if not _untrimmed:
+            return
+        _untrimmed = False
     if _libc is not None:
         _libc.malloc_trim(0)
 
@@ -287,9 +301,15 @@ def _load_libc() -> Any:
     try:
         libc = ctypes.CDLL(name)
         libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        # Blocks of 128 KiB and more (the parts of big answers, the server's write buffers)
+        # come from mmap and go back to the system when freed: glibc's default raises this
+        # threshold to the largest block freed so far, and such blocks then stay in the heap.
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)
     except (OSError, AttributeError):
         return None
     return libc
 
 
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 _libc = _load_libc()
