@@ -203,3 +203,21 @@ async def test_head_answers_as_get_without_a_body(running_host):
         head = await HttpCommunicator(application, "HEAD", path, headers=AUTH).get_response(timeout=10)
         assert head["status"] == get["status"] and head["body"] == b"", path
         assert dict(head["headers"])[b"content-type"] == dict(get["headers"])[b"content-type"]
+
+
+async def test_a_stream_whose_reader_goes_away_midway_frees_its_slot(running_host, monkeypatch):
+    """A client that disconnects while its answer streams: the response's iterator is dropped
+    unfinished; its slot is freed and the host stops sending."""
+    from dashboard.host import reads, request_stream  # (not in the code before the limits)
+
+    await demo(running_host)
+    monkeypatch.setattr(reads, "CHUNK", 500)
+    answer = await request_stream("demo", {"op": "report"})
+    parts = answer.text()
+    assert await anext(parts) and await anext(parts)
+    del answer, parts  # as Django drops a cancelled response: the event loop closes the iterator
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert reads.gate("report").held == 0
+    assert (await request("demo", {"op": "report"}))["ok"]  # the host is free again
+    assert {name: q.qsize() for name, q in get_channel_layer().channels.items() if q.qsize()} == {}
