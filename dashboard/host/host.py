@@ -20,6 +20,7 @@ Guarantees
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import logging
@@ -33,6 +34,7 @@ from typing import Any
 
 import yaml
 from asgiref.sync import sync_to_async
+from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.gcpolicy import GcHold, simulation_gc
@@ -223,18 +225,22 @@ class Host:
         layer = get_channel_layer()
         channel = command_channel(hosted.id)
         queue: asyncio.Queue[Obj] = asyncio.Queue()
-        reader = _spawn(self._read(hosted, queue), f"read {hosted.id}")
+        waiting: collections.Counter[str] = collections.Counter()  # queued reads per requester
+        reader = _spawn(self._read(hosted, queue, waiting), f"read {hosted.id}")
         try:
             while not hosted.stopped:
                 message = await layer.receive(channel)
                 cmd = message.get("cmd")
                 if isinstance(cmd, dict) and cmd.get("op") in reads.STREAMED:
-                    if queue.qsize() < reads.MAX_QUEUED:
+                    requester = str(message.get("reply_to"))
+                    if queue.qsize() < reads.MAX_QUEUED and waiting[requester] < reads.MAX_QUEUED_EACH:
+                        waiting[requester] += 1
                         queue.put_nowait(message)
                     elif message.get("reply_to"):
-                        busy = {"ok": False, "error": "too many reads waiting", "busy": 1}
-                        reply = {"type": "sim.reply", "id": message.get("id"), "result": busy}
-                        await layer.send(message["reply_to"], reply)
+                        busy = {"ok": False, "error": "too many reads waiting: try again later", "busy": 1}
+                        reply = {"type": "sim.reply", "id": message.get("id"), "op": cmd.get("op"), "result": busy}
+                        with contextlib.suppress(ChannelFull):
+                            await layer.send(message["reply_to"], reply)
                     continue
                 try:
                     await self._handle(hosted, message)
@@ -244,7 +250,9 @@ class Host:
         finally:
             reader.cancel()
 
-    async def _read(self, hosted: HostedSimulation, queue: asyncio.Queue[Obj]) -> None:
+    async def _read(
+        self, hosted: HostedSimulation, queue: asyncio.Queue[Obj], waiting: collections.Counter[str]
+    ) -> None:
         """The expensive reads, one at a time, at most `reads.READ_SHARE` of the loop's time:
         after each slice of work the reader sleeps in proportion (`reads.Pacer`)."""
         layer = get_channel_layer()
@@ -255,19 +263,22 @@ class Host:
                 reads.trim()  # a burst of big answers is over: give the freed heap back
                 big = False
             message = await queue.get()
-            if reads.abandoned(message.get("reply_to")):
-                reads.forget(layer, message.get("reply_to"))
-                continue
-            pacer.start()
+            reply_to = message.get("reply_to")
             try:
-                if message.get("stream"):
-                    await self._stream(layer, hosted, message, pacer)
-                else:  # a requester that wants the whole answer in one message
-                    await self._handle(hosted, message)
+                if not reads.abandoned(reply_to):
+                    pacer.start()
+                    if message.get("stream"):
+                        await self._stream(layer, hosted, message, pacer)
+                    else:  # a requester that wants the whole answer in one message (a viewer)
+                        await self._handle(hosted, message)
+                    big = big or message["cmd"].get("op") in ("report", "export")
             except Exception:  # never let one bad message end the reader
                 log.exception("read for %s failed: %r", hosted.id, message)
-            big = big or message["cmd"].get("op") in ("report", "export")
-            reads.forget(layer, message.get("reply_to"))
+            finally:
+                reads.forget(layer, reply_to)
+                waiting[str(reply_to)] -= 1
+                if waiting[str(reply_to)] <= 0:
+                    del waiting[str(reply_to)]
             await pacer.pause()
 
     def _count_work(self, seconds: float) -> None:

@@ -16,7 +16,9 @@ Guarantees
 * **A fair share.** The host's reads get at most `READ_SHARE` of the event loop's time: after
   every `SLICE` of work on them, the reader sleeps in proportion (`Pacer`), so the simulations'
   driving tasks, frames, commands and other requests run in between. Reads wait in the host's
-  own queue; commands, status and the viewers' state are answered by the listener meanwhile.
+  own queue (at most `MAX_QUEUED`, and `MAX_QUEUED_EACH` from one requester: a websocket
+  viewer asks without a gate; beyond, an immediate "busy" answer); commands, status and the
+  viewers' state are answered by the listener meanwhile.
 * **Released.** A requester that gives up (timeout, client gone) marks its reply channel
   abandoned: the host stops sending to it and whatever it holds is dropped at once; after a
   burst of big answers, the process gives freed heap back to the system (`trim`).
@@ -45,7 +47,8 @@ SLICE = 0.005  # seconds of serialising between two chances for the loop to run 
 READ_SHARE = 0.5  # of the event loop's time, at most, for the host's expensive reads
 SEND_WAIT = 10.0  # seconds the host waits for room in a reply channel before giving up on it
 ABANDONED_FOR = 120.0  # seconds an abandoned reply channel is remembered
-MAX_QUEUED = 256  # expensive reads waiting in one simulation's host queue (from all processes)
+MAX_QUEUED = 256  # expensive reads waiting in one simulation's host queue (from all processes) ...
+MAX_QUEUED_EACH = 2  # ... and from one requester (a websocket viewer's channel asks without a gate)
 STREAMED = frozenset({"report", "export", "k8s_list"})  # answered by `answer`, as text in chunks
 
 

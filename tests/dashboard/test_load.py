@@ -221,3 +221,18 @@ async def test_a_stream_whose_reader_goes_away_midway_frees_its_slot(running_hos
     assert reads.gate("report").held == 0
     assert (await request("demo", {"op": "report"}))["ok"]  # the host is free again
     assert {name: q.qsize() for name, q in get_channel_layer().channels.items() if q.qsize()} == {}
+
+
+async def test_one_requester_queues_at_most_two_expensive_reads(running_host):
+    """A websocket viewer asks the host directly (no slot of a process): its third report in
+    a row is answered "busy" at once instead of queueing."""
+    await demo(running_host)
+    layer = get_channel_layer()
+    viewer = await layer.new_channel()
+    for n in range(5):
+        message = {"type": "sim.command", "cmd": {"op": "report"}, "reply_to": viewer, "id": n, "viewer": viewer}
+        await layer.send(command_channel("demo"), message)
+    results = [(await asyncio.wait_for(layer.receive(viewer), 30))["result"] for _ in range(5)]
+    assert sorted(bool(r["ok"]) for r in results) == [False, False, False, True, True], results
+    assert all("too many" in r["error"] for r in results if not r["ok"])
+    assert (await request("demo", {"op": "report"}))["ok"]  # counted out: the next one is served
