@@ -4,13 +4,13 @@ the registry (`SimulationRecord`) and ask the host through the channel layer (`h
 from __future__ import annotations
 
 import functools
-import json
 import math
+from collections.abc import AsyncIterator
 from typing import Any
 
-import yaml
 from asgiref.sync import sync_to_async
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -170,10 +170,9 @@ async def _ask(sim_id: str, cmd: dict[str, Any], control: bool = False) -> dict[
 async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The session as a scenario file: replays headless to the same report."""
     await _record(sim_id)
-    result = await _ask(sim_id, {"op": "export"})
-    text = yaml.safe_dump(result["scenario"], sort_keys=False, allow_unicode=True)
-    response = HttpResponse(text, content_type="application/yaml; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{sim_id}.scenario.yaml"'
+    response = await _streamed(request, sim_id, {"op": "export"}, "application/yaml; charset=utf-8")
+    if response.status_code == 200:
+        response["Content-Disposition"] = f'attachment; filename="{sim_id}.scenario.yaml"'
     return response
 
 
@@ -181,8 +180,31 @@ async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
 async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The headless runner's report for the session as it is now."""
     await _record(sim_id)
-    result = await _ask(sim_id, {"op": "report"})
-    return HttpResponse(json.dumps(result["report"], separators=(",", ":")), content_type="application/json")
+    return await _streamed(request, sim_id, {"op": "report"}, "application/json")
+
+
+async def _streamed(request: HttpRequest, sim_id: str, cmd: dict[str, Any], content_type: str) -> HttpResponseBase:
+    """A big answer of the host, streamed as it is serialised (`host.request_stream`); 429
+    with Retry-After when this process serves too many already."""
+    try:
+        answer = await host.request_stream(sim_id, cmd)
+    except host.Busy as busy:
+        refused = await sync_to_async(_error)(request, 429, str(busy))
+        refused["Retry-After"] = str(busy.retry_after)
+        return refused
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    if not answer.head.get("ok"):
+        await answer.aclose()
+        return await sync_to_async(_error)(request, 400, str(answer.head.get("error", "bad request")))
+    if not answer.more:
+        return HttpResponse(answer.first, content_type=content_type)
+    return StreamingHttpResponse(_encoded(answer), content_type=content_type)
+
+
+async def _encoded(answer: host.reads.Answer) -> AsyncIterator[bytes]:
+    async for text in answer.text():
+        yield text.encode()
 
 
 @require_safe

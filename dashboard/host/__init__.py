@@ -7,7 +7,11 @@ from dashboard.host.host import (
     ensure_started,
     get_host,
     request,
+    request_stream,
     viewers_group,
 )
+from dashboard.host.reads import Busy
 
-__all__ = ["Host", "HostError", "command_channel", "ensure_started", "get_host", "request", "viewers_group"]
+__all__ = [
+    "Busy",
+    "Host", "HostError", "command_channel", "ensure_started", "get_host", "request", "request_stream", "viewers_group"]

@@ -20,6 +20,7 @@ Guarantees
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
 import logging
@@ -28,15 +29,18 @@ import re
 import secrets
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
+import yaml
 from asgiref.sync import sync_to_async
+from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.gcpolicy import GcHold, simulation_gc
 from controlplane.scenario import Scenario
 from controlplane.simulation import Simulation
-from dashboard.host import k8s_ops
+from dashboard.host import k8s_ops, reads
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -216,14 +220,90 @@ class Host:
 
     # -- the command channel ------------------------------------------------------------------------
     async def _listen(self, hosted: HostedSimulation) -> None:
+        """Commands, status and the viewers' state at once, one after another; expensive reads
+        (`reads.STREAMED`) go to the reader's queue, which takes its share of the loop."""
         layer = get_channel_layer()
         channel = command_channel(hosted.id)
+        queue: asyncio.Queue[Obj] = asyncio.Queue()
+        waiting: collections.Counter[str] = collections.Counter()  # queued reads per requester
+        reader = _spawn(self._read(hosted, queue, waiting), f"read {hosted.id}")
+        try:
+            while not hosted.stopped:
+                message = await layer.receive(channel)
+                cmd = message.get("cmd")
+                if isinstance(cmd, dict) and cmd.get("op") in reads.STREAMED:
+                    requester = str(message.get("reply_to"))
+                    if queue.qsize() < reads.MAX_QUEUED and waiting[requester] < reads.MAX_QUEUED_EACH:
+                        waiting[requester] += 1
+                        queue.put_nowait(message)
+                    elif message.get("reply_to"):
+                        busy = {"ok": False, "error": "too many reads waiting: try again later", "busy": 1}
+                        reply = {"type": "sim.reply", "id": message.get("id"), "op": cmd.get("op"), "result": busy}
+                        with contextlib.suppress(ChannelFull):
+                            await layer.send(message["reply_to"], reply)
+                    continue
+                try:
+                    await self._handle(hosted, message)
+                except Exception:  # never let one bad message end the listener
+                    log.exception("command for %s failed: %r", hosted.id, message)
+                reads.forget(layer, message.get("reply_to"))
+        finally:
+            reader.cancel()
+
+    async def _read(
+        self, hosted: HostedSimulation, queue: asyncio.Queue[Obj], waiting: collections.Counter[str]
+    ) -> None:
+        """The expensive reads, one at a time, at most `reads.READ_SHARE` of the loop's time:
+        after each slice of work the reader sleeps in proportion (`reads.Pacer`)."""
+        layer = get_channel_layer()
+        pacer = reads.Pacer(self._count_work)
+        big = False
         while not hosted.stopped:
-            message = await layer.receive(channel)
+            if queue.empty() and big:
+                reads.trim()  # a burst of big answers is over: give the freed heap back
+                big = False
+            message = await queue.get()
+            reply_to = message.get("reply_to")
             try:
-                await self._handle(hosted, message)
-            except Exception:  # never let one bad message end the listener
-                log.exception("command for %s failed: %r", hosted.id, message)
+                if not reads.abandoned(reply_to):
+                    pacer.start()
+                    if message.get("stream"):
+                        await self._stream(layer, hosted, message, pacer)
+                    else:  # a requester that wants the whole answer in one message (a viewer)
+                        await self._handle(hosted, message)
+                    big = big or message["cmd"].get("op") in ("report", "export")
+            except Exception:  # never let one bad message end the reader
+                log.exception("read for %s failed: %r", hosted.id, message)
+            finally:
+                reads.forget(layer, reply_to)
+                waiting[str(reply_to)] -= 1
+                if waiting[str(reply_to)] <= 0:
+                    del waiting[str(reply_to)]
+            await pacer.pause()
+
+    def _count_work(self, seconds: float) -> None:
+        self.work += seconds
+
+    async def _stream(self, layer: Any, hosted: HostedSimulation, message: Obj, pacer: reads.Pacer) -> None:
+        """Answer a read as text in parts: the answer is built at once (an atomic snapshot),
+        then serialised and sent part by part (`reads.stream`)."""
+        cmd: Obj = message["cmd"]
+        op = cmd["op"]
+        head: Obj = {"ok": True}
+        pieces: Any
+        try:
+            if op == "report":
+                pieces = reads.json_pieces(hosted.report())
+            elif op == "export":
+                pieces = [yaml.safe_dump(hosted.export(), sort_keys=False, allow_unicode=True)]
+            else:
+                answer = dict(READS[op](hosted, cmd))
+                body = answer.pop("body", None)
+                head.update(answer)
+                pieces = reads.text_pieces(body) if isinstance(body, str) else []
+        except CommandError as exc:
+            head, pieces = {"ok": False, "error": str(exc)}, []
+        await reads.stream(layer, message, head, pieces, pacer)
 
     async def _handle(self, hosted: HostedSimulation, message: Obj) -> None:
         layer = get_channel_layer()
@@ -304,6 +384,7 @@ class Host:
             await asyncio.sleep(HEARTBEAT)
             for hosted in list(self.sims.values()):
                 await _save_record(hosted)
+            reads.trim(if_needed=True)  # what big answers used, once the server wrote them out
 
 
 def _spawn(coro: Any, name: str) -> asyncio.Task[Any]:
@@ -444,6 +525,59 @@ async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: floa
     try:
         message = await asyncio.wait_for(layer.receive(reply_to), timeout)
     except TimeoutError:
+        reads.abandon(layer, reply_to)  # the answer, when it comes, is dropped at once
         raise LookupError(f"simulation {sim_id} did not answer") from None
     result: Obj = message.get("result", {})
     return result
+
+
+async def request_stream(sim_id: str, cmd: Obj, *, control: bool = False, timeout: float = 10.0) -> reads.Answer:
+    """An expensive read (`reads.STREAMED`): its answer's head and its text in parts, each part
+    within `timeout` of the one before. Waits for one of this process's slots for such reads
+    (`reads.gate`); raises `reads.Busy` when there is none soon, LookupError when nobody
+    answers. Iterate or close the answer's `text()`: that frees the slot."""
+    slot = reads.gate(str(cmd.get("op")))
+    if slot is not None:
+        await slot.acquire()
+    layer = get_channel_layer()
+    reply_to = await layer.new_channel()
+    done = False
+
+    def close() -> None:
+        if not done:
+            reads.abandon(layer, reply_to)  # the host stops; what it sent is dropped
+        if slot is not None:
+            slot.release()
+
+    async def parts(message: Obj) -> AsyncIterator[str]:
+        nonlocal done
+        while message.get("more"):
+            message = await reads.receive(layer, reply_to, timeout)
+            yield str(message.get("text", ""))
+        done = True
+
+    try:
+        await layer.send(
+            command_channel(sim_id),
+            {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": control, "viewer": None,
+             "stream": True},
+        )
+        message = await reads.receive(layer, reply_to, timeout)
+    except BaseException as exc:
+        close()
+        if isinstance(exc, LookupError):
+            raise LookupError(f"simulation {sim_id} did not answer") from None
+        raise
+    head: Obj = message.get("result", {})
+    if not message.get("more"):  # the whole answer in one message: nothing more to wait for
+        done = True
+        close()
+        if head.get("busy"):
+            raise reads.Busy("read", 1)
+        return reads.Answer(head, str(message.get("text", "")), False, _nothing())
+    return reads.Answer(head, str(message.get("text", "")), True, parts(message), close)
+
+
+async def _nothing() -> AsyncIterator[str]:
+    return
+    yield

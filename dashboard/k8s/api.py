@@ -38,6 +38,7 @@ from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
 from controlplane.limits import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES
 from dashboard.access import token_matches
+from dashboard.host.reads import Answer, Busy
 from dashboard.k8s import discovery
 
 Obj = dict[str, Any]
@@ -138,6 +139,22 @@ class Call:
         await respond(self.send, code, body, content_type)
 
     async def dispatch(self) -> None:
+        if self.method == "HEAD":  # a GET without its body, as kube-apiserver answers it
+            self.method, self.send = "GET", _headless(self.send)
+        try:
+            await self.route()
+        except Busy as busy:  # kube-apiserver's max-in-flight answer; clients retry after it
+            failure = Failure(429, "TooManyRequests", str(busy), {"retryAfterSeconds": busy.retry_after})
+            body = json.dumps(failure.status(), separators=(",", ":")).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(busy.retry_after).encode()),
+            ]
+            await self.send({"type": "http.response.start", "status": 429, "headers": headers})
+            await self.send({"type": "http.response.body", "body": body})
+
+    async def route(self) -> None:
         segs = self.segments
         if self.method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
             raise Failure(405, "MethodNotAllowed", f"{self.method} is not supported")
@@ -264,7 +281,7 @@ class Call:
                 limit = int(self.query["limit"])
             except ValueError:
                 raise Failure(400, "BadRequest", f"limit: invalid value {self.query['limit']!r}") from None
-        answer = await self.ask(
+        answer = await self.ask_stream(
             {
                 "op": "k8s_list",
                 "resource": info.plural,
@@ -471,7 +488,31 @@ class Call:
         except LookupError:
             raise not_found(f'simulation "{self.sim_id}" is not running') from None
 
-    async def reply_text(self, answer: Obj) -> None:
+    async def ask_stream(self, cmd: Obj) -> Answer:
+        """An expensive read (a list): its answer comes in parts (`host.request_stream`)."""
+        await _ensure_running(self.sim_id)
+        from dashboard.host import request_stream
+
+        try:
+            return await request_stream(self.sim_id, cmd, control=True)
+        except LookupError:
+            raise not_found(f'simulation "{self.sim_id}" is not running') from None
+
+    async def reply_text(self, answer: Obj | Answer) -> None:
+        if isinstance(answer, Answer):
+            if "code" not in answer.head:
+                await answer.aclose()
+                raise Failure(400, "BadRequest", str(answer.head.get("error") or "bad request"))
+            if not answer.more:
+                await respond(self.send, int(answer.head["code"]), answer.first)
+                return
+            # Several parts: sent as they come (chunked), each within the host's timeout.
+            start = {"type": "http.response.start", "status": int(answer.head["code"])}
+            await self.send({**start, "headers": [(b"content-type", b"application/json")]})
+            async for text in answer.text():
+                await self.send({"type": "http.response.body", "body": text.encode(), "more_body": True})
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         if "body" not in answer:
             raise Failure(400, "BadRequest", str(answer.get("error") or "bad request"))
         await respond(self.send, int(answer["code"]), answer["body"])
@@ -495,6 +536,17 @@ class Call:
             raise Failure(400, "BadRequest", "the body of the request was empty")
         content_type = self.headers.get("content-type", "")
         return _decode(raw, yaml_ok=yaml_ok or "yaml" in content_type)
+
+
+def _headless(send: Any) -> Any:
+    """`send` for a HEAD request: the status and headers of the GET, no body bytes."""
+
+    async def headless(message: Obj) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return headless
 
 
 def _named(name: str | None, info: ResourceInfo) -> str:

@@ -127,3 +127,16 @@ def test_a_viewer_at_process_b_watches_and_controls_the_simulation_in_a(two_proc
 
     assert asyncio.run(session()) == {"ok": True, "mode": "paused"}
     assert json.loads(get(a + "/sim/demo/status.json"))["mode"] == "paused"  # A's own view agrees
+
+
+def test_big_reads_at_process_b_come_from_a_in_parts_through_redis(two_processes):
+    """report.json, scenario.yaml and a Kubernetes list asked at B are streamed by A's host."""
+    _, b = two_processes
+    report = json.loads(get(b + "/sim/demo/report.json"))
+    assert report["seed"] is not None and "Pod" in report["objects"]
+    assert b"until:" in get(b + "/sim/demo/scenario.yaml")
+    request = urllib.request.Request(b + "/sim/demo/k8s/api/v1/pods?limit=2",
+                                     headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        pods = json.loads(response.read())
+    assert pods["kind"] == "PodList" and len(pods["items"]) <= 2

@@ -1,0 +1,318 @@
+"""Expensive reads without starving the process: bounded in number, in size per message, and in
+their share of the event loop.
+
+Guarantees
+----------
+* **Capped.** A process asks at most `Gate.slots` expensive reads of one kind at a time (the
+  report and the scenario export: 1, 4 waiting; Kubernetes lists: 4, 256 waiting), queues at
+  most `Gate.queue` more for
+  at most `Gate.wait` seconds each, and turns the rest away with `Busy` (HTTP 429 with
+  `Retry-After`, as kube-apiserver's max-in-flight limit does).
+* **Chunked.** The host answers them as text in messages of at most `CHUNK` characters: the
+  answer is built at once (an atomic snapshot of the simulation), then serialised piece by piece
+  -- JSON by `json_pieces`, byte-identical to `json.dumps(value, separators=(",", ":"))` --
+  and never more than `AHEAD` messages ahead of the requester in this process. No message holds
+  a Python object tree (the in-memory channel layer deep-copies every message).
+* **A fair share.** The host's reads get at most `READ_SHARE` of the event loop's time: after
+  every `SLICE` of work on them, the reader sleeps in proportion (`Pacer`), so the simulations'
+  driving tasks, frames, commands and other requests run in between. Reads wait in the host's
+  own queue (at most `MAX_QUEUED`, and `MAX_QUEUED_EACH` from one requester: a websocket
+  viewer asks without a gate; beyond, an immediate "busy" answer); commands, status and the
+  viewers' state are answered by the listener meanwhile.
+* **Released.** A requester that gives up (timeout, client gone) marks its reply channel
+  abandoned: the host stops sending to it and whatever it holds is dropped at once; after a
+  burst of big answers, the process gives freed heap back to the system (`trim`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from channels.exceptions import ChannelFull
+from channels.layers import InMemoryChannelLayer
+
+Obj = dict[str, Any]
+
+CHUNK = 256 * 1024  # characters of an answer per channel message
+AHEAD = 8  # messages the host may be ahead of a requester in this process (2 MiB)
+SLICE = 0.005  # seconds of serialising between two chances for the loop to run something else
+READ_SHARE = 0.5  # of the event loop's time, at most, for the host's expensive reads
+SEND_WAIT = 10.0  # seconds the host waits for room in a reply channel before giving up on it
+ABANDONED_FOR = 120.0  # seconds an abandoned reply channel is remembered
+MAX_QUEUED = 256  # expensive reads waiting in one simulation's host queue (from all processes) ...
+MAX_QUEUED_EACH = 2  # ... and from one requester (a websocket viewer's channel asks without a gate)
+STREAMED = frozenset({"report", "export", "k8s_list"})  # answered by `answer`, as text in chunks
+
+
+class Busy(Exception):
+    """Too many expensive reads are in flight or waiting: try again after `retry_after` s."""
+
+    def __init__(self, what: str, retry_after: int) -> None:
+        super().__init__(f"too many {what} requests at once: try again in {retry_after} s")
+        self.retry_after = retry_after
+
+
+class Gate:
+    """At most `slots` holders at once, at most `queue` waiting (each at most `wait` seconds).
+    Plain futures rather than an asyncio.Semaphore: bound to whichever loop awaits them."""
+
+    def __init__(self, what: str, slots: int, queue: int, wait: float, retry_after: int) -> None:
+        self.what, self.slots, self.queue, self.wait, self.retry_after = what, slots, queue, wait, retry_after
+        self.held = 0
+        self.waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    async def acquire(self) -> None:
+        if self.held < self.slots and not self.waiters:
+            self.held += 1
+            return
+        if len(self.waiters) >= self.queue:
+            raise Busy(self.what, self.retry_after)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), self.wait)
+        except BaseException as exc:
+            with contextlib.suppress(ValueError):
+                self.waiters.remove(waiter)
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as this waiter gave up
+            else:
+                waiter.cancel()
+            if isinstance(exc, TimeoutError):
+                raise Busy(self.what, self.retry_after) from None
+            raise
+
+    def release(self) -> None:
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # the slot passes to the waiter: `held` stays
+                return
+        self.held -= 1
+
+
+GATES: dict[str, Gate] = {}
+
+
+def gate(op: str) -> Gate | None:
+    if not GATES:
+        reports = Gate("report and export", slots=1, queue=4, wait=30.0, retry_after=5)
+        GATES.update({"report": reports, "export": reports, "k8s_list": Gate("list", 4, 256, 30.0, 1)})
+    return GATES.get(op)
+
+
+# -- the requester's side ------------------------------------------------------------------------------
+_abandoned: dict[str, float] = {}
+
+
+def abandon(layer: Any, reply_to: str) -> None:
+    """The requester will not read `reply_to` again: drop what it holds, and tell the host of
+    this process (a host in another process stops when the channel stays full)."""
+    now = time.monotonic()
+    for channel, since in list(_abandoned.items()):
+        if now - since > ABANDONED_FOR:
+            del _abandoned[channel]
+    if isinstance(layer, InMemoryChannelLayer):
+        _abandoned[reply_to] = now
+        layer.channels.pop(reply_to, None)
+
+
+def abandoned(reply_to: str | None) -> bool:
+    return reply_to is not None and reply_to in _abandoned
+
+
+def forget(layer: Any, reply_to: str | None) -> None:
+    """After the host's last message to `reply_to`: if the requester gave up, drop it."""
+    if reply_to is not None and _abandoned.pop(reply_to, None) is not None and isinstance(layer, InMemoryChannelLayer):
+        layer.channels.pop(reply_to, None)
+
+
+class Answer:
+    """A streamed answer: `head` (ok, error, code…), then its text in parts. Read `text()` to
+    its end or `aclose()` it: either frees the requester's slot (`close`, called once)."""
+
+    def __init__(self, head: Obj, first: str, more: bool, parts: AsyncIterator[str], close: Any = None) -> None:
+        self.head, self.first, self.more = head, first, more
+        self._parts = parts
+        self._close = close
+
+    async def text(self) -> AsyncIterator[str]:
+        try:
+            yield self.first
+            async for part in self._parts:
+                yield part
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._parts.aclose()  # type: ignore[attr-defined]
+        close, self._close = self._close, None
+        if close is not None:
+            close()
+
+
+async def receive(layer: Any, channel: str, timeout: float) -> Obj:
+    try:
+        message: Obj = await asyncio.wait_for(layer.receive(channel), timeout)
+    except TimeoutError:
+        raise LookupError("the simulation did not answer") from None
+    return message
+
+
+# -- the host's side -------------------------------------------------------------------------------------
+class Pacer:
+    """Keeps the host's reads to `READ_SHARE` of the loop: `pause()` sleeps in proportion to
+    the work done since the last pause, and reports that work to `account` (the host's total)."""
+
+    def __init__(self, account: Any = None) -> None:
+        self.account = account
+        self.since = time.monotonic()
+
+    def start(self) -> None:
+        self.since = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self.since >= SLICE
+
+    async def pause(self) -> None:
+        work = time.monotonic() - self.since
+        if self.account is not None:
+            self.account(work)
+        await asyncio.sleep(work * (1.0 / READ_SHARE - 1.0))
+        self.since = time.monotonic()
+
+
+def json_pieces(value: Any, depth: int = 0) -> Iterator[str]:
+    """`json.dumps(value, separators=(",", ":"))` in pieces of about `CHUNK` / 4 characters or
+    less: containers near the top, large ones and those whose text is longer are walked, the
+    rest is encoded whole by the C encoder. The pieces join to exactly the one-shot text (same
+    separators, escaping, float repr; a dict with keys other than strings is encoded whole)."""
+    walk = depth < 2 or (isinstance(value, (dict, list, tuple)) and len(value) > 64)
+    if not walk:
+        text = json.dumps(value, separators=(",", ":"))
+        if len(text) <= CHUNK // 4 or not isinstance(value, (dict, list, tuple)) or not value:
+            yield text
+            return
+    if isinstance(value, dict) and value and all(type(k) is str for k in value):
+        sep = "{"
+        for key, item in value.items():
+            yield sep + json.dumps(key) + ":"
+            yield from json_pieces(item, depth + 1)
+            sep = ","
+        yield "}"
+    elif isinstance(value, (list, tuple)) and value:
+        sep = "["
+        for item in value:
+            yield sep
+            yield from json_pieces(item, depth + 1)
+            sep = ","
+        yield "]"
+    else:
+        yield json.dumps(value, separators=(",", ":"))
+
+
+def text_pieces(text: str) -> Iterator[str]:
+    for start in range(0, len(text), CHUNK):
+        yield text[start : start + CHUNK]
+
+
+async def _send(layer: Any, channel: str, message: Obj) -> bool:
+    """Send one part, waiting (boundedly) while the requester is `AHEAD` behind or the channel
+    is full. False when the requester gave up or never made room."""
+    deadline = time.monotonic() + SEND_WAIT
+    while not abandoned(channel):
+        queue = getattr(layer, "channels", {}).get(channel) if isinstance(layer, InMemoryChannelLayer) else None
+        if queue is None or queue.qsize() < AHEAD:
+            try:
+                await layer.send(channel, message)
+                return True
+            except ChannelFull:
+                pass
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def stream(layer: Any, message: Obj, head: Obj, pieces: Iterator[str], pacer: Pacer) -> None:
+    """Send `head` and the text of `pieces` to the message's `reply_to`, in parts of about
+    `CHUNK` characters, pausing (`pacer`) every `SLICE` of work."""
+    global _untrimmed
+    reply_to = message.get("reply_to")
+    if not reply_to:
+        return
+    buffer: list[str] = []
+    size = 0
+    first = True
+    pieces = iter(pieces)
+    while True:
+        piece = next(pieces, None)
+        if piece is not None:
+            buffer.append(piece)
+            size += len(piece)
+            if size < CHUNK:
+                if pacer.due():
+                    await pacer.pause()
+                    if abandoned(reply_to):
+                        return
+                continue
+        text, more = "".join(buffer), piece is not None
+        buffer, size = [], 0
+        if first:
+            op = (message.get("cmd") or {}).get("op")
+            part: Obj = {"type": "sim.reply", "id": message.get("id"), "op": op, "result": head}
+            first = False
+        else:
+            part = {"type": "sim.part"}
+        part.update(text=text, more=more, parts=True)
+        if more:
+            _untrimmed = True
+        if not await _send(layer, reply_to, part) or not more:
+            return
+        if pacer.due():
+            await pacer.pause()
+
+
+_untrimmed = False  # a big answer went out since the last trim
+
+
+def trim(*, if_needed: bool = False) -> None:
+    """Give the heap's free pages back to the system (glibc; elsewhere nothing). With
+    `if_needed` (the heartbeat's, after the server wrote the answers out), only when a big
+    answer went out since the last such trim."""
+    global _untrimmed
+    if if_needed:
+        if not _untrimmed:
+            return
+        _untrimmed = False
+    if _libc is not None:
+        _libc.malloc_trim(0)
+
+
+def _load_libc() -> Any:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        # Blocks of 128 KiB and more (the parts of big answers, the server's write buffers)
+        # come from mmap and go back to the system when freed: glibc's default raises this
+        # threshold to the largest block freed so far, and such blocks then stay in the heap.
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.mallopt(M_MMAP_THRESHOLD, 128 * 1024)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+_libc = _load_libc()
