@@ -293,7 +293,7 @@ class Host:
         pieces: Any
         try:
             if op == "report":
-                pieces = reads.json_pieces(hosted.report())
+                pieces = reads.text_pieces(hosted.report_json())  # one pass, no copy of the world
             elif op == "export":
                 pieces = [yaml.safe_dump(hosted.export(), sort_keys=False, allow_unicode=True)]
             else:

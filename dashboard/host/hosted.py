@@ -499,6 +499,12 @@ class HostedSimulation:
             self.sim.finish_instant()
         return self.sim.report()
 
+    def report_json(self) -> str:
+        """`report()` as compact JSON text (`Simulation.report_json`: no copy of the world)."""
+        if self.error is None:
+            self.sim.finish_instant()
+        return self.sim.report_json()
+
 
 MAX_YAML = 256 * 1024
 MAX_DOCUMENTS = 50

@@ -9,10 +9,11 @@ Guarantees
   at most `Gate.wait` seconds each, and turns the rest away with `Busy` (HTTP 429 with
   `Retry-After`, as kube-apiserver's max-in-flight limit does).
 * **Chunked.** The host answers them as text in messages of at most `CHUNK` characters: the
-  answer is built at once (an atomic snapshot of the simulation), then serialised piece by piece
-  -- JSON by `json_pieces`, byte-identical to `json.dumps(value, separators=(",", ":"))` --
-  and never more than `AHEAD` messages ahead of the requester in this process. No message holds
-  a Python object tree (the in-memory channel layer deep-copies every message).
+  answer's text is made at once (an atomic snapshot of the simulation; the report by
+  `Simulation.report_json`, which encodes the stored objects where they are instead of copying
+  them), then sent part by part, never more than `AHEAD` messages ahead of the requester in
+  this process. No message holds a Python object tree (the in-memory channel layer deep-copies
+  every message).
 * **A fair share.** The host's reads get at most `READ_SHARE` of the event loop's time: after
   every `SLICE` of work on them, the reader sleeps in proportion (`Pacer`), so the simulations'
   driving tasks, frames, commands and other requests run in between. Reads wait in the host's
@@ -31,7 +32,6 @@ import collections
 import contextlib
 import ctypes
 import ctypes.util
-import json
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -188,35 +188,6 @@ class Pacer:
             self.account(work)
         await asyncio.sleep(work * (1.0 / READ_SHARE - 1.0))
         self.since = time.monotonic()
-
-
-def json_pieces(value: Any, depth: int = 0) -> Iterator[str]:
-    """`json.dumps(value, separators=(",", ":"))` in pieces of about `CHUNK` / 4 characters or
-    less: containers near the top, large ones and those whose text is longer are walked, the
-    rest is encoded whole by the C encoder. The pieces join to exactly the one-shot text (same
-    separators, escaping, float repr; a dict with keys other than strings is encoded whole)."""
-    walk = depth < 2 or (isinstance(value, (dict, list, tuple)) and len(value) > 64)
-    if not walk:
-        text = json.dumps(value, separators=(",", ":"))
-        if len(text) <= CHUNK // 4 or not isinstance(value, (dict, list, tuple)) or not value:
-            yield text
-            return
-    if isinstance(value, dict) and value and all(type(k) is str for k in value):
-        sep = "{"
-        for key, item in value.items():
-            yield sep + json.dumps(key) + ":"
-            yield from json_pieces(item, depth + 1)
-            sep = ","
-        yield "}"
-    elif isinstance(value, (list, tuple)) and value:
-        sep = "["
-        for item in value:
-            yield sep
-            yield from json_pieces(item, depth + 1)
-            sep = ","
-        yield "]"
-    else:
-        yield json.dumps(value, separators=(",", ":"))
 
 
 def text_pieces(text: str) -> Iterator[str]:

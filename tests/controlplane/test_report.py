@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from controlplane.scenario import library, load_file
 from controlplane.simulation import Simulation, run_scenario
 
 
@@ -111,3 +112,12 @@ def test_report_times_are_exact_virtual_times():
 
     walk(run_scenario("demo"), "report")
     assert noisy == []
+
+
+@pytest.mark.parametrize("scenario", [entry["id"] for entry in library()])
+def test_report_json_is_the_report_dumped_compactly_byte_for_byte(scenario):
+    sim = Simulation(load_file(scenario), seed=7)
+    sim.start()
+    for t in (0.0, 7.5, 60.0):
+        sim.run_until(t)
+        assert sim.report_json() == json.dumps(sim.report(), separators=(",", ":"))

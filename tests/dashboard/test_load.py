@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import math
 
 import pytest
 from channels.layers import get_channel_layer
@@ -100,7 +99,7 @@ async def test_too_many_reports_or_lists_at_once_get_429_with_retry_after(runnin
         response = await AsyncClient().get("/sim/demo/report.json")
         assert response.status_code == 429
         assert response["Retry-After"] == str(gate.retry_after)
-        assert response["Content-Type"].startswith("text/plain") and b"too many" in response.content
+        assert b"too many" in response.content  # the error page (an escaped template), saying why
     finally:
         await empty_gate(gate, waiting)
     assert (await AsyncClient().get("/sim/demo/report.json")).status_code == 200
@@ -152,24 +151,10 @@ async def test_big_answers_come_in_parts_identical_to_the_one_shot_text(running_
     assert len(parts) > 5 and max(len(part) for part in parts) < len(expected) / 4
     assert b"".join(parts).decode() == expected
 
-    single = await request("demo", {"op": "k8s_list", "resource": "pods", "namespace": None})
+    single = await request("demo", {"op": "k8s_list", "resource": "pods", "namespace": None}, control=True)
     comm = HttpCommunicator(application, "GET", "/api/v1/pods", headers=AUTH)
     response = await comm.get_response(timeout=10)
     assert response["status"] == 200 and response["body"].decode() == single["body"]
-
-
-def test_json_pieces_join_to_json_dumps():
-    from dashboard.host import reads  # (not in the code before the limits)
-
-    values = [
-        {"a": [1, 2.5, -0.0, 1e300, math.inf, None, True], "é": 'ü\u2028"\\', "n": {}, "l": [], "t": (1, 2)},
-        {"objects": {"Pod": [{"metadata": {"name": f"p{i}"}} for i in range(200)]}, 1: "int key"},
-        [{str(i): list(range(i)) for i in range(100)}],
-        "text",
-        3,
-    ]
-    for value in values:
-        assert "".join(reads.json_pieces(value)) == json.dumps(value, separators=(",", ":"))
 
 
 async def test_a_requester_that_gives_up_leaves_nothing_in_the_channel_layer(running_host, monkeypatch):
