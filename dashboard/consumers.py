@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from controlplane.limits import MAX_OBJECT_DEPTH
@@ -171,7 +172,12 @@ class SimulationConsumer(AsyncWebsocketConsumer):
             if cmd["op"] == "focus":
                 keys = cmd.get("keys")
                 self.focus = keys if isinstance(keys, list) else []
-            await self._to_host(cmd, message.get("id"))
+            try:
+                await self._to_host(cmd, message.get("id"))
+            except ChannelFull:
+                await self.send_json(
+                    {"type": "error", "id": message.get("id"), "error": "the simulation is busy: try again"}
+                )
         elif kind == "resync":
             await self._ask_state()
         else:

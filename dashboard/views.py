@@ -40,6 +40,22 @@ def _error(request: HttpRequest, status: int, message: str, *, partial: bool = F
     return render(request, template, {"status": status, "message": message}, status=status)
 
 
+def _answers_busy(view: Any) -> Any:
+    """A view that asks the host: 429 with Retry-After (the error page) when the host's command
+    channel or this process's read slots are full, instead of an error 500."""
+
+    @functools.wraps(view)
+    async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        try:
+            response: HttpResponseBase = await view(request, *args, **kwargs)
+        except host.Busy as busy:
+            response = await sync_to_async(_error)(request, 429, str(busy))
+            response["Retry-After"] = str(busy.retry_after)
+        return response
+
+    return wrapper
+
+
 @sync_to_async
 def _alive_records() -> list[SimulationRecord]:
     return list(SimulationRecord.alive())
@@ -149,6 +165,7 @@ async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
 
 
 @require_POST
+@_answers_busy
 async def sim_stop(request: HttpRequest, sim_id: str) -> HttpResponse:
     await _record(sim_id)
     if not await sync_to_async(can_control)(request):
@@ -208,6 +225,7 @@ async def _encoded(answer: host.reads.Answer) -> AsyncIterator[bytes]:
 
 
 @require_safe
+@_answers_busy
 async def pod_detail(request: HttpRequest, sim_id: str, namespace: str, name: str) -> HttpResponse:
     await _record(sim_id)
     result = await _ask(sim_id, {"op": "pod", "namespace": namespace, "name": name})
@@ -217,6 +235,7 @@ async def pod_detail(request: HttpRequest, sim_id: str, namespace: str, name: st
 
 
 @require_safe
+@_answers_busy
 async def sync_history(request: HttpRequest, sim_id: str, controller: str, namespace: str, name: str) -> HttpResponse:
     await _record(sim_id)
     cmd: dict[str, Any] = {"op": "syncs", "controller": controller, "key": f"{namespace}/{name}"}
@@ -229,6 +248,7 @@ async def sync_history(request: HttpRequest, sim_id: str, controller: str, names
 
 
 @require_safe
+@_answers_busy
 async def sim_status(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The status line as JSON (virtual time, events run, mode …): for scripts and benchmarks."""
     await _record(sim_id)

@@ -53,6 +53,7 @@ SLOWEST_FRAMES = 0.5  # ... but at least one every half second, so that the page
 COMMAND_FRAME_INTERVAL = 0.005  # after a command, its frame goes out this soon after the last ...
 AFTER_COMMAND = 0.3  # ... and so do the frames of the next 0.3 s (the command's consequences)
 HEARTBEAT = 5.0
+RECEIVE_RETRY = 0.5  # seconds before the listener receives again after the channel layer failed
 MAX_SIMULATIONS = 20
 HOST_ID = uuid.uuid4().hex[:12]
 SIM_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -229,7 +230,12 @@ class Host:
         reader = _spawn(self._read(hosted, queue, waiting), f"read {hosted.id}")
         try:
             while not hosted.stopped:
-                message = await layer.receive(channel)
+                try:
+                    message = await layer.receive(channel)
+                except Exception:  # the layer's own trouble (a Redis timeout): keep listening
+                    log.warning("receiving on %s failed; listening again", channel, exc_info=True)
+                    await asyncio.sleep(RECEIVE_RETRY)
+                    continue
                 cmd = message.get("cmd")
                 if isinstance(cmd, dict) and cmd.get("op") in reads.STREAMED:
                     requester = str(message.get("reply_to"))
@@ -518,10 +524,13 @@ async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: floa
     Raises LookupError when nobody answers within `timeout` seconds."""
     layer = get_channel_layer()
     reply_to = await layer.new_channel()
-    await layer.send(
-        command_channel(sim_id),
-        {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": control, "viewer": None},
-    )
+    try:
+        await layer.send(
+            command_channel(sim_id),
+            {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": control, "viewer": None},
+        )
+    except ChannelFull:  # the simulation's command channel holds as many as it takes
+        raise reads.Busy("commands", 1) from None
     try:
         message = await asyncio.wait_for(layer.receive(reply_to), timeout)
     except TimeoutError:
@@ -567,6 +576,8 @@ async def request_stream(sim_id: str, cmd: Obj, *, control: bool = False, timeou
         close()
         if isinstance(exc, LookupError):
             raise LookupError(f"simulation {sim_id} did not answer") from None
+        if isinstance(exc, ChannelFull):
+            raise reads.Busy("commands", 1) from None
         raise
     head: Obj = message.get("result", {})
     if not message.get("more"):  # the whole answer in one message: nothing more to wait for
