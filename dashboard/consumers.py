@@ -1,7 +1,8 @@
 """The websocket of one simulation page: frames out, commands in. Thin: it forwards.
 
-* `connect`: Origin already checked (AllowedHostsOriginValidator); the simulation must be
-  running; join its viewers group, accept, and ask the host for the full state.
+* `connect`: Origin already checked (`access.SameOriginWebsocket`: the dashboard's own origin
+  only); the simulation must be running; join its viewers group, accept, and ask the host for
+  the full state.
 * Flow control: the page acknowledges each frame. With `WINDOW` frames unacknowledged the
   consumer stops sending (frames are skipped, never queued), and once the page has caught up
   it asks the host for a full state again. A frame lost between host and consumer (a gap in
