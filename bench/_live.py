@@ -68,12 +68,12 @@ def live_server(start_file: pathlib.Path) -> Iterator[str]:
         "CTRLSCOPE_START": str(start_file),
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
     }
-    bindir = pathlib.Path(sys.executable).parent
     subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
     log = open(state / "daphne.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen([str(bindir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    # The project's server (Daphne with an access log that never shows the token).
+    proc = subprocess.Popen([sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(port),
+                             "dashboard.asgi:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

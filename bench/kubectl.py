@@ -83,9 +83,9 @@ class Server:
             check=True,
             capture_output=True,
         )
-        daphne = pathlib.Path(sys.executable).parent / "daphne"
         self.proc = subprocess.Popen(
-            [str(daphne), "-b", "127.0.0.1", "-p", str(self.port), "dashboard.asgi:application"],
+            [sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(self.port),
+             "dashboard.asgi:application"],
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,

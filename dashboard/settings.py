@@ -157,6 +157,7 @@ SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Strict"
 CSRF_COOKIE_SAMESITE = "Strict"
+CSRF_FAILURE_VIEW = "dashboard.views.csrf_failure"  # our error page: Django's has an inline style
 
 # No script but our own files in our origin, no foreign source of anything (every asset is
 # vendored), nobody frames the pages. The websocket is 'self' (CSP3: ws:/wss: of the same host

@@ -56,6 +56,12 @@ def _answers_busy(view: Any) -> Any:
     return wrapper
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """Django's CSRF failure page, as our error page: Django's own has an inline style, which the
+    Content-Security-Policy refuses."""
+    return _error(request, 403, f"Forbidden: {reason or 'CSRF verification failed'}. Reload the page and try again.")
+
+
 @sync_to_async
 def _alive_records() -> list[SimulationRecord]:
     return list(SimulationRecord.alive())

@@ -101,13 +101,28 @@ class KubernetesAPI:
         if scope["type"] == "http":
             path = scope["path"]
             if path == "/metrics":
-                await _metrics(scope, receive, send)
+                await _metrics(scope, receive, _nosniff(send))
                 return
             target = route(path)
             if target is not None:
-                await Call(scope, receive, send, *target).run()
+                await Call(scope, receive, _nosniff(send), *target).run()
                 return
         await self.app(scope, receive, send)
+
+
+def _nosniff(send: Any) -> Any:
+    """`send` that marks every answer `X-Content-Type-Options: nosniff` (this app is outside
+    Django's security middleware): streamed watches and lists, 429s and Statuses alike."""
+
+    async def marked(message: Obj) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", ()))
+            if not any(name.lower() == b"x-content-type-options" for name, _ in headers):
+                headers.append((b"x-content-type-options", b"nosniff"))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return marked
 
 
 # -- one request ------------------------------------------------------------------------------------
@@ -117,6 +132,7 @@ class Call:
     ) -> None:
         self.scope, self.receive, self.send = scope, receive, send
         self.path_token = path_token
+        self.head_only = False  # a HEAD request, answered as GET without its body (dispatch)
         self.sim_id, self.prefix = sim_id, prefix
         self.segments = [s for s in rest.split("/") if s]
         self.method = scope["method"]
@@ -139,7 +155,8 @@ class Call:
         await respond(self.send, code, body, content_type)
 
     async def dispatch(self) -> None:
-        if self.method == "HEAD":  # a GET without its body, as kube-apiserver answers it
+        self.head_only = self.method == "HEAD"
+        if self.head_only:  # a GET without its body, as kube-apiserver answers it
             self.method, self.send = "GET", _headless(self.send)
         try:
             await self.route()
@@ -401,7 +418,10 @@ class Call:
             }
         )
         try:
-            await self.stream(layer, channel, answer, info, timeout, bookmarks)
+            if self.head_only:  # the headers of the watch, and no stream that never ends
+                await self.chunk("", last=True)
+            else:
+                await self.stream(layer, channel, answer, info, timeout, bookmarks)
         finally:
             with contextlib.suppress(Exception):
                 await _tell(self.sim_id, {"op": "k8s_unwatch", "channel": channel})
@@ -636,7 +656,6 @@ async def respond(send: Any, code: int, body: Any, content_type: str = "applicat
             "headers": [
                 (b"content-type", content_type.encode()),
                 (b"content-length", str(len(data)).encode()),
-                (b"x-content-type-options", b"nosniff"),
             ],
         }
     )

@@ -190,6 +190,32 @@ async def test_head_answers_as_get_without_a_body(running_host):
         assert dict(head["headers"])[b"content-type"] == dict(get["headers"])[b"content-type"]
 
 
+async def test_head_of_a_watch_answers_its_headers_and_ends(running_host):
+    await demo(running_host)
+    path = "/api/v1/namespaces/default/pods?watch=true"
+    head = await HttpCommunicator(application, "HEAD", path, headers=AUTH).get_response(timeout=10)
+    assert head["status"] == 200 and head["body"] == b""
+    assert dict(head["headers"])[b"content-type"] == b"application/json"
+
+
+async def test_every_answer_of_the_kubernetes_api_says_nosniff(running_host):
+    """Streamed watches and lists and the 429s too, not only the answers `respond` builds."""
+    await demo(running_host)
+    for path in ("/api/v1/pods?limit=2", "/api/v1/pods", "/api/v1/nope", "/metrics"):
+        response = await HttpCommunicator(application, "GET", path, headers=AUTH).get_response(timeout=10)
+        assert dict(response["headers"]).get(b"x-content-type-options") == b"nosniff", path
+    watch = HttpCommunicator(application, "GET", "/api/v1/pods?watch=true&timeoutSeconds=1", headers=AUTH)
+    response = await watch.get_response(timeout=10)  # the stream ends after its timeout
+    assert response["body"] and dict(response["headers"]).get(b"x-content-type-options") == b"nosniff"
+    gate, waiting = await full_gate("k8s_list")
+    try:
+        response = await HttpCommunicator(application, "GET", "/api/v1/pods", headers=AUTH).get_response(timeout=10)
+        assert response["status"] == 429
+        assert dict(response["headers"]).get(b"x-content-type-options") == b"nosniff"
+    finally:
+        await empty_gate(gate, waiting)
+
+
 async def test_a_stream_whose_reader_goes_away_midway_frees_its_slot(running_host, monkeypatch):
     """A client that disconnects while its answer streams: the response's iterator is dropped
     unfinished; its slot is freed and the host stops sending."""

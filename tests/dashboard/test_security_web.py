@@ -172,6 +172,17 @@ def test_pages_have_no_inline_script_style_or_handler(running_host):
         assert not re.search(r"\sstyle\s*=|\son[a-z]+\s*=|<style", text), template
 
 
+def test_a_failed_csrf_check_is_our_error_page_under_the_policy(running_host):
+    """Django's own CSRF failure page has an inline <style> that the policy refuses."""
+    client = Client(enforce_csrf_checks=True)
+    client.get(f"/?token={TOKEN}")
+    response = client.post("/sim/new", {"scenario": "demo"})
+    body = response.content.decode()
+    assert response.status_code == 403 and "CSRF" in body
+    assert "content-security-policy" in {k.lower() for k in response.headers}
+    assert not re.search(r"<style|\sstyle\s*=", body, re.IGNORECASE)
+
+
 # -- HEAD ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", ["/", "/sims/", "/sim/new", "/sim/demo/", "/sim/demo/status.json"])
 async def test_head_answers_as_get(running_host, path):
