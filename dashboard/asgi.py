@@ -37,6 +37,10 @@ def _start_with_daphne() -> None:
         return
     from twisted.internet import reactor
 
+    from dashboard.serve import redact_access_logs
+
+    redact_access_logs()  # a plain `daphne dashboard.asgi:application` never logs the token either
+
     def start() -> None:
         from dashboard.host import ensure_started
         from dashboard.instance import DatabaseInUse, claim_database

@@ -380,10 +380,18 @@ def _raw(port: int, request: bytes) -> bytes:
     return data
 
 
-def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path):
-    """The real server (`python -m dashboard.serve`, as ./scripts/run starts it): a token in the
-    query, in a kubeconfig's path (also where Django logs a 404), in an Authorization header and in
-    a websocket's query never reaches its output. HEAD answers as GET, without a body."""
+@pytest.mark.parametrize(
+    "server",
+    [
+        [sys.executable, "-m", "dashboard.serve"],  # as ./scripts/run starts it
+        [str(pathlib.Path(sys.executable).parent / "daphne")],  # plain Daphne, as people also do
+    ],
+    ids=["dashboard.serve", "daphne"],
+)
+def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
+    """The real server: a token in the query, in a kubeconfig's path (also where Django logs a
+    404), in an Authorization header and in a websocket's query never reaches its output. HEAD
+    answers as GET, without a body."""
     import time
 
     import requests
@@ -404,7 +412,7 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path):
     )
     out = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+        [*server, "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
         cwd=ROOT,
         env=env,
         stdout=out,
