@@ -53,7 +53,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
 from controlplane.apiserver import ApiError, Request, bad_request
-from controlplane.apiserver.errors import resource_expired
+from controlplane.apiserver.errors import resource_expired, too_many_requests
 from controlplane.apiserver.resources import ResourceInfo, lookup
 from controlplane.apiserver.server import selection_predicate
 from controlplane.simulation import request_of
@@ -68,6 +68,7 @@ WATCH_LEASE = 90.0  # seconds a watcher lives without a renewal from its HTTP si
 WATCH_MESSAGE_BYTES = 64 * 1024  # event lines joined into one channel message, at most (one line may exceed it)
 WATCH_BACKLOG_BYTES = 2 * 1024 * 1024  # per watcher, lines waiting for room in its full channel, at most
 MAX_VIEWER_WATCHES = 4  # watches one websocket viewer may hold at once
+MAX_WATCHERS = 1000  # watches of one simulation at once, from every door (each may hold ~8 MiB)
 WATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 READER = "kubectl"  # the client name of unrecorded reads (never logged)
 
@@ -370,6 +371,9 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
         others = sum(1 for k, w in hub.watchers.items() if w.viewer == viewer and k != key)
         if others >= MAX_VIEWER_WATCHES:
             raise CommandError(f"a viewer may hold at most {MAX_VIEWER_WATCHES} watches: end one (k8s_unwatch) first")
+    if key not in hub.watchers and len(hub.watchers) >= MAX_WATCHERS:
+        busy = too_many_requests(f"this simulation serves {MAX_WATCHERS} watches already: try again later")
+        return _status_answer(busy)
     try:
         info = lookup(str(cmd.get("resource")))
         namespace = _text(cmd, "namespace") if info.namespaced else None

@@ -116,3 +116,21 @@ async def test_deeply_nested_json_gets_the_error_reply_and_the_connection_stays(
         assert (await command(comm, {"op": "status"}, msg_id=5))["ok"]  # still open, still answering
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING or r.exc_info]
     await comm.disconnect()
+
+
+async def test_a_simulation_serves_a_bounded_number_of_watches_then_too_many_requests(running_host, monkeypatch):
+    while "demo" not in running_host.sims:
+        await asyncio.sleep(0.01)
+    monkeypatch.setattr(k8s_ops, "MAX_WATCHERS", 2)
+    layer = get_channel_layer()
+    channels = [await layer.new_channel() for _ in range(3)]
+    watch = {"op": "k8s_watch", "resource": "pods", "namespace": "default"}
+    for channel in channels[:2]:
+        assert "lines" in await host_request("demo", {**watch, "channel": channel}, control=True)
+    refused = await host_request("demo", {**watch, "channel": channels[2]}, control=True)
+    status = json.loads(refused["body"])
+    assert refused["code"] == 429 and status["reason"] == "TooManyRequests"
+    assert "2 watches" in status["message"]
+    # A watch that ends frees its place.
+    await host_request("demo", {"op": "k8s_unwatch", "channel": channels[0]}, control=True)
+    assert "lines" in await host_request("demo", {**watch, "channel": channels[2]}, control=True)
