@@ -141,7 +141,9 @@ if os.environ.get("CTRLSCOPE_REDIS_URL"):
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [os.environ["CTRLSCOPE_REDIS_URL"]],
+                # A read timeout above the layer's 5 s blocking pop: redis-py's default (5 s)
+                # made every idle receive end in a TimeoutError.
+                "hosts": [{"address": os.environ["CTRLSCOPE_REDIS_URL"], "socket_timeout": 15}],
                 "prefix": os.environ.get("CTRLSCOPE_REDIS_PREFIX", "ctrlscope"),
                 "capacity": 200,
                 "expiry": 30,

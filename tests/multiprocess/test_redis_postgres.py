@@ -38,6 +38,9 @@ def get(url: str) -> bytes:
         return response.read()
 
 
+LOGS: list[pathlib.Path] = []  # the processes' outputs
+
+
 @pytest.fixture(scope="module")
 def two_processes(tmp_path_factory):
     state = tmp_path_factory.mktemp("multiprocess")
@@ -60,6 +63,7 @@ def two_processes(tmp_path_factory):
     for name, start in (("a", "demo"), ("b", "")):
         port = free_port()
         log = open(state / f"{name}.log", "wb")  # noqa: SIM115 - closed at teardown
+        LOGS.append(state / f"{name}.log")
         procs.append((subprocess.Popen([daphne, "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
                                        cwd=ROOT, env={**env, "CTRLSCOPE_START": start}, stdout=log,
                                        stderr=subprocess.STDOUT), log))
@@ -140,3 +144,16 @@ def test_big_reads_at_process_b_come_from_a_in_parts_through_redis(two_processes
     with urllib.request.urlopen(request, timeout=10) as response:
         pods = json.loads(response.read())
     assert pods["kind"] == "PodList" and len(pods["items"]) <= 2
+
+
+def test_an_idle_host_keeps_listening_through_redis_without_errors(two_processes):
+    """The layer's blocking pop waits 5 s; redis-py's default read timeout was 5 s as well, so
+    every idle receive ended in a TimeoutError (and, before the listener retried, the host
+    stopped answering)."""
+    _, b = two_processes
+    time.sleep(12)  # two idle pops and more
+    status = json.loads(get(b + "/sim/demo/status.json"))
+    assert status["id"] == "demo"
+    for log in LOGS:
+        text = log.read_text()
+        assert "failed; listening again" not in text and "Traceback" not in text, text[-3000:]
