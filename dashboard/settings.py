@@ -82,11 +82,12 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "dashboard.access.TokenMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # After the middlewares that mark answers: its redirect and 403 carry their headers too.
+    "dashboard.access.TokenMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 

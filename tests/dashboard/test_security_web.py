@@ -303,12 +303,14 @@ def test_the_token_link_sets_strict_cookies_and_still_grants_control(running_hos
     client = Client()
     answer = client.get(f"/sim/demo/?token={TOKEN}&follow=1")
     assert answer.status_code == 302 and answer["Location"] == "/sim/demo/?follow=1"
+    assert answer["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in answer["Content-Security-Policy"]
     assert client.cookies["sessionid"]["samesite"] == "Strict"
     page = client.get("/sim/demo/")
     assert b'data-control="1"' in page.content
     assert client.cookies["csrftoken"]["samesite"] == "Strict"
     wrong = Client().get("/sim/demo/?token=%3Cscript%3Ealert(1)%3C/script%3E")
     assert wrong.status_code == 403 and b"<script>alert" not in wrong.content
+    assert wrong["X-Frame-Options"] == "DENY"
 
 
 # -- a weak token is refused at start ----------------------------------------------------------------------
