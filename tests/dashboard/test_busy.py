@@ -24,17 +24,21 @@ pytestmark = pytest.mark.django_db(transaction=True)
 AUTH = [(b"authorization", f"Bearer {TOKEN}".encode())]
 
 
-@pytest.fixture
-def full_command_channel(running_host, monkeypatch):
-    layer = get_channel_layer()
-    send = layer.send
+def refusing(send):
+    """The layer's `send`, except that the demo's command channel is full."""
 
     async def refusing_send(channel, message):
         if channel == command_channel("demo"):
             raise ChannelFull()
         return await send(channel, message)
 
-    monkeypatch.setattr(layer, "send", refusing_send)
+    return refusing_send
+
+
+@pytest.fixture
+def full_command_channel(running_host, monkeypatch):
+    layer = get_channel_layer()
+    monkeypatch.setattr(layer, "send", refusing(layer.send))
     return layer
 
 
@@ -64,13 +68,7 @@ async def test_a_websocket_command_to_a_full_command_channel_gets_an_error_and_t
     await receive(comm, "hello")
     layer = get_channel_layer()
     send = layer.send
-
-    async def refusing_send(channel, message):
-        if channel == command_channel("demo"):
-            raise ChannelFull()
-        return await send(channel, message)
-
-    layer.send = refusing_send
+    layer.send = refusing(send)
     try:
         await comm.send_to(text_data=json.dumps({"type": "cmd", "id": 7, "cmd": {"op": "pause"}}))
         error = await receive(comm, "error")
