@@ -97,9 +97,12 @@ def same_origin(scope: dict[str, Any]) -> bool:
     and gets only what its cookie or `?token=` grants -- as Jupyter's `check_origin` does."""
     headers: dict[bytes, bytes] = {}
     for name, value in scope.get("headers", ()):
-        if name.lower() in headers:  # two Host or Origin headers: refuse rather than guess
+        name = name.lower()
+        if name not in (b"host", b"origin"):
+            continue
+        if name in headers:  # two Host or Origin headers: refuse rather than guess
             return False
-        headers[name.lower()] = value
+        headers[name] = value
     scheme = "https" if scope.get("scheme") in ("wss", "https") else "http"
     host_header = headers.get(b"host")
     if host_header is None:
