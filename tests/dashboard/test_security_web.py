@@ -266,6 +266,8 @@ def test_a_secure_websocket_needs_an_https_origin(settings):
     assert not same_origin({**ipv6, "headers": [(b"host", b"[::1]:8000"), (b"origin", b"http://[::1]:8001")]})
     two = {"type": "websocket", "headers": [(b"host", HOST), (b"origin", SELF), (b"origin", b"null")]}
     assert not same_origin(two)
+    cookies = [(b"host", HOST), (b"cookie", b"a=1"), (b"origin", SELF), (b"cookie", b"b=2")]
+    assert same_origin({"type": "websocket", "headers": cookies})  # other headers may repeat
 
 
 # -- the session is bound to the token -------------------------------------------------------------------
