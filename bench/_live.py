@@ -71,9 +71,11 @@ def live_server(start_file: pathlib.Path) -> Iterator[str]:
     subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True,
                    capture_output=True)
     log = open(state / "daphne.log", "wb")  # noqa: SIM115
-    # The project's server (Daphne with an access log that never shows the token).
-    proc = subprocess.Popen([sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(port),
-                             "dashboard.asgi:application"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    # The project's server (Daphne with an access log that never shows the token); plain Daphne
+    # for an older checkout (--root) that has none.
+    serve = ["-m", "dashboard.serve"] if (ROOT / "dashboard" / "serve.py").exists() else ["-m", "daphne"]
+    proc = subprocess.Popen([sys.executable, *serve, "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
