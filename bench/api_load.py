@@ -203,9 +203,10 @@ def read_share() -> float | None:
 
 def server_pid() -> int:
     for child in psutil.Process().children(recursive=True):
-        if "daphne" in " ".join(child.cmdline()):
+        command = " ".join(child.cmdline())
+        if "daphne" in command or "dashboard.serve" in command:
             return child.pid
-    raise RuntimeError("no daphne child process")
+    raise RuntimeError("no server child process (daphne or dashboard.serve)")
 
 
 async def main() -> None:

@@ -286,6 +286,7 @@ class Host:
                 if waiting[str(reply_to)] <= 0:
                     del waiting[str(reply_to)]
             await pacer.pause()
+            await pacer.settle()
 
     def _count_work(self, seconds: float) -> None:
         self.work += seconds

@@ -14,8 +14,9 @@ Guarantees
   them), then sent part by part, never more than `AHEAD` messages ahead of the requester in
   this process. No message holds a Python object tree (the in-memory channel layer deep-copies
   every message).
-* **A fair share.** The host's reads get at most `READ_SHARE` of the event loop's time: after
-  every `SLICE` of work on them, the reader sleeps in proportion (`Pacer`), so the simulations'
+* **A fair share.** The host's reads get at most `READ_SHARE` of the event loop's time while
+  anything else wants it: after every `SLICE` of work on them, the reader hands the loop to the
+  others for as long again, while they use it (`Pacer`), so the simulations'
   driving tasks, frames, commands and other requests run in between. Reads wait in the host's
   own queue (at most `MAX_QUEUED`, and `MAX_QUEUED_EACH` from one requester: a websocket
   viewer asks without a gate; beyond, an immediate "busy" answer); commands, status and the
@@ -44,7 +45,9 @@ Obj = dict[str, Any]
 CHUNK = 256 * 1024  # characters of an answer per channel message
 AHEAD = 8  # messages the host may be ahead of a requester in this process (2 MiB)
 SLICE = 0.005  # seconds of serialising between two chances for the loop to run something else
-READ_SHARE = 0.5  # of the event loop's time, at most, for the host's expensive reads
+READ_SHARE = 0.5  # of the event loop's time, at most, for the host's expensive reads (while others want it)
+IDLE_ROUND = 0.0002  # seconds: a round of the loop this short found nobody else ready
+LONG_DEBT = 0.05  # seconds: a debt this large after a read (a frame's interval) is slept off
 SEND_WAIT = 10.0  # seconds the host waits for room in a reply channel before giving up on it
 ABANDONED_FOR = 120.0  # seconds an abandoned reply channel is remembered
 MAX_QUEUED = 256  # expensive reads waiting in one simulation's host queue (from all processes) ...
@@ -169,12 +172,21 @@ async def receive(layer: Any, channel: str, timeout: float) -> Obj:
 
 # -- the host's side -------------------------------------------------------------------------------------
 class Pacer:
-    """Keeps the host's reads to `READ_SHARE` of the loop: `pause()` sleeps in proportion to
-    the work done since the last pause, and reports that work to `account` (the host's total)."""
+    """Keeps the host's reads to `READ_SHARE` of the loop while anything else wants it.
+
+    Every slice of reads' work owes the others (1 / READ_SHARE - 1) times as long (`debt`).
+    `pause()` pays it in rounds of the loop -- every other ready task runs once a round -- for as
+    long as they keep it busy; a round that finds nobody else ready (the simulation waits for its
+    next timer, no frame is due, no request is in) ends the payment, so a read alone on an idle
+    server is not slowed down. `settle()`, after each read, pays a debt left by long
+    uninterrupted work (building a big report is one step) by sleeping it off: the next long step
+    waits, and timers that fell due meanwhile (frames, a 1x simulation) get their turn. The work
+    is reported to `account` (the host's total)."""
 
     def __init__(self, account: Any = None) -> None:
         self.account = account
         self.since = time.monotonic()
+        self.debt = 0.0  # seconds of loop time the reads owe the others
 
     def start(self) -> None:
         self.since = time.monotonic()
@@ -186,7 +198,21 @@ class Pacer:
         work = time.monotonic() - self.since
         if self.account is not None:
             self.account(work)
-        await asyncio.sleep(work * (1.0 / READ_SHARE - 1.0))
+        self.debt += work * (1.0 / READ_SHARE - 1.0)
+        while self.debt > 0:
+            before = time.monotonic()
+            await asyncio.sleep(0)  # one round of every other ready callback
+            took = time.monotonic() - before
+            self.debt -= took
+            if took < IDLE_ROUND:
+                break  # nobody else wanted the loop
+        self.debt = max(0.0, self.debt)  # a round that ran over is not banked
+        self.since = time.monotonic()
+
+    async def settle(self) -> None:
+        if self.debt >= LONG_DEBT:
+            await asyncio.sleep(self.debt)
+        self.debt = 0.0
         self.since = time.monotonic()
 
 

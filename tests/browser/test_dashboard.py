@@ -122,12 +122,18 @@ def test_manual_workers_sync_one_key_and_the_inspector_narrates_it(page: Page, l
     stop(page, live_server_url, sim)
 
 
+def tile_of(page: Page, key: str) -> dict:
+    """Where the pod's tile is drawn: the model may hold a pod whose tile the next animation frame
+    lays out, so wait for it."""
+    return page.wait_for_function("k => window.CtrlscopePods.tileOf(k)", arg=key, timeout=5000).json_value()
+
+
 def test_crash_then_fail_a_pod_from_its_tile(page: Page, live_server_url: str, errors):
     sim = start(page, live_server_url)
     run_to(page, 5)
     web = sorted(k for k, v in pod_states(page).items() if k.startswith("default/web-"))
     assert len(web) == 4
-    tile = page.evaluate("k => window.CtrlscopePods.tileOf(k)", web[0])
+    tile = tile_of(page, web[0])
     page.locator("#pods-canvas").click(position={"x": tile["x"], "y": tile["y"]})
     expect(page.locator("#pod-detail")).to_contain_text(web[0])
     page.locator("#pod-detail button", has_text="crash").click()
@@ -148,7 +154,7 @@ def test_kill_three_selected_pods_and_see_replacements(page: Page, live_server_u
     run_to(page, 5)
     web = sorted(k for k in pod_states(page) if k.startswith("default/web-"))[:3]
     for key in web:
-        tile = page.evaluate("k => window.CtrlscopePods.tileOf(k)", key)
+        tile = tile_of(page, key)
         page.locator("#pods-canvas").click(position={"x": tile["x"], "y": tile["y"]}, modifiers=["Shift"])
     expect(page.locator("#selection-count")).to_have_text("3 selected")
     shot(page, "dashboard-selection")

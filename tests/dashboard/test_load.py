@@ -247,3 +247,54 @@ async def test_one_requester_queues_at_most_two_expensive_reads(running_host):
     assert sorted(bool(r["ok"]) for r in results) == [False, False, False, True, True], results
     assert all("too many" in r["error"] for r in results if not r["ok"])
     assert (await request("demo", {"op": "report"}))["ok"]  # counted out: the next one is served
+
+
+async def test_the_pacer_hands_the_loop_over_while_others_use_it_and_takes_it_back_when_idle(monkeypatch):
+    """On a fake clock: after 5 ms of reads, a busy task (2 ms a turn) gets turns until it had as
+    long (READ_SHARE 0.5); with nobody else ready, the reads go on after one empty round, and
+    after the read a small debt is forgiven while a long step's (a big report) is slept off."""
+    from dashboard.host import reads  # (not in the code before the limits)
+
+    clock = [0.0]
+    slept = []
+
+    async def sleep(seconds):
+        if seconds:
+            slept.append(seconds)
+        await real_sleep(0)
+
+    real_sleep = asyncio.sleep
+    monkeypatch.setattr(reads.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(reads.asyncio, "sleep", sleep)
+    pacer = reads.Pacer()
+    turns = 0
+    busy = True
+
+    async def busy_task():
+        nonlocal turns
+        while busy:
+            turns += 1
+            clock[0] += 0.002
+            await real_sleep(0)
+
+    other = asyncio.create_task(busy_task())
+    await real_sleep(0)  # it starts
+    pacer.start()
+    clock[0] += 0.005  # the reads' work
+    turns, started = 0, clock[0]
+    await pacer.pause()
+    assert turns == 3 and clock[0] - started >= 0.005  # 2 + 2 + 2 ms >= the reads' 5 ms
+    busy = False
+    await other
+
+    clock[0] += 0.005
+    before = clock[0]
+    await pacer.pause()  # nobody else is ready: one empty round, no time handed away
+    assert clock[0] == before and pacer.debt == pytest.approx(0.005)
+    await pacer.settle()  # a small debt: forgiven
+    assert slept == [] and pacer.debt == 0
+
+    clock[0] += 0.4  # building a big report: one long step
+    await pacer.pause()
+    await pacer.settle()
+    assert slept == [pytest.approx(0.4)] and pacer.debt == 0
