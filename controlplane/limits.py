@@ -15,7 +15,7 @@ Guarantees
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 MAX_INT32: Final = 2**31 - 1
 MAX_INT64: Final = 2**63 - 1
@@ -53,6 +53,21 @@ MAX_REQUEST_BYTES: Final = 3 * 1024 * 1024
 """kube-apiserver's maxRequestBodyBytes: a larger body is refused with 413."""
 MAX_OBJECT_DEPTH: Final = MAX_YAML_DEPTH
 """Nesting of an API body (the YAML limit, for bodies that arrive as Python or JSON data)."""
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_OBJECT_DEPTH) -> bool:
+    """Whether JSON-like data nests deeper than `limit` levels (the value itself is level 1, an
+    item of a list or mapping one more), counted without recursion."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
+from controlplane.apiserver.errors import resource_expired as resource_expired
+from controlplane.apiserver.errors import too_many_requests as too_many_requests
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -36,6 +38,9 @@ from controlplane.history import RunHistory
 from controlplane.kernel import Kernel, Task
 from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
+from controlplane.limits import MAX_OBJECT_DEPTH as MAX_OBJECT_DEPTH
+from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
+from controlplane.limits import nested_deeper_than as nested_deeper_than
 from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
     REPLICA_SET,

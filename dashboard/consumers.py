@@ -29,7 +29,7 @@ from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from controlplane.limits import MAX_OBJECT_DEPTH
+from controlplane.simulation import MAX_OBJECT_DEPTH, nested_deeper_than
 from dashboard.access import scope_can_control
 from dashboard.host import command_channel, viewers_group
 
@@ -157,7 +157,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         except ValueError:
             await self.send_json({"type": "error", "error": "messages must be JSON objects"})
             return
-        if message is _TOO_DEEP or _too_deep(message):
+        if message is _TOO_DEEP or nested_deeper_than(message):
             await self.send_json({"type": "error", "error": f"messages must nest at most {MAX_OBJECT_DEPTH} levels"})
             return
         kind = message.get("type") if isinstance(message, dict) else None
@@ -211,18 +211,6 @@ class SimulationConsumer(AsyncWebsocketConsumer):
 
 
 _TOO_DEEP = object()
-
-
-def _too_deep(value: Any) -> bool:
-    """Nested deeper than MAX_OBJECT_DEPTH (counted without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth > MAX_OBJECT_DEPTH:
-                return True
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return False
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):

@@ -53,10 +53,9 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
 from controlplane.apiserver import ApiError, Request, bad_request
-from controlplane.apiserver.errors import resource_expired, too_many_requests
 from controlplane.apiserver.resources import ResourceInfo, lookup
 from controlplane.apiserver.server import selection_predicate
-from controlplane.simulation import request_of
+from controlplane.simulation import request_of, resource_expired, too_many_requests
 from dashboard.host.hosted import CommandError, HostedSimulation
 from dashboard.host.keyindex import KeyIndex, key_of
 from dashboard.k8s import tables

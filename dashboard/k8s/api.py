@@ -36,7 +36,7 @@ from channels.layers import get_channel_layer
 
 from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
-from controlplane.limits import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES
+from controlplane.simulation import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES, nested_deeper_than
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
 from dashboard.k8s import discovery
@@ -595,7 +595,8 @@ def _decode(raw: bytes, *, yaml_ok: bool) -> Any:
         if not yaml_ok:
             raise Failure(400, "BadRequest", f"the body of the request was in an unknown format: {exc}") from None
     else:
-        _check_depth(value)
+        if nested_deeper_than(value):
+            raise Failure(400, "BadRequest", TOO_DEEP)
         return value
     try:
         # Within limits and iteratively: libyaml's composer recurses in C (deep nesting crashes
@@ -610,19 +611,6 @@ TOO_DEEP = f"the body of the request is nested deeper than {MAX_OBJECT_DEPTH} le
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
-
-
-def _check_depth(value: Any) -> None:
-    """Refuse JSON nested deeper than the API server takes (checked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_OBJECT_DEPTH:
-            raise Failure(400, "BadRequest", TOO_DEEP)
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
 
 
 LOST_WATCHER = "the watch was ended by the server; list again and watch from the list's resourceVersion"
