@@ -190,6 +190,7 @@ async def _ask(sim_id: str, cmd: dict[str, Any], control: bool = False) -> dict[
 
 
 @require_safe
+@_answers_busy
 async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The session as a scenario file: replays headless to the same report."""
     await _record(sim_id)
@@ -200,6 +201,7 @@ async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
 
 
 @require_safe
+@_answers_busy
 async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The headless runner's report for the session as it is now."""
     await _record(sim_id)
@@ -207,14 +209,10 @@ async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
 
 
 async def _streamed(request: HttpRequest, sim_id: str, cmd: dict[str, Any], content_type: str) -> HttpResponseBase:
-    """A big answer of the host, streamed as it is serialised (`host.request_stream`); 429
-    with Retry-After when this process serves too many already."""
+    """A big answer of the host, streamed as it is serialised (`host.request_stream`). Raises
+    `host.Busy` when this process serves too many already (`_answers_busy` answers it)."""
     try:
         answer = await host.request_stream(sim_id, cmd)
-    except host.Busy as busy:
-        refused = await sync_to_async(_error)(request, 429, str(busy))
-        refused["Retry-After"] = str(busy.retry_after)
-        return refused
     except LookupError as exc:
         raise Http404(str(exc)) from None
     if not answer.head.get("ok"):
