@@ -1,6 +1,7 @@
 """One server per SQLite file: a second server refuses to start instead of deleting the first
 one's registry rows; a server killed with -9 leaves nothing that blocks the next."""
 
+import contextlib
 import os
 import pathlib
 import signal
@@ -38,26 +39,40 @@ def env(tmp_path):
     return env
 
 
-def _daphne(env, port: int) -> subprocess.Popen:
+def _daphne(env, port: int, log=None) -> subprocess.Popen:
+    """A server process: its output into `log` (an open file), or piped when none is given."""
     bindir = pathlib.Path(sys.executable).parent
+    piped = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    outputs = {"stdout": log, "stderr": subprocess.STDOUT} if log else piped
     return subprocess.Popen(
         [str(bindir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=ROOT, env=env, **outputs,
     )
 
 
-def _wait_for_demo(proc, port: int, db: str) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+@contextlib.contextmanager
+def _serving(env, log: pathlib.Path, end: int = signal.SIGTERM):
+    """A server on a free port, once it lists its demo; ended with `end` afterwards."""
+    port = _port()
+    with open(log, "wb") as out:
+        proc = _daphne(env, port, out)
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
-            if _rows(db):
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("the server did not start its demo")
+            deadline = time.monotonic() + 30
+            while not _serves_demo(port, env["CTRLSCOPE_DB_PATH"]):
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.2)
+            yield port
+        finally:
+            proc.send_signal(end)
+            proc.wait(timeout=10)
+
+
+def _serves_demo(port: int, db: str) -> bool:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+    except OSError:
+        return False
+    return bool(_rows(db))
 
 
 def _rows(db: str) -> list[tuple[str, str]]:
@@ -65,12 +80,9 @@ def _rows(db: str) -> list[tuple[str, str]]:
         return conn.execute("SELECT id, host FROM dashboard_simulationrecord").fetchall()
 
 
-def test_a_second_server_on_the_same_sqlite_file_refuses_to_start_and_deletes_nothing(env):
+def test_a_second_server_on_the_same_sqlite_file_refuses_to_start_and_deletes_nothing(env, tmp_path):
     db = env["CTRLSCOPE_DB_PATH"]
-    first_port = _port()
-    first = _daphne(env, first_port)
-    try:
-        _wait_for_demo(first, first_port, db)
+    with _serving(env, tmp_path / "first.log", end=signal.SIGKILL) as first_port:
         before = _rows(db)
         second = _daphne(env, _port())
         try:
@@ -86,27 +98,13 @@ def test_a_second_server_on_the_same_sqlite_file_refuses_to_start_and_deletes_no
         assert _rows(db) == before  # the first server's simulations are still listed
         with urllib.request.urlopen(f"http://127.0.0.1:{first_port}/sim/demo/status.json", timeout=5) as r:
             assert r.status == 200  # and it still serves them
-    finally:
-        first.kill()
-        first.wait(timeout=10)
 
 
-def test_after_kill_9_the_next_server_starts_on_the_same_file(env):
-    db = env["CTRLSCOPE_DB_PATH"]
-    port = _port()
-    first = _daphne(env, port)
-    try:
-        _wait_for_demo(first, port, db)
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait(timeout=10)
-    port = _port()
-    again = _daphne(env, port)
-    try:
-        _wait_for_demo(again, port, db)
-    finally:
-        again.terminate()
-        again.wait(timeout=10)
+def test_after_kill_9_the_next_server_starts_on_the_same_file(env, tmp_path):
+    with _serving(env, tmp_path / "first.log", end=signal.SIGKILL):
+        pass
+    with _serving(env, tmp_path / "again.log"):
+        pass
 
 
 def test_postgres_without_a_shared_channel_layer_is_one_server_at_a_time():
