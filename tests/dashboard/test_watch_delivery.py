@@ -118,7 +118,10 @@ async def test_a_publish_waits_for_one_round_not_for_every_later_publish(monkeyp
         assert _rvs(await _drain(layer, channel)) == expected
 
 
-async def test_a_full_channel_delays_events_and_never_drops_them(monkeypatch):
+async def _slow_reader(monkeypatch, steps: int):
+    """A pod watcher whose channel holds 2 messages and who reads only every 10 steps of churn
+    (each step published): the simulation, its revision before, the layer, the channel and what
+    the reader got."""
     layer = InMemoryChannelLayer(capacity=2)
     monkeypatch.setattr(k8s_ops, "get_channel_layer", lambda: layer)
     hosted = _hosted()
@@ -126,11 +129,16 @@ async def test_a_full_channel_delays_events_and_never_drops_them(monkeypatch):
     channel = await layer.new_channel()
     k8s_ops.READS["k8s_watch"](hosted, {"channel": channel, "resource": "pods"})
     received: list[dict] = []
-    for step in range(1, 21):
+    for step in range(1, steps + 1):
         _churn(hosted, step, 0.5)
         await k8s_ops.publish(hosted)  # the reader does not read: its channel fills up
         if step % 10 == 0:
             received += await _drain(layer, channel)
+    return hosted, start, layer, channel, received
+
+
+async def test_a_full_channel_delays_events_and_never_drops_them(monkeypatch):
+    hosted, start, layer, channel, received = await _slow_reader(monkeypatch, 20)
     while True:  # the reader reads on; each publish (nothing new) sends more of what waited
         await k8s_ops.publish(hosted)
         more = await _drain(layer, channel)
@@ -142,19 +150,8 @@ async def test_a_full_channel_delays_events_and_never_drops_them(monkeypatch):
 
 
 async def test_a_watcher_too_far_behind_gets_410_expired_then_the_end(monkeypatch):
-    layer = InMemoryChannelLayer(capacity=2)
-    monkeypatch.setattr(k8s_ops, "get_channel_layer", lambda: layer)
     monkeypatch.setattr(k8s_ops, "WATCH_BACKLOG_BYTES", 1000, raising=False)
-    hosted = _hosted()
-    start = hosted.sim.server.revision
-    channel = await layer.new_channel()
-    k8s_ops.READS["k8s_watch"](hosted, {"channel": channel, "resource": "pods"})
-    received: list[dict] = []
-    for step in range(1, 41):
-        _churn(hosted, step, 0.5)
-        await k8s_ops.publish(hosted)
-        if step % 10 == 0:
-            received += await _drain(layer, channel)
+    hosted, start, layer, channel, received = await _slow_reader(monkeypatch, 40)
     received += await _drain(layer, channel)
     last = received[-1]
     assert last["end"] and last["error"]
