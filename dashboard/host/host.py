@@ -259,8 +259,8 @@ class Host:
     async def _read(
         self, hosted: HostedSimulation, queue: asyncio.Queue[Obj], waiting: collections.Counter[str]
     ) -> None:
-        """The expensive reads, one at a time, at most `reads.READ_SHARE` of the loop's time:
-        after each slice of work the reader sleeps in proportion (`reads.Pacer`)."""
+        """The expensive reads, one at a time, at most `reads.READ_SHARE` of the loop's time
+        while anything else wants it (`reads.Pacer`)."""
         layer = get_channel_layer()
         pacer = reads.Pacer(self._count_work)
         big = False
@@ -292,8 +292,8 @@ class Host:
         self.work += seconds
 
     async def _stream(self, layer: Any, hosted: HostedSimulation, message: Obj, pacer: reads.Pacer) -> None:
-        """Answer a read as text in parts: the answer is built at once (an atomic snapshot),
-        then serialised and sent part by part (`reads.stream`)."""
+        """Answer a read as text in parts: the answer's text is made at once (an atomic
+        snapshot), then sent part by part (`reads.stream`)."""
         cmd: Obj = message["cmd"]
         op = cmd["op"]
         head: Obj = {"ok": True}
@@ -525,13 +525,7 @@ async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: floa
     Raises LookupError when nobody answers within `timeout` seconds."""
     layer = get_channel_layer()
     reply_to = await layer.new_channel()
-    try:
-        await layer.send(
-            command_channel(sim_id),
-            {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": control, "viewer": None},
-        )
-    except ChannelFull:  # the simulation's command channel holds as many as it takes
-        raise reads.Busy("commands", 1) from None
+    await _send_command(layer, sim_id, cmd, reply_to, control)
     try:
         message = await asyncio.wait_for(layer.receive(reply_to), timeout)
     except TimeoutError:
@@ -567,18 +561,12 @@ async def request_stream(sim_id: str, cmd: Obj, *, control: bool = False, timeou
         done = True
 
     try:
-        await layer.send(
-            command_channel(sim_id),
-            {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": control, "viewer": None,
-             "stream": True},
-        )
+        await _send_command(layer, sim_id, cmd, reply_to, control, stream=True)
         message = await reads.receive(layer, reply_to, timeout)
     except BaseException as exc:
         close()
         if isinstance(exc, LookupError):
             raise LookupError(f"simulation {sim_id} did not answer") from None
-        if isinstance(exc, ChannelFull):
-            raise reads.Busy("commands", 1) from None
         raise
     head: Obj = message.get("result", {})
     if not message.get("more"):  # the whole answer in one message: nothing more to wait for
@@ -588,6 +576,16 @@ async def request_stream(sim_id: str, cmd: Obj, *, control: bool = False, timeou
             raise reads.Busy("read", 1)
         return reads.Answer(head, str(message.get("text", "")), False, _nothing())
     return reads.Answer(head, str(message.get("text", "")), True, parts(message), close)
+
+
+async def _send_command(layer: Any, sim_id: str, cmd: Obj, reply_to: str, control: bool, **extra: Any) -> None:
+    """One command of a view or the Kubernetes API to the simulation's channel; `reads.Busy`
+    when that channel holds as many as it takes."""
+    message = {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": control, "viewer": None}
+    try:
+        await layer.send(command_channel(sim_id), {**message, **extra})
+    except ChannelFull:
+        raise reads.Busy("commands", 1) from None
 
 
 async def _nothing() -> AsyncIterator[str]:
