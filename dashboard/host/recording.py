@@ -13,8 +13,9 @@ Guarantees
   never ahead of its own log: after `kill -9` the replay reaches exactly a state the session was in.
 * **Off the event loop, batched.** The loop only notices what changed (O(1) per slice) and
   serialises the new log entries; the writes run in a worker thread, one batch at a time per
-  session, the next batch taking everything that accumulated meanwhile. The time is saved on
-  pause, after every command, and at least every `SAVE_EVERY` seconds while running.
+  session, the next batch taking everything that accumulated meanwhile. A command's action and
+  the time are written at once after every command and on pause; while the session runs, every
+  `SAVE_EVERY` seconds, with the actions its timeline applied meanwhile.
 * **Bounded.** At most `MAX_RECORDINGS` recordings are kept (a new session is refused, with
   what to delete, rather than an old one deleted silently) and at most `MAX_ACTIONS` actions
   per recording (further actions are refused: `HostedSimulation` asks `actions_left`).
@@ -84,18 +85,15 @@ class Recorder:
         self.write_seconds = 0.0  # time spent writing, in the worker thread (docs/time-travel.md)
 
     def note(self, *, force: bool = False) -> None:
-        """After a slice or a command: start a write when actions were applied, when a command
-        ran (`force`), when the run paused, or `SAVE_EVERY` seconds after the last save."""
+        """After a slice or a command: start a write when a command ran (`force`: a user's
+        action is stored before its answer is read), when the run paused or stepped, and while
+        it runs `SAVE_EVERY` seconds after the last save, with every action applied meanwhile
+        (the file's timeline, batched: one transaction a second, not one per action)."""
         sim = self.hosted.sim
         if len(sim.actions) == self.stored and sim.now == self.saved_time:
             if self.hosted.mode == self.saved_mode:
                 return
-        elif (
-            not force
-            and len(sim.actions) == self.stored
-            and self.hosted.mode != "paused"
-            and time.monotonic() - self.saved_wall < SAVE_EVERY
-        ):
+        elif not force and self.hosted.busy and time.monotonic() - self.saved_wall < SAVE_EVERY:
             return
         if self.writing:
             self.again = True
