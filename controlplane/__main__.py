@@ -1,10 +1,10 @@
 """`python -m controlplane run FILE [--seed N] [--until SECONDS]`: run a scenario headless and print
-its JSON report (DESIGN §2.2). An invalid scenario exits 2 with one line on stderr naming the field;
-so does a run that reaches a ceiling (`--max-pods`, `--max-nodes`, `--max-events`, see
-controlplane.limits). A scenario whose checks fail prints one line per failed check on stderr and
-exits 1. `--trace FILE` / `--perfetto FILE` stream the run's trace to a file (docs/scenarios.md).
-No input prints a traceback: an unexpected exception is one line too (exit 1,
-`CTRLSCOPE_TRACEBACK=1` shows it).
+its JSON report (DESIGN §2.2); FILE `-` reads the scenario from stdin. An invalid scenario exits 2
+with one line on stderr naming the field; so does a run that reaches a ceiling (`--max-pods`,
+`--max-nodes`, `--max-events`, see controlplane.limits). A scenario whose checks fail prints one
+line per failed check on stderr and exits 1. `--trace FILE` / `--perfetto FILE` stream the run's
+trace to a file (docs/scenarios.md). No input prints a traceback: an unexpected exception is one
+line too (exit 1, `CTRLSCOPE_TRACEBACK=1` shows it).
 
 `python -m controlplane test [PATH…] [--junit-xml FILE] [-j N]`: run every scenario file with
 checks under the paths (default: the shipped library) in parallel, print a summary table; exit 1
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m controlplane", description="ctrlscope's headless simulation")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="run a scenario and print its JSON report")
-    run.add_argument("file", help="a scenario file, or the name of a shipped scenario (e.g. demo)")
+    run.add_argument("file", help="a scenario file, the name of a shipped scenario (e.g. demo), or - for stdin")
     run.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     run.add_argument("--until", type=float, default=None, help="virtual seconds to run (default: the file's)")
     run.add_argument("--trace", metavar="FILE", help="write every trace record to FILE as JSON lines")
@@ -82,11 +82,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from controlplane.runner import TraceSink, run
-    from controlplane.scenario import load_file
+    from controlplane.scenario import load_file, load_scenario
     from controlplane.trace_export import JsonLinesTrace, PerfettoTrace
 
     try:
-        scenario = load_file(args.file)
+        scenario = load_scenario(_stdin_text()) if args.file == "-" else load_file(args.file)
     except ScenarioError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
@@ -108,6 +108,18 @@ def _run(args: argparse.Namespace) -> int:
     for failure in result.failures:
         sys.stderr.write(f"FAIL {failure.line()}\n")
     return 1 if result.failures else 0
+
+
+def _stdin_text() -> str:
+    """The scenario of `run -`: at most limits.MAX_SCENARIO_BYTES of UTF-8 from stdin (the
+    dashboard's `report.json?at=T` pipes the session cut at T)."""
+    data = sys.stdin.buffer.read(limits.MAX_SCENARIO_BYTES + 1)
+    if len(data) > limits.MAX_SCENARIO_BYTES:
+        raise ScenarioError(f"-: larger than {limits.MAX_SCENARIO_BYTES // (1024 * 1024)} MiB")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"-: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
 
 
 def _test(args: argparse.Namespace) -> int:

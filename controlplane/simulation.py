@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
@@ -35,7 +36,7 @@ from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
 from controlplane.history import RunHistory
-from controlplane.kernel import Kernel, Task
+from controlplane.kernel import Kernel, Task, vtime
 from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.limits import MAX_OBJECT_DEPTH as MAX_OBJECT_DEPTH
@@ -357,27 +358,44 @@ class Simulation:
         now = self.kernel.now
         self._contained(lambda: self.kernel.run_until(now))
 
-    def export_scenario(self) -> Obj:
-        """This session as scenario data (DESIGN §2.2): the starting objects, the initial config,
-        the seed, every action applied so far with its `at` (in application order), then the
-        file's actions still to come; `until` is now. Call `finish_instant` first: run headless,
-        it then gives the report this simulation gives now, byte for byte."""
-        now = self.kernel.now
-        actions: list[Obj] = [{"at": entry["time"], **copy.deepcopy(entry["action"])} for entry in self.actions]
+    @property
+    def timeline_pending(self) -> list[int]:
+        """Indexes of the scenario's timeline actions not applied yet, in the order they will be."""
         timeline = self.scenario.actions
-        pending = sorted(self._timeline_pending, key=lambda i: (float(timeline[i]["at"]), i))
-        actions += [copy.deepcopy(timeline[i]) for i in pending]
-        description = self.scenario.description
-        note = f"Exported from a ctrlscope session at t={now:.3f} s."
+        return sorted(self._timeline_pending, key=lambda i: (float(timeline[i]["at"]), i))
+
+    def start_data(self) -> Obj:
+        """How this session started, as scenario data: name, description, seed (this run's),
+        the initial config, the starting objects and the file's timeline actions. With the
+        action log and `timeline_pending` it is the whole session (`cut_scenario`)."""
         return {
             "name": self.scenario.name,
-            "description": f"{description} {note}".strip(),
+            "description": self.scenario.description,
             "seed": self.seed,
             "config": copy.deepcopy(self.scenario.config),
             "objects": copy.deepcopy(self.scenario.objects),
-            "actions": actions,
-            "until": now,
+            "actions": copy.deepcopy(self.scenario.actions),
         }
+
+    def export_scenario(self, at: float | None = None) -> Obj:
+        """This session as scenario data (DESIGN §2.2): the starting objects, the initial config,
+        the seed, every action applied so far with its `at` (in application order), then the
+        file's actions still to come; `until` is now. Call `finish_instant` first: run headless,
+        it then gives the report this simulation gives now, byte for byte.
+
+        With `at` (0 <= at <= now, else ValueError naming `at`): the session cut at that virtual
+        time (`cut_scenario`), which run headless to `at` gives the report this session gave
+        at `at` (DESIGN §2.3)."""
+        now = self.kernel.now
+        if at is None:
+            at = now
+        elif isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+            raise ValueError("at: must be a finite number of seconds")
+        elif at < 0:
+            raise ValueError("at: must be >= 0")
+        elif vtime(at) > now:
+            raise ValueError(f"at: must be <= now (t={now:.3f}): the future has not happened yet")
+        return cut_scenario(self.start_data(), self.actions, self.timeline_pending, at)
 
     def _done(self, action: Obj, result: Obj, source: str | None) -> Obj:
         entry = {"time": self.kernel.now, "action": {k: v for k, v in action.items() if k != "at"}, **result}
@@ -776,6 +794,38 @@ class Simulation:
             # replay from its exported scenario file to the identical report.
             "actions": [{k: copy.deepcopy(v) for k, v in entry.items() if k != "source"} for entry in self.actions],
         }
+
+
+def cut_scenario(start: Obj, entries: Sequence[Obj], pending: Iterable[int], at: float) -> Obj:
+    """A recorded session cut at virtual time `at`, as scenario data (DESIGN §2.3).
+
+    `start` is the session's `start_data()`; `entries` its action log (`Simulation.actions`:
+    `time`, `action`, ...) up to some moment L >= `at`; `pending` the indexes of `start`'s timeline
+    actions not applied by L. The cut holds the entries with `time <= at`, as timeline actions at
+    their time and in the order they were applied, then every timeline action of `start` not
+    applied by `at` (those after `at`, and those still pending at L), in the order a run applies
+    them; `until` is `at`. Run headless, it gives the report the session gave at `at`: an
+    applied entry replays at its time, at the end of its instant, as `Simulation.act` applied
+    it. A pure function: nothing is run."""
+    at = vtime(float(at))
+    timeline: list[Obj] = start["actions"]
+    waiting = set(pending)
+    later = [i for i in range(len(timeline)) if i in waiting or float(timeline[i]["at"]) > at]
+    later.sort(key=lambda i: (float(timeline[i]["at"]), i))
+    actions: list[Obj] = [
+        {"at": entry["time"], **copy.deepcopy(entry["action"])} for entry in entries if entry["time"] <= at
+    ]
+    actions += [copy.deepcopy(timeline[i]) for i in later]
+    note = f"Exported from a ctrlscope session at t={at:.3f} s."
+    return {
+        "name": start["name"],
+        "description": f"{start['description']} {note}".strip(),
+        "seed": start["seed"],
+        "config": copy.deepcopy(start["config"]),
+        "objects": copy.deepcopy(start["objects"]),
+        "actions": actions,
+        "until": at,
+    }
 
 
 def request_of(body: Obj) -> Request:

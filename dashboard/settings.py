@@ -113,6 +113,15 @@ DATABASES = {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("CTRLSCOPE_DB_PATH", str(BASE_DIR / "db.sqlite3")),
         "TEST": {"NAME": str(BASE_DIR / "test-db.sqlite3")},
+        # Recordings are written through while sessions run (docs/time-travel.md): WAL lets the
+        # pages read while the host writes, and a commit survives `kill -9` of the server
+        # (synchronous=NORMAL risks only the last commits on a power loss). IMMEDIATE: a writing
+        # transaction takes the write lock at BEGIN, waiting up to `timeout` s, never failing halfway.
+        "OPTIONS": {
+            "init_command": "PRAGMA journal_mode=WAL;PRAGMA synchronous=NORMAL",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        },
     }
 }
 

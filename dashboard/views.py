@@ -1,14 +1,21 @@
 """Pages and the few HTTP endpoints of the dashboard. Views never hold a simulation: they read
-the registry (`SimulationRecord`) and ask the host through the channel layer (`host.request`)."""
+the registry (`SimulationRecord`) and the recordings (`Recording`), and ask the host through the
+channel layer (`host.request`). The past (`?at=T`, stopped sessions) is the recording cut at T;
+its report is run headless in a separate process (`past`), never on the host's event loop."""
 
 from __future__ import annotations
 
 import functools
 import math
+import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import yaml
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
@@ -17,7 +24,8 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from controlplane.scenario import SCENARIO_DIR, ScenarioError, library, load_file, load_scenario
 from dashboard import host
 from dashboard.access import can_control
-from dashboard.models import SimulationRecord
+from dashboard.host import reads, recording
+from dashboard.models import Recording, SimulationRecord
 
 MAX_SCENARIO_BYTES = 1024 * 1024  # an uploaded scenario file
 
@@ -68,6 +76,16 @@ def _alive_records() -> list[SimulationRecord]:
 
 
 @sync_to_async
+def _stopped_recordings() -> list[Recording]:
+    return list(Recording.objects.filter(state=Recording.STOPPED).order_by("-stopped"))
+
+
+@sync_to_async
+def _recording(sim_id: str) -> Recording | None:
+    return Recording.objects.filter(id=sim_id).first()
+
+
+@sync_to_async
 def _record(sim_id: str) -> SimulationRecord:
     try:
         return SimulationRecord.alive().get(id=sim_id)
@@ -76,7 +94,13 @@ def _record(sim_id: str) -> SimulationRecord:
 
 
 def _home(request: HttpRequest, sims: list[SimulationRecord], form: dict[str, Any], status: int = 200) -> HttpResponse:
-    context = {"sims": sims, "scenarios": scenario_library(), "control": can_control(request), "form": form}
+    context = {
+        "sims": sims,
+        "stopped": list(Recording.objects.filter(state=Recording.STOPPED).order_by("-stopped")),
+        "scenarios": scenario_library(),
+        "control": can_control(request),
+        "form": form,
+    }
     return render(request, "dashboard/home.html", context, status=status)
 
 
@@ -87,10 +111,12 @@ async def home(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 async def sim_list(request: HttpRequest) -> HttpResponse:
-    """The running simulations, as the home page's partial (htmx polls it)."""
+    """The running simulations and the stopped sessions' recordings, as the home page's partial
+    (htmx polls it)."""
     sims = await _alive_records()
+    stopped = await _stopped_recordings()
     return await sync_to_async(render)(
-        request, "dashboard/_sim_list.html", {"sims": sims, "control": can_control(request)}
+        request, "dashboard/_sim_list.html", {"sims": sims, "stopped": stopped, "control": can_control(request)}
     )
 
 
@@ -166,19 +192,83 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
 @require_safe
 async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
     record = await _record(sim_id)
-    context = {"record": record, "control": await sync_to_async(can_control)(request), "sim_id": sim_id}
+    context = {
+        "record": record,
+        "recording": await _recording(sim_id),
+        "control": await sync_to_async(can_control)(request),
+        "sim_id": sim_id,
+    }
     return await sync_to_async(render)(request, "dashboard/sim.html", context)
 
 
-@require_POST
+def _confirm(request: HttpRequest, *, title: str, text: str, action: str, button: str) -> HttpResponse:
+    """A confirmation page: one form (POST, CSRF, `confirm=yes`) and a way back; no script."""
+    context = {"title": title, "text": text, "action": action, "button": button, "control": True}
+    return render(request, "dashboard/confirm.html", context)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
 @_answers_busy
 async def sim_stop(request: HttpRequest, sim_id: str) -> HttpResponse:
-    await _record(sim_id)
+    """GET: are you sure? POST with `confirm=yes`: stop the session; its recording is kept
+    (listed as stopped, exportable, re-openable, deletable)."""
+    record = await _record(sim_id)
     if not await sync_to_async(can_control)(request):
         return await sync_to_async(_error)(request, 403, "read-only: open the dashboard with its access token")
+    if request.method != "POST" or request.POST.get("confirm") != "yes":
+        text = (
+            f"Stop {record.name} ({sim_id}) at t={record.virtual_time:.3f}? Its recording is kept: the home page "
+            "lists it as stopped, with its scenario.yaml and report.json, to re-open or delete."
+        )
+        return await sync_to_async(_confirm)(
+            request, title="Stop this simulation?", text=text, action=f"/sim/{sim_id}/stop", button="stop it"
+        )
     result = await _ask(sim_id, {"op": "stop"}, control=True)
     if not result.get("ok"):
         return await sync_to_async(_error)(request, 400, str(result.get("error", "could not stop")))
+    return redirect("home")
+
+
+async def _stopped(request: HttpRequest, sim_id: str) -> Recording | HttpResponse:
+    """The stopped session's recording, or the answer that says why not (403, 404, 409)."""
+    if not await sync_to_async(can_control)(request):
+        return await sync_to_async(_error)(request, 403, "read-only: open the dashboard with its access token")
+    rec = await _recording(sim_id)
+    if rec is None:
+        raise Http404(f"no recording {sim_id}")
+    if rec.state != Recording.STOPPED:
+        return await sync_to_async(_error)(request, 409, f"simulation {sim_id} is running: stop it first")
+    return rec
+
+
+@require_POST
+async def sim_reopen(request: HttpRequest, sim_id: str) -> HttpResponse:
+    """Start a stopped session again from its recording: replayed to its last time, paused."""
+    rec = await _stopped(request, sim_id)
+    if isinstance(rec, HttpResponse):
+        return rec
+    try:
+        await host.get_host().restore_simulation(sim_id, reopened=True)
+    except host.HostError as exc:
+        return await sync_to_async(_error)(request, 400, str(exc))
+    return redirect("sim", sim_id=sim_id)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+async def sim_delete(request: HttpRequest, sim_id: str) -> HttpResponse:
+    """GET: are you sure? POST with `confirm=yes`: delete a stopped session's recording."""
+    rec = await _stopped(request, sim_id)
+    if isinstance(rec, HttpResponse):
+        return rec
+    if request.method != "POST" or request.POST.get("confirm") != "yes":
+        text = (
+            f"Delete the recording of {rec.name} ({sim_id}), stopped at t={rec.virtual_time:.3f} with "
+            f"{rec.actions} actions? It cannot be re-opened or exported afterwards."
+        )
+        return await sync_to_async(_confirm)(
+            request, title="Delete this recording?", text=text, action=f"/sim/{sim_id}/delete", button="delete it"
+        )
+    await sync_to_async(Recording.objects.filter(id=sim_id, state=Recording.STOPPED).delete)()
     return redirect("home")
 
 
@@ -189,23 +279,140 @@ async def _ask(sim_id: str, cmd: dict[str, Any], control: bool = False) -> dict[
         raise Http404(str(exc)) from None
 
 
+AT = re.compile(r"^[0-9]{1,10}(\.[0-9]{0,9})?$")  # seconds, as the page and the docs write them
+PAST_TIMEOUT = 60.0  # seconds a report of the past may take to run headless
+
+
+class BadTime(ValueError):
+    """`?at=` that is not a time of this session's past: the message names `at`."""
+
+
+def _at(request: HttpRequest) -> float | None:
+    """`?at=T`: None when absent; BadTime unless a finite number of seconds >= 0."""
+    raw = request.GET.get("at")
+    if raw is None:
+        return None
+    if raw.startswith("-") and AT.match(raw[1:]):
+        raise BadTime("at: must be >= 0 (a virtual time of this session's past)")
+    if not AT.match(raw):
+        raise BadTime(f"at: must be a number of seconds, like 42.105 (got {raw[:40]!r})")
+    value = float(raw)
+    if not math.isfinite(value):  # not reachable with AT, kept for whoever loosens it
+        raise BadTime("at: must be a finite number of seconds")
+    return value
+
+
+def _status(code: int, reason: str, message: str) -> JsonResponse:
+    """An error of report.json as a Kubernetes Status (as the API answers its errors)."""
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+    return JsonResponse(body, status=code)
+
+
+def _text(code: int, message: str) -> HttpResponse:
+    return HttpResponse(message + "\n", status=code, content_type="text/plain; charset=utf-8")
+
+
+async def _session(sim_id: str) -> SimulationRecord | Recording:
+    """The running session, else its recording (stopped, or waiting to be restored); 404."""
+    try:
+        return await _record(sim_id)
+    except Http404:
+        rec = await _recording(sim_id)
+        if rec is None:
+            raise Http404(f"no simulation {sim_id} is running or recorded") from None
+        return rec
+
+
+async def _cut_text(request: HttpRequest, sim_id: str, session: SimulationRecord | Recording, at: float | None) -> str:
+    """The session (cut at `at`) as scenario YAML: from the host for a running session, from
+    the recording for a stopped one. BadTime when `at` is past its time; `host.Busy`."""
+    if isinstance(session, SimulationRecord):
+        answer = await host.request_stream(sim_id, {"op": "export", "at": at})
+        parts = [part async for part in answer.text()]
+        if not answer.head.get("ok"):
+            raise BadTime(str(answer.head.get("error", "bad request")))
+        return "".join(parts)
+
+    def cut() -> str:
+        try:
+            data = recording.load(sim_id).cut(at)
+        except (ValueError, recording.RecordingError) as exc:
+            raise BadTime(str(exc)) from None
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+    return await sync_to_async(cut, thread_sensitive=False)()
+
+
 @require_safe
 @_answers_busy
 async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
-    """The session as a scenario file: replays headless to the same report."""
-    await _record(sim_id)
-    response = await _streamed(request, sim_id, {"op": "export"}, "application/yaml; charset=utf-8")
+    """The session as a scenario file: replays headless to the same report. `?at=T`: the
+    session cut at T (DESIGN §2.3); a stopped session's from its recording."""
+    try:
+        at = _at(request)
+    except BadTime as exc:
+        return _text(400, str(exc))
+    session = await _session(sim_id)
+    if at is None and isinstance(session, SimulationRecord):
+        response = await _streamed(request, sim_id, {"op": "export"}, "application/yaml; charset=utf-8")
+    else:
+        try:
+            response = HttpResponse(
+                await _cut_text(request, sim_id, session, at), content_type="application/yaml; charset=utf-8"
+            )
+        except BadTime as exc:
+            return _text(400, str(exc))
     if response.status_code == 200:
-        response["Content-Disposition"] = f'attachment; filename="{sim_id}.scenario.yaml"'
+        name = f"{sim_id}.scenario.yaml" if at is None else f"{sim_id}-at-{at:g}.scenario.yaml"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 
 @require_safe
 @_answers_busy
 async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
-    """The headless runner's report for the session as it is now."""
-    await _record(sim_id)
-    return await _streamed(request, sim_id, {"op": "report"}, "application/json")
+    """The headless runner's report for the session as it is now; `?at=T`: as it was at T,
+    `python -m controlplane run <scenario.yaml?at=T> --until T` run in a process of its own
+    (one at a time per server process: `reads.gate`), byte for byte (DESIGN §2.3)."""
+    try:
+        at = _at(request)
+    except BadTime as exc:
+        return _status(400, "BadRequest", str(exc))
+    session = await _session(sim_id)
+    if at is None and isinstance(session, SimulationRecord):
+        return await _streamed(request, sim_id, {"op": "report"}, "application/json")
+    gate = reads.gate("report_at")
+    assert gate is not None
+    await gate.acquire()  # host.Busy (429) when too many wait already
+    try:
+        try:
+            text = await _cut_text(request, sim_id, session, at)
+        except BadTime as exc:
+            return _status(400, "BadRequest", str(exc))
+        until = at if at is not None else session.virtual_time  # (no `at`: a stopped session, at its end)
+        return await sync_to_async(_run_past, thread_sensitive=False)(text, until)
+    finally:
+        gate.release()
+
+
+def _run_past(text: str, until: float) -> HttpResponse:
+    """Run the cut headless in a child process (the live simulations keep the event loop), at
+    most PAST_TIMEOUT seconds."""
+    command = [sys.executable, "-m", "controlplane", "run", "-"]
+    if until > 0:  # (`--until 0` is refused by the runner; the file's own `until` is 0 then)
+        command += ["--until", repr(until)]
+    try:
+        done = subprocess.run(
+            command, input=text.encode(), capture_output=True, timeout=PAST_TIMEOUT, cwd=settings.BASE_DIR, check=False
+        )
+    except subprocess.TimeoutExpired:
+        message = f"the report at t={until:.3f} took longer than {PAST_TIMEOUT:g} s to replay: try an earlier time"
+        return _status(504, "Timeout", message)
+    if done.returncode == 0:
+        return HttpResponse(done.stdout, content_type="application/json")
+    line = (done.stderr.decode(errors="replace").strip().splitlines() or ["the replay failed"])[-1][:500]
+    return _status(500, "InternalError", f"the session could not be replayed to t={until:.3f}: {line}")
 
 
 async def _streamed(request: HttpRequest, sim_id: str, cmd: dict[str, Any], content_type: str) -> HttpResponseBase:

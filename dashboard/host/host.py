@@ -40,7 +40,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from controlplane.gcpolicy import GcHold, simulation_gc
 from controlplane.scenario import Scenario
 from controlplane.simulation import Simulation
-from dashboard.host import k8s_ops, reads
+from dashboard.host import k8s_ops, reads, recording
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class Host:
         self._heartbeat: asyncio.Task[Any] | None = None
         # One GC hold per hosted simulation, from start to stop (controlplane.gcpolicy).
         self._gc_holds: dict[str, GcHold] = {}
+        self._recorders: dict[str, recording.Recorder] = {}  # each hosted session's recording
         # Seconds every driving task of this process spent running slices and building frames:
         # what a task that yielded can subtract to learn what the rest (viewers) cost it.
         self.work = 0.0
@@ -109,8 +110,11 @@ class Host:
         if len(self.sims) >= MAX_SIMULATIONS:
             raise HostError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
         if sim_id is None:
+            stored = await recording.stored_ids()  # a stopped session's id stays its recording's
             base = re.sub(r"[^a-z0-9-]+", "-", (source or "sim").lower()).strip("-")[:40] or "sim"
             sim_id = f"{base}-{secrets.token_hex(3)}"
+            while sim_id in stored or sim_id in self.sims:
+                sim_id = f"{base}-{secrets.token_hex(3)}"
         if not SIM_ID.match(sim_id) or sim_id in self.sims:
             raise HostError(f"simulation id {sim_id!r} is not available")
         sim = Simulation(scenario, seed=seed)
@@ -120,14 +124,55 @@ class Host:
             hosted.command({"op": "step", "what": "to", "t": round(pause_before - 0.001, 3)})
         elif running:
             hosted.command({"op": "run", "speed": 1.0})
+        try:
+            await recording.create_async(hosted, HOST_ID)
+        except recording.RecordingError as exc:
+            raise HostError(str(exc)) from None
+        self._host(hosted, len(sim.actions))
+        await _save_record(hosted)
+        return hosted
+
+    def _host(self, hosted: HostedSimulation, recorded: int) -> None:
+        """Take `hosted` in: its driving and listening tasks, its recorder (`recorded` log
+        entries already stored)."""
+        sim_id = hosted.id
         self.sims[sim_id] = hosted
+        self._recorders[sim_id] = recording.Recorder(hosted, recorded)
         self._gc_holds[sim_id] = simulation_gc()
         self._wake[sim_id] = asyncio.Event()
         self._tasks[sim_id] = [
             _spawn(self._drive(hosted), f"drive {sim_id}"),
             _spawn(self._listen(hosted), f"listen {sim_id}"),
         ]
+
+    async def restore_simulation(self, sim_id: str, *, reopened: bool = False) -> HostedSimulation:
+        """Rebuild a session from its recording (recording.replay), paused at its last saved
+        time, its page saying so; hosted again under its id. HostError when it cannot be."""
+        if len(self.sims) >= MAX_SIMULATIONS:
+            raise HostError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
+        if sim_id in self.sims:
+            raise HostError(f"simulation {sim_id} is running already")
+        started = time.monotonic()
+        try:
+            stored = await recording.load_async(sim_id)
+            rec = stored.recording
+
+            def build(sim: Simulation) -> HostedSimulation:
+                return HostedSimulation(sim_id, sim, name=rec.name, source=rec.source)
+
+            hosted, replayed, diverged = await sync_to_async(recording.replay, thread_sensitive=False)(stored, build)
+        except recording.RecordingError as exc:
+            raise HostError(str(exc)) from None
+        seconds = time.monotonic() - started
+        how = "re-opened from its recording" if reopened else "restored after a restart"
+        note = f"{how} at t={hosted.sim.now:.3f}; replayed {replayed} actions in {seconds:.1f} s"
+        if diverged is not None:
+            note += f"; the replay differs from the recording from action {diverged + 1} on"
+        hosted.restored(note)
+        await recording.rebase_async(hosted, HOST_ID, note)
+        self._host(hosted, len(hosted.sim.actions))
         await _save_record(hosted)
+        log.info("simulation %s %s", sim_id, note)
         return hosted
 
     async def stop_simulation(self, sim_id: str) -> None:
@@ -135,6 +180,10 @@ class Host:
         if hosted is None:
             return
         hosted.stopped = True
+        recorder = self._recorders.pop(sim_id, None)
+        if recorder is not None:
+            await recorder.close()  # what the session did up to its stop, then: stopped, kept
+            await recording.mark_stopped(sim_id)
         hold = self._gc_holds.pop(sim_id, None)
         if hold is not None:
             hold.release()
@@ -167,6 +216,9 @@ class Host:
             pause = hosted.run_slice() if hosted.busy else None
             self.work += time.monotonic() - started  # (not the await below: others may run in it)
             await k8s_ops.publish(hosted)  # watch events as they happen, not on the frame tick
+            recorder = self._recorders.get(hosted.id)
+            if recorder is not None:
+                recorder.note()  # actions applied, a pause, a second of running: written off-loop
             now = time.monotonic()
             # Frames of a huge world cost more to build, and each viewer costs its share of
             # sending them and reading its acknowledgements. While the simulation wants all the
@@ -302,7 +354,7 @@ class Host:
             if op == "report":
                 pieces = reads.text_pieces(hosted.report_json())  # one pass, no copy of the world
             elif op == "export":
-                pieces = [yaml.safe_dump(hosted.export(), sort_keys=False, allow_unicode=True)]
+                pieces = [yaml.safe_dump(hosted.export(cmd.get("at")), sort_keys=False, allow_unicode=True)]
             else:
                 answer = dict(READS[op](hosted, cmd))
                 body = answer.pop("body", None)
@@ -355,6 +407,9 @@ class Host:
                 reply = {"ok": False, "error": str(exc)}
             await k8s_ops.publish(hosted)
             self.wake(hosted.id)
+            recorder = self._recorders.get(hosted.id)
+            if recorder is not None:
+                recorder.note(force=True)
         if reply_to:
             await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": op, "result": reply})
 
@@ -369,14 +424,24 @@ class Host:
             # One process serves everything: whatever the registry lists from another process
             # died with it (a restart within the heartbeat window).
             await _forget_other_hosts()
+        # The sessions that were running when the server died, back by replay, paused.
+        shared = not isinstance(get_channel_layer(), InMemoryChannelLayer)
+        for orphan in await recording.orphans(HOST_ID, shared=shared):
+            try:
+                await self.restore_simulation(orphan)
+            except HostError as exc:
+                log.warning("simulation %s could not be restored: %s", orphan, exc)
+                await recording.set_note(orphan, f"could not be restored: {exc}", stopped=True)
         # The first simulation: the demo, or what the operator named (a library id or a file).
         first = settings.CTRLSCOPE_START
         if not first:
             return
         ids = {entry["id"] for entry in library()}
-        sim_id = first if first in ids else first_sim_id(first)
-        if sim_id not in self.sims and not await _record_alive(sim_id):
+        sim_id: str | None = first if first in ids else first_sim_id(first)
+        if sim_id not in self.sims and not await _record_alive(str(sim_id)):
             source = first if first in ids else "file"
+            if sim_id in await recording.stored_ids():
+                sim_id = None  # its id is a stopped session's recording: a fresh one
             await self.start_simulation(load_file(first), source=source, sim_id=sim_id, running=True)
 
     async def shutdown(self) -> None:

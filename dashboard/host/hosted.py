@@ -42,6 +42,9 @@ STEP_HORIZON = 3600.0  # ... or this much virtual time
 IDLE_HORIZON = 60.0  # "idle": nothing queued, processing or lagging, and no requeue due this soon
 
 
+MAX_RECORDED_ACTIONS = 100_000  # dashboard.host.recording.MAX_ACTIONS: a session is its recording
+
+
 class CommandError(ValueError):
     """A command the host cannot carry out: the message says why; nothing changed."""
 
@@ -91,9 +94,18 @@ class HostedSimulation:
         self._rate_sample = (0.0, 0.0)
         self.stopped = False
         self.saturated = False  # the last slice ran out of time with work left
+        self.restored_note: str | None = None  # "restored after a restart at t=…; replayed N actions"
         self.frames = FrameBuilder(self)
         sim.subscribe(self._on_record)
         sim.start()
+
+    def restored(self, note: str) -> None:
+        """After a replay of its recording (dashboard.host.recording): paused where the
+        replay ended, saying so; what the replay's records matched stops nothing."""
+        self._stop = None
+        self.mode = "paused"
+        self.restored_note = note
+        self.hit = {"breakpoint": None, "why": note, "t": round(self.sim.now, 3), "detail": ""}
 
     # -- what viewers look at -------------------------------------------------------------------
     def focus(self, viewer: str, keys: list[tuple[str, str]]) -> None:
@@ -418,6 +430,11 @@ class HostedSimulation:
             raise CommandError(problem)
         if self.error is not None:
             raise CommandError("the simulation stopped on an error; start a new one")
+        if len(self.sim.actions) >= MAX_RECORDED_ACTIONS:
+            raise CommandError(
+                f"this session holds {MAX_RECORDED_ACTIONS} actions, the most a recording keeps: "
+                "download its scenario.yaml and start a new session from it"
+            )
         try:
             result = self.sim.act(action, source=str(cmd.get("source") or "user"))
         except Exception as exc:
@@ -488,11 +505,15 @@ class HostedSimulation:
         return {"ok": True}
 
     # -- reads (answers to one viewer) ------------------------------------------------------------
-    def export(self) -> Obj:
-        """This session as scenario data (the current instant is finished first)."""
+    def export(self, at: Any = None) -> Obj:
+        """This session as scenario data (the current instant is finished first); with `at`,
+        cut at that time of its past (CommandError naming `at` when it is not one)."""
         if self.error is None:
             self.sim.finish_instant()
-        return self.sim.export_scenario()
+        try:
+            return self.sim.export_scenario(at=at)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
 
     def report(self) -> Obj:
         if self.error is None:

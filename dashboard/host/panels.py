@@ -122,6 +122,7 @@ def status(hosted: HostedSimulation) -> Obj:
         "pods": len(hosted.frames.pods),
         "actions": len(sim.actions),
         "marks": hosted.marks,
+        "restored": hosted.restored_note,
     }
 
 

@@ -108,7 +108,12 @@ GATES: dict[str, Gate] = {}
 def gate(op: str) -> Gate | None:
     if not GATES:
         reports = Gate("report and export", slots=1, queue=4, wait=30.0, retry_after=5)
-        GATES.update({"report": reports, "export": reports, "k8s_list": Gate("list", 4, 256, 30.0, 1)})
+        # A report of the past (`report.json?at=T`) runs headless in a child process: one per
+        # server process at a time (the machine's cores are the simulations'), 4 waiting.
+        past = Gate("report of the past", slots=1, queue=4, wait=30.0, retry_after=5)
+        GATES.update(
+            {"report": reports, "export": reports, "k8s_list": Gate("list", 4, 256, 30.0, 1), "report_at": past}
+        )
     return GATES.get(op)
 
 

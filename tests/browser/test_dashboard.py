@@ -53,9 +53,12 @@ def wait_pods(page: Page, predicate_js: str, timeout: float = 15000) -> None:
 
 
 def stop(page: Page, url: str, sim_id: str) -> None:
+    """Stop from the home page, confirming; the session is then listed as a stopped recording."""
     page.goto(f"{url}/")
-    page.locator(f"tr:has(a[href='/sim/{sim_id}/']) button:has-text('stop')").click()
+    page.locator(f"tr:has(a[href='/sim/{sim_id}/']) a:has-text('stop')").click()
+    page.click("#confirm-form button[type=submit]")
     expect(page.locator(f"a[href='/sim/{sim_id}/']")).to_have_count(0)
+    expect(page.locator(f"#stopped-list tr[data-recording='{sim_id}']")).to_have_count(1)
 
 
 @pytest.fixture

@@ -53,7 +53,10 @@ async def test_start_from_the_library_with_a_seed_then_stop(running_host):
     hosted = running_host.sims[sim_id]
     assert hosted.sim.seed == 42 and hosted.mode == "paused"
     assert await SimulationRecord.objects.filter(id=sim_id).aexists()
-    assert (await client.post(f"/sim/{sim_id}/stop")).status_code == 302
+    asked = await client.post(f"/sim/{sim_id}/stop")  # without confirm=yes: are you sure?
+    assert asked.status_code == 200 and 'name="confirm" value="yes"' in asked.content.decode()
+    assert sim_id in running_host.sims
+    assert (await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})).status_code == 302
     assert sim_id not in running_host.sims
     assert not await SimulationRecord.objects.filter(id=sim_id).aexists()
 

@@ -1,0 +1,354 @@
+"""Every session is a recording (issue 17, docs/time-travel.md): written through to the database
+as it happens, replayed to rebuild the session after a crash or to re-open a stopped one.
+
+Guarantees
+----------
+* **What is stored is the whole session.** A `Recording` holds how the session started
+  (`Simulation.start_data()`), a `RecordedAction` per entry of its action log, in order, the
+  virtual time it had reached and the file's timeline actions still pending then. Nothing else:
+  the simulation is deterministic, so replaying that (`controlplane.simulation.cut_scenario`)
+  gives the same world, byte for byte.
+* **Consistent after any crash.** A time is saved in the same transaction as every action
+  applied by then (one `Batch`, captured on the event loop in one go), so the recording is
+  never ahead of its own log: after `kill -9` the replay reaches exactly a state the session was in.
+* **Off the event loop, batched.** The loop only notices what changed (O(1) per slice) and
+  serialises the new log entries; the writes run in a worker thread, one batch at a time per
+  session, the next batch taking everything that accumulated meanwhile. A command's action and
+  the time are written at once after every command and on pause; while the session runs, every
+  `SAVE_EVERY` seconds, with the actions its timeline applied meanwhile.
+* **Bounded.** At most `MAX_RECORDINGS` recordings are kept (a new session is refused, with
+  what to delete, rather than an old one deleted silently) and at most `MAX_ACTIONS` actions
+  per recording (further actions are refused: `HostedSimulation` asks `actions_left`).
+* **Restored, not resumed.** A session that was running when its server died is rebuilt by
+  replay, paused at its last saved time, with its whole action history (sources too), and
+  says so (`note`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.utils import timezone
+
+from controlplane.scenario import ScenarioError, parse_scenario
+from controlplane.simulation import Simulation, cut_scenario
+from dashboard.host.hosted import MAX_RECORDED_ACTIONS
+
+if TYPE_CHECKING:
+    from dashboard.host.hosted import HostedSimulation
+    from dashboard.models import Recording
+
+Obj = dict[str, Any]
+
+MAX_RECORDINGS = 200  # recordings kept in the database, running and stopped
+MAX_ACTIONS = MAX_RECORDED_ACTIONS  # actions per recording (HostedSimulation refuses more)
+SAVE_EVERY = 1.0  # wall seconds between two saves of the time while a session runs
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be made, found or replayed: the message says why and what to do."""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- writing --------------------------------------------------------------------------------------------
+@dataclass
+class Batch:
+    """What changed since the last write: new log entries (JSON text), the time, the pending timeline."""
+
+    first_seq: int
+    entries: list[tuple[float, str, bool, str]] = field(default_factory=list)  # time, source, ok, entry
+    time: float = 0.0
+    pending: str = "[]"
+
+
+class Recorder:
+    """Writes one hosted session through to its `Recording`. `note()` on the event loop after
+    anything may have changed; `close()` (awaited) writes what is left."""
+
+    def __init__(self, hosted: HostedSimulation, stored: int) -> None:
+        self.hosted = hosted
+        self.stored = stored  # log entries captured so far (written or being written)
+        self.saved_time = hosted.sim.now
+        self.saved_mode = hosted.mode
+        self.saved_wall = time.monotonic()
+        self.writing = False
+        self.again = False
+        self.failed: str | None = None  # the last write's error (logged; the session goes on)
+        self.write_seconds = 0.0  # time spent writing, in the worker thread (docs/time-travel.md)
+
+    def note(self, *, force: bool = False) -> None:
+        """After a slice or a command: start a write when a command ran (`force`: a user's
+        action is stored before its answer is read), when the run paused or stepped, and while
+        it runs `SAVE_EVERY` seconds after the last save, with every action applied meanwhile
+        (the file's timeline, batched: one transaction a second, not one per action)."""
+        sim = self.hosted.sim
+        if len(sim.actions) == self.stored and sim.now == self.saved_time:
+            if self.hosted.mode == self.saved_mode:
+                return
+        elif not force and self.hosted.busy and time.monotonic() - self.saved_wall < SAVE_EVERY:
+            return
+        if self.writing:
+            self.again = True
+            return
+        import asyncio
+
+        self.writing = True
+        asyncio.get_running_loop().create_task(self._write_all(), name=f"record {self.hosted.id}")
+
+    def capture(self) -> Batch | None:
+        sim = self.hosted.sim
+        new = sim.actions[self.stored :]
+        if not new and sim.now == self.saved_time and self.hosted.mode == self.saved_mode:
+            return None
+        batch = Batch(self.stored, time=sim.now, pending=_dumps(sim.timeline_pending))
+        for entry in new:
+            batch.entries.append((entry["time"], str(entry.get("source", "")), bool(entry.get("ok")), _dumps(entry)))
+        self.stored = len(sim.actions)
+        self.saved_time, self.saved_mode, self.saved_wall = sim.now, self.hosted.mode, time.monotonic()
+        return batch
+
+    async def _write_all(self) -> None:
+        try:
+            while True:
+                self.again = False
+                batch = self.capture()
+                if batch is None:
+                    break
+                started = time.perf_counter()
+                try:
+                    await write(self.hosted.id, batch)
+                    self.failed = None
+                except Exception as exc:  # the database's trouble: say so, keep the session
+                    import logging
+
+                    logging.getLogger(__name__).exception("recording %s: a write failed", self.hosted.id)
+                    self.failed = f"{type(exc).__name__}: {exc}"
+                self.write_seconds += time.perf_counter() - started
+                if not self.again:
+                    break
+        finally:
+            self.writing = False
+
+    async def close(self) -> None:
+        """Write whatever is left (waits for a write in progress first)."""
+        import asyncio
+
+        for _ in range(1000):  # a write takes milliseconds; this waits at most ~10 s
+            if not self.writing:
+                break
+            await asyncio.sleep(0.01)
+        self.writing = True
+        self.again = False
+        try:
+            batch = self.capture()
+            if batch is not None:
+                await write(self.hosted.id, batch)
+        finally:
+            self.writing = False
+
+
+# In a worker thread, not asgiref's one "thread-sensitive" thread (see host._save_record).
+@sync_to_async(thread_sensitive=False)
+def write(sim_id: str, batch: Batch) -> None:
+    from dashboard.models import RecordedAction, Recording
+
+    with transaction.atomic():
+        RecordedAction.objects.bulk_create(
+            [
+                RecordedAction(recording_id=sim_id, seq=batch.first_seq + i, time=t, source=src[:100], ok=ok, entry=e)
+                for i, (t, src, ok, e) in enumerate(batch.entries)
+            ]
+        )
+        Recording.objects.filter(id=sim_id).update(
+            virtual_time=batch.time,
+            pending=batch.pending,
+            actions=batch.first_seq + len(batch.entries),
+            updated=timezone.now(),
+        )
+
+
+def create(hosted: HostedSimulation, host_id: str) -> None:
+    """The session's recording, as it starts (RecordingError when the server keeps as many as it
+    may, or the id belongs to a stored recording)."""
+    from dashboard.models import Recording
+
+    sim = hosted.sim
+    with transaction.atomic():
+        if Recording.objects.filter(id=hosted.id).exists():
+            raise RecordingError(f"simulation id {hosted.id!r} is the id of a stored recording: delete it first")
+        if Recording.objects.count() >= MAX_RECORDINGS:
+            raise RecordingError(
+                f"this server keeps at most {MAX_RECORDINGS} recordings: delete stopped ones on the home page first"
+            )
+        Recording.objects.create(
+            id=hosted.id,
+            name=hosted.name[:200],
+            source=hosted.source[:100],
+            seed=sim.seed,
+            start=_dumps(sim.start_data()),
+            host=host_id,
+            virtual_time=sim.now,
+            pending=_dumps(sim.timeline_pending),
+        )
+
+
+create_async = sync_to_async(create, thread_sensitive=False)
+
+
+@sync_to_async(thread_sensitive=False)
+def mark_stopped(sim_id: str) -> None:
+    from dashboard.models import Recording
+
+    Recording.objects.filter(id=sim_id).update(state=Recording.STOPPED, stopped=timezone.now(), updated=timezone.now())
+
+
+# -- reading ---------------------------------------------------------------------------------------------
+@dataclass
+class Stored:
+    """A recording as read back: its row, how it started, its log, the timeline pending at its time."""
+
+    recording: Recording
+    start: Obj
+    entries: list[Obj]
+    pending: list[int]
+
+    def cut(self, at: float | None = None) -> Obj:
+        """The session as scenario data cut at `at` (default: its last saved time), as
+        `Simulation.export_scenario(at=…)` gives it (ValueError naming `at` when outside 0…its time)."""
+        last = self.recording.virtual_time
+        if at is None:
+            at = last
+        elif at > last:
+            raise ValueError(f"at: must be <= the recording's last time (t={last:.3f})")
+        return cut_scenario(self.start, self.entries, self.pending, at)
+
+
+def load(sim_id: str) -> Stored:
+    """Read a recording whole (RecordingError when there is none)."""
+    from dashboard.models import Recording
+
+    try:
+        recording = Recording.objects.get(id=sim_id)
+    except Recording.DoesNotExist:
+        raise RecordingError(f"no recording {sim_id}") from None
+    entries = [json.loads(text) for text in recording.entries.order_by("seq").values_list("entry", flat=True)]
+    return Stored(recording, json.loads(recording.start), entries, json.loads(recording.pending))
+
+
+load_async = sync_to_async(load, thread_sensitive=False)
+
+
+# -- replaying -------------------------------------------------------------------------------------------
+def replay(stored: Stored, build: Any) -> tuple[HostedSimulation, int, int | None]:
+    """Rebuild a session from its recording: `build(Simulation)` hosts it (frames see every
+    record of the replay), then it runs to the recording's last time. Returns the hosted
+    session, how many actions were replayed, and the first log entry the replay did not
+    reproduce (None: all were). RecordingError when the recording cannot be replayed."""
+    data = stored.cut()
+    data["description"] = stored.start["description"]  # one export note, not one per restore
+    try:
+        scenario = parse_scenario(data)
+        sim = Simulation(scenario, seed=stored.start["seed"])
+        hosted: HostedSimulation = build(sim)
+        sim.run_until(stored.recording.virtual_time)
+    except ScenarioError as exc:
+        raise RecordingError(f"the recording cannot be replayed: {exc}") from None
+    diverged: int | None = None
+    for i, old in enumerate(stored.entries):
+        new = sim.actions[i] if i < len(sim.actions) else None
+        same = new is not None and json.loads(_dumps({k: v for k, v in new.items() if k != "source"})) == {
+            k: v for k, v in old.items() if k != "source"
+        }
+        if not same:
+            diverged = i
+            break
+        assert new is not None
+        if "source" in old:
+            new["source"] = old["source"]  # who acted, as recorded (the replay applied it as the file)
+    return hosted, len(stored.entries), diverged
+
+
+def rebase(hosted: HostedSimulation, host_id: str, note: str) -> None:
+    """After a replay: the recording restarts from the replayed session (its start is the cut it
+    was replayed from, its log the replayed log), running, recorded by this process."""
+    from dashboard.models import RecordedAction, Recording
+
+    sim = hosted.sim
+    start = sim.start_data()
+    with transaction.atomic():
+        old = Recording.objects.get(id=hosted.id)
+        start["description"] = json.loads(old.start)["description"]
+        RecordedAction.objects.filter(recording_id=hosted.id).delete()
+        RecordedAction.objects.bulk_create(
+            [
+                RecordedAction(
+                    recording_id=hosted.id,
+                    seq=i,
+                    time=entry["time"],
+                    source=str(entry.get("source", ""))[:100],
+                    ok=bool(entry.get("ok")),
+                    entry=_dumps(entry),
+                )
+                for i, entry in enumerate(sim.actions)
+            ],
+            batch_size=1000,
+        )
+        Recording.objects.filter(id=hosted.id).update(
+            start=_dumps(start),
+            state=Recording.RUNNING,
+            host=host_id,
+            virtual_time=sim.now,
+            pending=_dumps(sim.timeline_pending),
+            actions=len(sim.actions),
+            note=note[:300],
+            stopped=None,
+            updated=timezone.now(),
+        )
+
+
+rebase_async = sync_to_async(rebase, thread_sensitive=False)
+
+
+@sync_to_async(thread_sensitive=False)
+def orphans(host_id: str, shared: bool) -> list[str]:
+    """The recordings of sessions that were running when their server died, claimed for this
+    process. One process per database (`shared` False): every running one. Several (a shared
+    channel layer): those no live process lists, claimed one by one (an atomic update), so two
+    processes starting together never both restore one."""
+    from dashboard.models import ALIVE_FOR, Recording, SimulationRecord
+
+    claimed = []
+    for rec in Recording.objects.filter(state=Recording.RUNNING).exclude(host=host_id):
+        # Several processes: only a session no live process lists, quiet for a while.
+        if shared and (
+            SimulationRecord.alive().filter(id=rec.id).exists() or rec.updated > timezone.now() - ALIVE_FOR
+        ):
+            continue
+        if Recording.objects.filter(id=rec.id, host=rec.host, state=Recording.RUNNING).update(host=host_id):
+            claimed.append(rec.id)
+    return claimed
+
+
+@sync_to_async(thread_sensitive=False)
+def set_note(sim_id: str, note: str, *, stopped: bool = False) -> None:
+    from dashboard.models import Recording
+
+    changes: Obj = {"note": note[:300], "updated": timezone.now()}
+    if stopped:
+        changes.update(state=Recording.STOPPED, stopped=timezone.now())
+    Recording.objects.filter(id=sim_id).update(**changes)
+
+
+@sync_to_async(thread_sensitive=False)
+def stored_ids() -> set[str]:
+    from dashboard.models import Recording
+
+    return set(Recording.objects.values_list("id", flat=True))

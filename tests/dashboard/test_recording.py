@@ -1,0 +1,233 @@
+"""Every session is a recording (issue 17): written through as it runs, kept when stopped,
+re-opened by replay, deleted on request; its past answers `?at=T` (DESIGN §2.3)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from django.test import AsyncClient
+
+from dashboard import host as host_package
+from dashboard.host import hosted as hosted_module
+from dashboard.host import recording
+from dashboard.models import RecordedAction, Recording
+
+from .conftest import TOKEN
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def controlling_client():
+    client = AsyncClient()
+    response = await client.get(f"/?token={TOKEN}")
+    assert response.status_code == 302
+    return client
+
+
+async def start(client, scenario="scale-up-and-down", seed="3"):
+    response = await client.post("/sim/new", {"scenario": scenario, "seed": seed})
+    assert response.status_code == 302, response.content
+    return response["Location"].strip("/").split("/")[1]
+
+
+async def command(sim_id, cmd):
+    result = await host_package.request(sim_id, cmd, control=True)
+    assert result.get("ok"), result
+    return result
+
+
+async def run_to(sim_id, t):
+    await command(sim_id, {"op": "step", "what": "to", "t": t})
+    for _ in range(500):
+        status = (await host_package.request(sim_id, {"op": "status"}))["status"]
+        if status["t"] >= t and status["goal"] is None:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never reached t={t}")
+
+
+async def stored(sim_id, *, actions, t):
+    """The recording once it holds `actions` entries and the time `t` (written off-loop)."""
+    for _ in range(500):
+        rec = await Recording.objects.filter(id=sim_id).afirst()
+        if rec is not None and rec.actions == actions and rec.virtual_time == t:
+            return rec
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"recording of {sim_id}: {rec and (rec.actions, rec.virtual_time)} != {(actions, t)}")
+
+
+async def a_session_with_history(client):
+    sim_id = await start(client)
+    await run_to(sim_id, 2.0)
+    await command(sim_id, {"op": "act", "action": {"podFault": {"selector": "app=web", "count": 1, "fault": "crash"}}})
+    await command(sim_id, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 7}}})
+    await run_to(sim_id, 5.0)
+    return sim_id
+
+
+async def test_a_session_is_written_through_as_it_runs(running_host):
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    hosted = running_host.sims[sim_id]
+    rec = await stored(sim_id, actions=len(hosted.sim.actions), t=5.0)
+    assert rec.state == Recording.RUNNING and rec.seed == 3
+    assert json.loads(rec.start) == hosted.sim.start_data()
+    rows = [row async for row in RecordedAction.objects.filter(recording_id=sim_id).order_by("seq")]
+    assert [json.loads(row.entry) for row in rows] == json.loads(json.dumps(hosted.sim.actions))
+    assert [row.source for row in rows][-2:] == ["user", "user"]
+    assert json.loads(rec.pending) == hosted.sim.timeline_pending
+
+
+async def test_stop_asks_first_then_keeps_the_recording_to_export_reopen_and_delete(running_host):
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    before = (await client.get(f"/sim/{sim_id}/report.json")).content
+    scenario = (await client.get(f"/sim/{sim_id}/scenario.yaml")).content
+    asked = await client.get(f"/sim/{sim_id}/stop")
+    assert asked.status_code == 200 and b"recording is kept" in asked.content and sim_id in running_host.sims
+    assert (await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})).status_code == 302
+    assert sim_id not in running_host.sims
+    rec = await Recording.objects.aget(id=sim_id)
+    assert rec.state == Recording.STOPPED and rec.virtual_time == 5.0
+    home = (await client.get("/")).content.decode()
+    assert f'data-recording="{sim_id}"' in home and f"/sim/{sim_id}/reopen" in home
+    # Exportable: the same file and the same report as before the stop (the report replayed headless).
+    assert (await client.get(f"/sim/{sim_id}/scenario.yaml")).content == scenario
+    replayed = await client.get(f"/sim/{sim_id}/report.json")
+    assert replayed.status_code == 200 and replayed.content.rstrip(b"\n") == before
+    # Re-opened: replayed to its last time, paused, the same report again.
+    assert (await client.post(f"/sim/{sim_id}/reopen")).status_code == 302
+    hosted = running_host.sims[sim_id]
+    assert hosted.mode == "paused" and hosted.sim.now == 5.0
+    assert hosted.restored_note.startswith("re-opened from its recording at t=5.000; replayed 2 actions")
+    assert [e["source"] for e in hosted.sim.actions][-2:] == ["user", "user"]  # its history, as it was
+    assert (await client.get(f"/sim/{sim_id}/report.json")).content == before
+    page = (await client.get(f"/sim/{sim_id}/")).content.decode()
+    assert "This session was re-opened from its recording at t=5.000; replayed 2 actions" in page
+    # A running session cannot be deleted; a stopped one, after a confirmation.
+    assert (await client.post(f"/sim/{sim_id}/delete", {"confirm": "yes"})).status_code == 409
+    await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
+    assert (await client.post(f"/sim/{sim_id}/delete")).status_code == 200  # are you sure?
+    assert await Recording.objects.filter(id=sim_id).aexists()
+    assert (await client.post(f"/sim/{sim_id}/delete", {"confirm": "yes"})).status_code == 302
+    assert not await Recording.objects.filter(id=sim_id).aexists()
+    assert not await RecordedAction.objects.filter(recording_id=sim_id).aexists()
+    assert (await client.get(f"/sim/{sim_id}/scenario.yaml")).status_code == 404
+
+
+async def test_without_the_token_nothing_is_stopped_reopened_or_deleted(running_host):
+    client = await controlling_client()
+    sim_id = await start(client)
+    await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
+    anonymous = AsyncClient()
+    assert (await anonymous.post(f"/sim/{sim_id}/reopen")).status_code == 403
+    assert (await anonymous.post(f"/sim/{sim_id}/delete", {"confirm": "yes"})).status_code == 403
+    assert (await anonymous.post("/sim/demo/stop", {"confirm": "yes"})).status_code == 403
+    assert await Recording.objects.filter(id=sim_id).aexists() and "demo" in running_host.sims
+
+
+def cli(scenario_text: str, until: float) -> bytes:
+    command = [sys.executable, "-m", "controlplane", "run", "-", "--until", repr(until)]
+    return subprocess.run(command, input=scenario_text.encode(), capture_output=True, check=True).stdout
+
+
+async def test_report_at_t_is_the_headless_run_of_the_scenario_cut_at_t(running_host):
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    for at in ("1.5", "2", "4.25", "5"):
+        cut = await client.get(f"/sim/{sim_id}/scenario.yaml?at={at}")
+        assert cut.status_code == 200 and f"at-{float(at):g}.scenario.yaml" in cut["Content-Disposition"]
+        report = await client.get(f"/sim/{sim_id}/report.json?at={at}")
+        assert report.status_code == 200 and report["Content-Type"] == "application/json"
+        assert report.content == cli(cut.content.decode(), float(at))
+        assert json.loads(report.content)["time"] == float(at)
+    # At now, the past is the present.
+    now = await client.get(f"/sim/{sim_id}/report.json")
+    assert (await client.get(f"/sim/{sim_id}/report.json?at=5")).content.rstrip(b"\n") == now.content
+    # A stopped session answers from its recording, the same bytes.
+    at_2 = (await client.get(f"/sim/{sim_id}/report.json?at=2")).content
+    await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
+    assert (await client.get(f"/sim/{sim_id}/report.json?at=2")).content == at_2
+
+
+@pytest.mark.parametrize(
+    ("at", "message"),
+    [
+        ("-1", "at: must be >= 0"),
+        ("abc", "at: must be a number of seconds"),
+        ("nan", "at: must be a number of seconds"),
+        ("inf", "at: must be a number of seconds"),
+        ("3x", "at: must be a number of seconds"),
+        ("1e3", "at: must be a number of seconds"),
+        ("99", "at: must be <= now (t=5.000)"),
+    ],
+)
+async def test_a_time_outside_the_past_is_a_clear_400_and_changes_nothing(running_host, at, message):
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    hosted = running_host.sims[sim_id]
+    before = (len(hosted.sim.actions), hosted.sim.now, hosted.mode)
+    report = await client.get(f"/sim/{sim_id}/report.json?at={at}")
+    assert report.status_code == 400
+    body = report.json()
+    assert body["kind"] == "Status" and body["code"] == 400 and body["reason"] == "BadRequest"
+    assert body["message"].startswith(message)
+    yaml_answer = await client.get(f"/sim/{sim_id}/scenario.yaml?at={at}")
+    assert yaml_answer.status_code == 400 and yaml_answer["Content-Type"].startswith("text/plain")
+    assert yaml_answer.content.decode().startswith(message)
+    assert (len(hosted.sim.actions), hosted.sim.now, hosted.mode) == before
+    await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
+    if at == "99":  # a stopped session: its recording's last time is the limit
+        answer = await client.get(f"/sim/{sim_id}/report.json?at=99")
+        assert answer.status_code == 400
+        assert answer.json()["message"] == "at: must be <= the recording's last time (t=5.000)"
+
+
+async def test_a_report_of_the_past_that_takes_too_long_is_a_504(running_host, monkeypatch):
+    from dashboard import views
+
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    monkeypatch.setattr(views, "PAST_TIMEOUT", 0.001)
+    answer = await client.get(f"/sim/{sim_id}/report.json?at=4")
+    assert answer.status_code == 504 and "took longer than" in answer.json()["message"]
+    assert sim_id in running_host.sims
+
+
+async def test_the_server_keeps_a_bounded_number_of_recordings(running_host, monkeypatch):
+    client = await controlling_client()
+    monkeypatch.setattr(recording, "MAX_RECORDINGS", await Recording.objects.acount() + 1)
+    sim_id = await start(client)
+    refused = await client.post("/sim/new", {"scenario": "demo"})
+    assert refused.status_code == 400
+    assert "this server keeps at most" in refused.content.decode()
+    assert await Recording.objects.acount() == recording.MAX_RECORDINGS
+    await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
+    assert await Recording.objects.filter(id=sim_id, state=Recording.STOPPED).aexists()  # kept, not evicted
+
+
+async def test_a_session_holds_a_bounded_number_of_actions(running_host, monkeypatch):
+    client = await controlling_client()
+    sim_id = await start(client)
+    monkeypatch.setattr(hosted_module, "MAX_RECORDED_ACTIONS", len(running_host.sims[sim_id].sim.actions) + 1)
+    await command(sim_id, {"op": "act", "action": {"config": {"workers": 2}}})
+    refused = await host_package.request(sim_id, {"op": "act", "action": {"config": {"workers": 3}}}, control=True)
+    assert not refused["ok"] and "the most a recording keeps" in refused["error"]
+
+
+async def test_the_time_is_saved_at_least_every_second_while_running(running_host):
+    client = await controlling_client()
+    sim_id = await start(client)
+    await command(sim_id, {"op": "run", "speed": 1.0})
+    started = time.monotonic()
+    first = (await Recording.objects.aget(id=sim_id)).virtual_time
+    while time.monotonic() - started < 3.0:
+        await asyncio.sleep(0.1)
+        if (await Recording.objects.aget(id=sim_id)).virtual_time >= first + 1.0:
+            return
+    raise AssertionError("the recording's time did not move while the session ran")
