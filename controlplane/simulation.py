@@ -747,6 +747,23 @@ class Simulation:
             parts.append(f"{json.dumps(key)}:{text}")
         return "{" + ",".join(parts) + "}"
 
+    def diff_input(self) -> Obj:
+        """What `diff_reports` reads of a report (time, apiCalls, the owners, Pods and Events,
+        statusHistory), built without copying the stored objects: for a live comparison that
+        refreshes often. Read it before the simulation moves on and never mutate it."""
+        server = self.server
+        indexed = sorted(enumerate(server.requests), key=lambda pair: (pair[1]["time"], pair[0]))
+        keys = ("time", "client", "verb", "resource", "namespace", "name", "code")
+        return {
+            "time": self.kernel.now,
+            "apiCalls": [{k: r[k] for k in keys} for _, r in indexed],
+            "objects": {
+                kind: list(server.objects(KIND_RESOURCES[kind]))
+                for kind in ("ReplicaSet", "ReplicationController", "Pod", "Event")
+            },
+            "statusHistory": self.history.status_history,
+        }
+
     def _report(self, objects: Obj) -> Obj:
         server = self.server
         indexed = list(enumerate(server.requests))

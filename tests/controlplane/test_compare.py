@@ -340,3 +340,15 @@ def test_table_of_a_result_says_what_was_left_out():
         ),
     }
     assert "left out (ceilings): divergences 200" in table(result)
+
+
+def test_a_live_simulations_diff_input_gives_the_reports_summary():
+    from controlplane.simulation import Simulation
+
+    sims = [Simulation(load_file("quota-slow-start")) for _ in range(2)]
+    sims[1].act({"config": {"whatIf": {"slowStart": False}}})
+    for sim in sims:
+        sim.run_until(35)
+    live = diff_reports(sims[0].diff_input(), sims[1].diff_input())
+    assert live == diff_reports(sims[0].report(), sims[1].report())
+    assert live["divergences"]
