@@ -48,8 +48,9 @@ divergences
     The moments where the two worlds start to differ. Time is cut into buckets of `bucket` seconds
     (default 1.0), compared over the time both reports have reached (0 to the earlier `time`):
     - calls: in each bucket, the multiset of (client, verb, resource, code) of the calls sent in
-      it. Names are ignored: generated pod names come from the seeded rng and differ as soon as
-      the two worlds draw differently, which says nothing new.
+      it, watches left out. Names are ignored: generated pod names come from the seeded rng and
+      differ as soon as the two worlds draw differently, which says nothing new; so do the times
+      reflectors re-watch (client-go draws the watch timeout at random).
     - events: in each bucket, the multiset of (reason, type, component) of the Event writes sent
       in it (a `create` or `patch` of an Event in `apiCalls`, joined by name to the Event object).
     - pods: at the end of each bucket, the live-pod count of every owner.
@@ -60,8 +61,9 @@ divergences
     equal, and so does any bucket in which neither world had anything of that kind). Its `time` is
     the earliest moment inside the bucket of something that differs (a call or event write of a
     differing kind, a change of a differing owner), its `what` one line naming the largest
-    difference (`replicaset-controller: A sent 10 create pods (403), B 4`), `+N more` when there
-    are others. Ordered by time, then calls, events, pods, status. Two identical reports have none.
+    difference (`replicaset-controller: A sent 10 create pods (403), B 4`; on a tie, a
+    controller's before other clients', then the larger count), `+N more` when there are others.
+    Ordered by time, then calls, events, pods, status. Two identical reports have none.
 """
 
 from __future__ import annotations
@@ -471,7 +473,9 @@ def _status_history(
 
 
 def _call_stream(report: Mapping[str, Any]) -> list[tuple[float, tuple[Any, ...]]]:
-    return [(float(call["time"]), _call_key(call)) for call in _calls(report)]
+    # Watches are left out: a reflector's re-watch time is drawn from the seeded rng, so it
+    # moves as soon as the two worlds draw differently, whatever they do.
+    return [(float(call["time"]), _call_key(call)) for call in _calls(report) if call.get("verb") != "watch"]
 
 
 def _event_stream(report: Mapping[str, Any]) -> list[tuple[float, tuple[Any, ...]]]:
@@ -527,7 +531,14 @@ def _count_divergences(
         differing = [key for key in first if counts_a[key] != counts_b[key]]
         if differing and previous_equal:
             # The largest difference first; on a tie, what a controller did before other clients.
-            differing.sort(key=lambda k: (-abs(counts_a[k] - counts_b[k]), k[0] not in CLIENT_KINDS, _sort_key(k)))
+            differing.sort(
+                key=lambda k: (
+                    -abs(counts_a[k] - counts_b[k]),
+                    k[0] not in CLIENT_KINDS,
+                    -max(counts_a[k], counts_b[k]),
+                    _sort_key(k),
+                )
+            )
             top = differing[0]
             what = _what_counts(kind, top, counts_a[top], counts_b[top])
             if len(differing) > 1:

@@ -28,7 +28,8 @@ from dashboard.views import MAX_SCENARIO_BYTES, _answers_busy, _error, _record, 
 
 Obj = dict[str, Any]
 MAX_FIELD = 4096  # characters of a config block typed in the form
-PICKS = 13  # pods-over-time columns on the page
+PICKS = 9  # pods-over-time columns on the page
+STATUS_SHOWN = 12  # the latest status tuples per owner on the page (the JSON summary keeps more)
 
 
 def block_text(block: Obj) -> str:
@@ -166,11 +167,13 @@ def _pods_table(pods: Obj) -> Obj:
 def _status_rows(status: Obj) -> list[Obj]:
     out = []
     for owner, sides in status.items():
-        length = max(len(sides["a"]), len(sides["b"]))
+        shown = {side: sides[side][-STATUS_SHOWN:] for side in ("a", "b")}
+        length = max(len(shown["a"]), len(shown["b"]))
         rows = [
-            {"cells": [sides[side][i] if i < len(sides[side]) else None for side in ("a", "b")]} for i in range(length)
+            {"cells": [shown[side][i] if i < len(shown[side]) else None for side in ("a", "b")]} for i in range(length)
         ]
-        out.append({"owner": owner, "rows": rows})
+        earlier = max(len(sides["a"]), len(sides["b"])) - length
+        out.append({"owner": owner, "rows": rows, "earlier": earlier})
     return out
 
 
