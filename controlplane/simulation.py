@@ -32,6 +32,11 @@ from typing import Any
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.apiserver.errors import resource_expired as resource_expired
 from controlplane.apiserver.errors import too_many_requests as too_many_requests
+from controlplane.compare import DEFAULT_PAIR as DEFAULT_PAIR
+from controlplane.compare import describe_block as describe_block
+from controlplane.compare import diff_reports as diff_reports
+from controlplane.compare import parse_block as parse_block
+from controlplane.compare import with_config as with_config
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -759,6 +764,23 @@ class Simulation:
             text = "{" + kinds + "}" if key == "objects" else json.dumps(value, separators=compact)
             parts.append(f"{json.dumps(key)}:{text}")
         return "{" + ",".join(parts) + "}"
+
+    def diff_input(self) -> Obj:
+        """What `diff_reports` reads of a report (time, apiCalls, the owners, Pods and Events,
+        statusHistory), built without copying the stored objects: for a live comparison that
+        refreshes often. Read it before the simulation moves on and never mutate it."""
+        server = self.server
+        indexed = sorted(enumerate(server.requests), key=lambda pair: (pair[1]["time"], pair[0]))
+        keys = ("time", "client", "verb", "resource", "namespace", "name", "code")
+        return {
+            "time": self.kernel.now,
+            "apiCalls": [{k: r[k] for k in keys} for _, r in indexed],
+            "objects": {
+                kind: list(server.objects(KIND_RESOURCES[kind]))
+                for kind in ("ReplicaSet", "ReplicationController", "Pod", "Event")
+            },
+            "statusHistory": self.history.status_history,
+        }
 
     def _report(self, objects: Obj) -> Obj:
         server = self.server

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import views
+from dashboard import compare_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -19,4 +19,10 @@ urlpatterns = [
         views.sync_history,
         name="sync-history",
     ),
+    # The compare page (docs/compare.md): A and B side by side, any two running simulations.
+    path("compare/new", compare_views.compare_new, name="compare-new"),
+    path("compare/open", compare_views.compare_open, name="compare-open"),
+    path("compare/<slug:a_id>/<slug:b_id>/", compare_views.compare_page, name="compare"),
+    path("compare/<slug:a_id>/<slug:b_id>/view", compare_views.compare_view, name="compare-view"),
+    path("compare/<slug:a_id>/<slug:b_id>/control", compare_views.compare_control, name="compare-control"),
 ]

@@ -90,6 +90,8 @@ class Host:
         # Seconds every driving task of this process spent running slices and building frames:
         # what a task that yielded can subtract to learn what the rest (viewers) cost it.
         self.work = 0.0
+        # The compare page's pairs of simulations, (A id, B id) -> Pair (dashboard.host.pairs).
+        self.pairs: dict[tuple[str, str], Any] = {}
 
     # -- simulations ------------------------------------------------------------------------------
     async def start_simulation(
@@ -385,7 +387,14 @@ class Host:
                 hosted.unfocus(viewer)
                 k8s_ops.forget_viewer(hosted, viewer)
             return
-        if op in k8s_ops.READS and not message.get("control"):
+        if op == "pair":  # the compare page: this simulation as A, `other` as B
+            from dashboard.host import pairs
+
+            try:
+                reply = pairs.handle(self, hosted, cmd, bool(message.get("control")))
+            except CommandError as exc:
+                reply = {"ok": False, "error": str(exc)}
+        elif op in k8s_ops.READS and not message.get("control"):
             # The Kubernetes API's verbs need the token, whichever door they come through.
             reply = {"ok": False, "error": read_only}
         elif op in READS:

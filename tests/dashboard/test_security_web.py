@@ -43,7 +43,14 @@ MARKUP = re.compile(
     r"<img src=x|<script>alert|<svg/onload|<b>cödé|<i>b</i>|(?:href|src|action|formaction|data)=[\"']?javascript:",
     re.IGNORECASE,
 )
-VALID = {"sim_id": "demo", "namespace": "default", "name": "web", "controller": "replicaset"}
+VALID = {
+    "sim_id": "demo",
+    "namespace": "default",
+    "name": "web",
+    "controller": "replicaset",
+    "a_id": "demo",
+    "b_id": "demo",
+}
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
