@@ -190,5 +190,5 @@ async def test_any_two_running_simulations_open_side_by_side(running_host):
 async def test_stopping_a_side_ends_the_pair(running_host):
     client = await controlling_client()
     a_id, b_id = await start_pair(client, run="")
-    assert (await client.post(f"/sim/{b_id}/stop")).status_code == 302
+    assert (await client.post(f"/sim/{b_id}/stop", {"confirm": "yes"})).status_code == 302
     assert (await client.get(f"/compare/{a_id}/{b_id}/view")).status_code == 404
