@@ -122,6 +122,8 @@ def status(hosted: HostedSimulation) -> Obj:
         "pods": len(hosted.frames.pods),
         "actions": len(sim.actions),
         "marks": hosted.marks,
+        # Exact, for the page's way back to where a step came from (dashboard/host/past.py).
+        "position": sim.position().to_json(),
     }
 
 
