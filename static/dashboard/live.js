@@ -411,7 +411,9 @@
 
   // -- controls -----------------------------------------------------------------------------------
   async function run(cmd, where) {
-    if (state.past && state.past.intercept(cmd)) return { ok: false }; // a step moves the past; acting waits for live
+    // past.js: in the past a step moves the cursor and acting waits for live; live, it notes
+    // where a step starts so that a step back returns there exactly.
+    if (window.CtrlscopePast && window.CtrlscopePast.intercept(cmd)) return { ok: false };
     if (!state.control) { showResult({ ok: false, error: "read-only: open the URL with the access token to control" }, where); return { ok: false }; }
     const result = await command(cmd);
     showResult(result, where);

@@ -192,6 +192,7 @@
     back,
     forward,
     key,
+    intercept,
     toLive: () => exit(true),
     position: () => past.position,
   };
