@@ -407,6 +407,7 @@ class ReplicationManager(ReplicaSetController):
             ctx.requeue = {"decision": "immediate"}
             return None
         self._stage(ctx, "podStoreSynced", synced=True)
+        await self._yield()
         try:
             namespace, name = split_meta_namespace_key(key)
         except ValueError as exc:
