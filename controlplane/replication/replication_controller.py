@@ -44,9 +44,14 @@ Decisions where upstream is nondeterministic (spec §15.3)
 * The `n` creates (or deletes) of a sync are issued in index order (creates 0..n-1, deletes in
   victim order), each a concurrent task; a failing call lowers the expectations right when it
   fails; "the first error" is the first failing call in that order.
-* Lister order is the informer cache's: the namespace index keeps objects in the order the
-  cache first stored them. It is the order of Classify and adoption, the unsorted scale-to-zero
-  victims (R9.6) and the input to the sort.
+* Lister order is the informer cache's. With the garbage collector enabled: the pods whose
+  ControllerRef names this RC's UID, in the order the cache indexed them so, then the
+  namespace's orphans, likewise (upstream lists the whole namespace and Classify skips every pod
+  another controller owns; an index by ControllerRef UID leaves those out before Classify, which
+  decides the same and keeps a sync's cost proportional to its own pods). With it disabled: the
+  namespace's pods in the order the cache first stored them, filtered by the selector. It is the
+  order of Classify and adoption, the unsorted scale-to-zero victims (R9.6) and the input to the
+  sort.
 * The `ActivePods` sort is stable (`controller_utils.sort_active_pods`): ties keep lister order.
 * Lookup-cache keys are the exact `(namespace, frozenset(labels))`, not an adler32 hash (R4.4).
 * The RC informer's 10-minute resync timer starts when the manager is built (at start, and anew
@@ -76,7 +81,7 @@ from controlplane.informers import (
 from controlplane.kernel import Kernel, parse_rfc3339
 from controlplane.labels import selector_from_set
 from controlplane.pod_control import PodControlError
-from controlplane.podutil import filter_active_pods, is_pod_ready, pod_key
+from controlplane.podutil import controller_ref, filter_active_pods, is_pod_ready, pod_key
 from controlplane.replicaset.kinds import REPLICATION_CONTROLLER
 from controlplane.replicaset.replica_set import ControllerConfig, ReplicaSetController, SyncContext, _status_counts
 from controlplane.replicaset.replica_set_utils import calculate_status, status_changes, update_replica_set_status
@@ -132,7 +137,7 @@ STAGES: tuple[Stage, ...] = (
         "syncReplicationController",
         _RC_GO,
         "R7.4",
-        "List pods from the pod store: the whole namespace (GC on) or by selector (GC off).",
+        "List pods from the pod store: the namespace (GC on; others' pods skipped) or by selector (GC off).",
     ),
     Stage(
         "classify",
@@ -179,6 +184,31 @@ STAGES: tuple[Stage, ...] = (
     ),
 )
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
+
+
+POD_CONTROLLER_UID_INDEX = "controllerUID"
+
+
+class _PodControllerUIDIndex:
+    """Pods by the UID their ControllerRef names (`<namespace>/<uid>`), orphans under
+    `<namespace>`: what Classify can use, found without reading the namespace's other pods.
+    The hint `unchanged(old, new)` as the v1.36 pod index's: the values depend only on the
+    namespace and the ownerReferences list."""
+
+    __slots__ = ()
+
+    def __call__(self, pod: Obj) -> tuple[str, ...]:
+        meta = pod["metadata"]
+        namespace = meta.get("namespace", "")
+        ref = controller_ref(pod)
+        return (namespace if ref is None else f"{namespace}/{ref.get('uid')}",)
+
+    @staticmethod
+    def unchanged(old: Obj, new: Obj) -> bool:
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        return old_meta.get("ownerReferences") is new_meta.get("ownerReferences") and old_meta.get(
+            "namespace", ""
+        ) == new_meta.get("namespace", "")
 
 
 def _selector_matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
@@ -231,6 +261,7 @@ class ReplicationManager(ReplicaSetController):
             self.client,
             "pods",
             name=f"{kind.name}/pods",
+            indexers={POD_CONTROLLER_UID_INDEX: _PodControllerUIDIndex()},
             resync_period=cfg.resync_period,
             watch_latency=cfg.watch_latency,
             trace=trace,
@@ -428,14 +459,21 @@ class ReplicationManager(ReplicaSetController):
         self._stage(ctx, "expectations", satisfied=rc_needs_sync, add=add, delete=dele)
         await self._yield()
         selector = rc["spec"].get("selector") or {}
-        in_namespace = self.pod_informer.indexer.by_index(NAMESPACE_INDEX, namespace)
+        indexer = self.pod_informer.indexer
         if self.garbage_collector_enabled:
-            claimed = await self._classify_adopt_release(ctx, rc, in_namespace)
+            # Upstream lists the whole namespace and Classify skips the pods other controllers
+            # own; the index leaves those out up front (same result, see the docstring).
+            uid = rc["metadata"]["uid"]
+            candidates = indexer.by_index(POD_CONTROLLER_UID_INDEX, f"{namespace}/{uid}") + indexer.by_index(
+                POD_CONTROLLER_UID_INDEX, namespace
+            )
+            claimed = await self._classify_adopt_release(ctx, rc, candidates)
             if isinstance(claimed, Exception):
                 return claimed
             filtered_pods = claimed
         else:
             # R7.f: every pod the selector matches, whatever its ownerReferences say.
+            in_namespace = indexer.by_index(NAMESPACE_INDEX, namespace)
             matching = [p for p in in_namespace if _selector_matches(selector, p["metadata"].get("labels") or {})]
             filtered_pods = filter_active_pods(matching)
             self._stage(ctx, "list", scope="selector", pods=len(matching), active=len(filtered_pods))
