@@ -111,16 +111,19 @@ class Stage:
     file: str  # repository path at UPSTREAM_COMMIT
     rule: str  # spec section
     summary: str
+    # Where the stage happens in `file` at UPSTREAM_COMMIT, as docs/versions.md's references
+    # cite it (taken from there, not re-read here).
+    line: int | None = None
 
     @property
     def source(self) -> str:
-        return f"https://github.com/kubernetes/kubernetes/blob/{UPSTREAM_COMMIT}/{self.file}"
+        anchor = f"#L{self.line}" if self.line is not None else ""
+        return f"https://github.com/kubernetes/kubernetes/blob/{UPSTREAM_COMMIT}/{self.file}{anchor}"
 
 
 _RC_GO = "pkg/controller/replication/replication_controller.go"
 _RC_UTILS_GO = "pkg/controller/replication/replication_controller_utils.go"
 _REF_MANAGER_GO = "pkg/controller/controller_ref_manager.go"
-_UTILS_GO = "pkg/controller/controller_utils.go"
 
 STAGES: tuple[Stage, ...] = (
     Stage(
@@ -129,15 +132,24 @@ STAGES: tuple[Stage, ...] = (
         _RC_GO,
         "R7.1",
         "Has the pod informer synced? If not: sleep 100 ms in this worker, re-add the key, return.",
+        622,
     ),
-    Stage("get", "syncReplicationController", _RC_GO, "R7.2", "Get the RC from the RC store; gone: drop expectations."),
-    Stage("expectations", "SatisfiedExpectations", _UTILS_GO, "R7.3", "May this sync create or delete pods?"),
+    Stage(
+        "get",
+        "syncReplicationController",
+        _RC_GO,
+        "R7.2",
+        "Get the RC from the RC store; gone: drop expectations.",
+        630,
+    ),
+    Stage("expectations", "SatisfiedExpectations", _RC_GO, "R7.3", "May this sync create or delete pods?", 650),
     Stage(
         "list",
         "syncReplicationController",
         _RC_GO,
         "R7.4",
         "List pods from the pod store: the namespace (GC on; others' pods skipped) or by selector (GC off).",
+        660,
     ),
     Stage(
         "classify",
@@ -145,35 +157,47 @@ STAGES: tuple[Stage, ...] = (
         _REF_MANAGER_GO,
         "R8.2",
         "Split active pods: controlled, matching orphans, controlled but no longer matching.",
+        56,
     ),
     Stage(
         "adopt",
         "PodControllerRefManager.AdoptPod",
-        _REF_MANAGER_GO,
+        _RC_GO,
         "R8.3",
         "PATCH a ControllerRef onto each matching orphan; failures are logged and swallowed.",
+        668,
     ),
     Stage(
         "release",
         "PodControllerRefManager.ReleasePod",
-        _REF_MANAGER_GO,
+        _RC_GO,
         "R8.4",
         "PATCH our ControllerRef off pods that no longer match; an error ends the sync.",
+        683,
     ),
-    Stage("manage", "manageReplicas", _RC_GO, "§9", "Compare pods with spec.replicas: create, delete or nothing."),
+    Stage(
+        "manage",
+        "manageReplicas",
+        _RC_GO,
+        "§9",
+        "Compare pods with spec.replicas: create, delete or nothing.",
+        489,
+    ),
     Stage(
         "create",
         "RealPodControl.CreatePodsWithControllerRef",
-        _UTILS_GO,
+        _RC_GO,
         "R9.1",
         "Every create of the burst at once, no slow start; each failure lowers the expectations.",
+        514,
     ),
     Stage(
         "delete",
         "RealPodControl.DeletePod",
-        _UTILS_GO,
+        _RC_GO,
         "R9.4",
         "Delete the victims (ActivePods order); any failure, NotFound too, is an error.",
+        585,
     ),
     Stage(
         "status",
@@ -181,6 +205,7 @@ STAGES: tuple[Stage, ...] = (
         _RC_UTILS_GO,
         "§11",
         "calculateStatus, then UpdateStatus if anything changed (one retry after a GET).",
+        33,
     ),
 )
 STAGE_NAMES = tuple(stage.name for stage in STAGES)
