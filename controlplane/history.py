@@ -8,7 +8,7 @@ Guarantees
 * `syncs` holds one entry per completed sync, in completion order: the report's `syncs`, whose
   first five keys (controller, key, start, end, error) are the original contract; the others are
   additions (worker, expectations before and after, the consistency verdict, what
-  manageReplicas did, the slow-start batches, the requeue decision).
+  manageReplicas did, the slow-start batches (a v1.5 burst is one batch), the requeue decision).
 * `status_history[controller][key]` lists each status write of that controller object: its time
   and the status fields it changed.
 * Memory grows with the number of syncs and status writes, as the report does; nothing else is
@@ -67,6 +67,10 @@ class RunHistory:
         if stage == "batch":
             current["batches"].append(
                 {"size": record["size"], "succeeded": record["succeeded"], "failed": record["failed"]}
+            )
+        elif stage == "create":  # the v1.5 ReplicationManager's one burst: a single batch
+            current["batches"].append(
+                {"size": record["issued"], "succeeded": record["succeeded"], "failed": record["failed"]}
             )
         elif stage == "manage":
             current["manage"] = {"action": record["action"], "count": record.get("count", 0)}

@@ -47,6 +47,8 @@ MAX_SEED: Final = MAX_INT64
 MAX_WORKERS: Final = 1_000
 MAX_NODES: Final = 100_000
 """The most nodes a config may name at all; `RunLimits.nodes` is the (lower) ceiling of a run."""
+MAX_LOOKUP_CACHE_SIZE: Final = 1 << 20
+"""The most entries of the v1.5 ReplicationManager's lookup cache (`config.lookupCacheSize`)."""
 
 # -- API request bodies ------------------------------------------------------------------------
 MAX_REQUEST_BYTES: Final = 3 * 1024 * 1024

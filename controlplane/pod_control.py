@@ -9,6 +9,9 @@ Guarantees
   NotFound).
 * A failed delete other than NotFound raises `PodControlError("unable to delete pods: <err>")`;
   NotFound is raised unchanged (the caller ignores it).
+* The two version-dependent choices are methods (`records_failed_create`,
+  `passes_failed_delete`) so an older controller's pod control overrides just them
+  (controlplane.replication.controller_utils).
 * `on_write(controller_ref, pod)` is called after every successful create or patch: the consistency
   store's hook (spec §14).
 """
@@ -64,22 +67,37 @@ class RealPodControl:
             pod = get_pod_from_template(template, controller_obj, controller_ref)
         except ValueError as exc:
             raise PodControlError(str(exc)) from None
+        return await self.create_pod(namespace, pod, controller_obj, controller_ref)
+
+    async def create_pod(self, namespace: str, pod: Obj, controller_obj: Obj, controller_ref: Obj | None) -> Obj:
+        """POST `pod` (already built from the template) and record the outcome as an Event;
+        the API error is raised unchanged."""
         try:
             created: Obj = await self.client.create("pods", namespace, pod)
         except ApiError as exc:
-            if not has_status_cause(exc, "NamespaceTerminating"):
+            if self.records_failed_create(exc):
                 self.recorder.event(controller_obj, "Warning", "FailedCreate", f"Error creating: {exc.message}")
             raise
         self.recorder.event(controller_obj, "Normal", "SuccessfulCreate", f"Created pod: {created['metadata']['name']}")
-        if self.on_write is not None:
+        if self.on_write is not None and controller_ref is not None:
             self.on_write(controller_ref, created)
         return created
+
+    def records_failed_create(self, exc: ApiError) -> bool:
+        """Whether a failed create is a FailedCreate Event: not when the namespace is being
+        terminated ([M]; older versions override this)."""
+        return not has_status_cause(exc, "NamespaceTerminating")
+
+    def passes_failed_delete(self, exc: ApiError) -> bool:
+        """Whether a failed delete is raised unchanged, without an Event: NotFound, which the
+        caller takes as "already gone" ([M]; older versions override this)."""
+        return is_not_found(exc)
 
     async def delete_pod(self, namespace: str, name: str, controller_obj: Obj) -> None:
         try:
             await self.client.delete("pods", namespace, name)
         except ApiError as exc:
-            if is_not_found(exc):
+            if self.passes_failed_delete(exc):
                 raise
             self.recorder.event(controller_obj, "Warning", "FailedDelete", f"Error deleting: {exc.message}")
             raise PodControlError(f"unable to delete pods: {exc.message}", exc) from None

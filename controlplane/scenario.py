@@ -45,6 +45,16 @@ FEATURE_GATES = {
     "PodDeletionCost": True,
 }
 WHAT_IF = {"expectations": True, "slowStart": True}
+# config.controllerVersion: the versions each controller can run (DESIGN §2.3). v1.36 is the
+# ReplicaSet controller (and its RC adapter); v1.5 the standalone ReplicationManager
+# (controlplane.replication); v1.5-late its late-1.5 master variant (spec v1.5 §13).
+CONTROLLER_VERSIONS: dict[str, tuple[str, ...]] = {
+    "replicaset": ("v1.36",),
+    "replicationcontroller": ("v1.36", "v1.5", "v1.5-late"),
+}
+DEFAULT_CONTROLLER_VERSION = "v1.36"
+# The versions that have a lookup cache (config.lookupCacheSize).
+LOOKUP_CACHE_VERSIONS = ("v1.5", "v1.5-late")
 
 # key: (kind, default, minimum)  — kind "int", "number", "bool"
 CONFIG_SCALARS: dict[str, tuple[str, Any, float | None]] = {
@@ -67,6 +77,8 @@ CONFIG_SCALARS: dict[str, tuple[str, Any, float | None]] = {
     "kubeletBurst": ("int", 100, 1),
     "schedulerQPS": ("number", 50.0, None),
     "schedulerBurst": ("int", 100, 1),
+    # kube-controller-manager v1.5 --replication-controller-lookup-cache-size (v1.5 only).
+    "lookupCacheSize": ("int", 4096, 1),
 }
 # Upper bounds of the config scalars (controlplane.limits holds the numbers). QPS keys also refuse
 # a positive rate below limits.MIN_QPS; resyncPeriod is 0 or at least limits.MIN_RESYNC_PERIOD.
@@ -88,6 +100,7 @@ CONFIG_MAXIMA: dict[str, float] = {
     "kubeletBurst": limits.MAX_INT32,
     "schedulerQPS": limits.MAX_QPS,
     "schedulerBurst": limits.MAX_INT32,
+    "lookupCacheSize": limits.MAX_LOOKUP_CACHE_SIZE,
 }
 QPS_KEYS = ("kubeApiQPS", "kubeletQPS", "schedulerQPS")
 # Config keys a `config` action may not change: they shape what the simulation is built from.
@@ -105,6 +118,8 @@ def default_config() -> dict[str, Any]:
     config["whatIf"] = dict(WHAT_IF)
     config["controllers"] = list(CONTROLLERS)
     config["manualWorkers"] = []
+    config["controllerVersion"] = {name: DEFAULT_CONTROLLER_VERSION for name in CONTROLLERS}
+    config["enableGarbageCollector"] = True  # --enable-garbage-collector
     return config
 
 
@@ -222,7 +237,15 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
     """Validate a config mapping; returns it normalised (numbers as floats where documented)."""
     value = _mapping(raw, path)
     out: dict[str, Any] = {}
-    allowed = (*CONFIG_SCALARS, "featureGates", "whatIf", "controllers", "manualWorkers")
+    allowed = (
+        *CONFIG_SCALARS,
+        "featureGates",
+        "whatIf",
+        "controllers",
+        "manualWorkers",
+        "controllerVersion",
+        "enableGarbageCollector",
+    )
     _keys(value, path, (), allowed)
     for key, item in value.items():
         where = f"{path}.{key}"
@@ -249,6 +272,10 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
             knobs = _mapping(item, where)
             _keys(knobs, where, (), tuple(WHAT_IF))
             out[key] = {knob: _bool(v, f"{where}.{knob}") for knob, v in knobs.items()}
+        elif key == "controllerVersion":
+            out[key] = _controller_versions(item, where)
+        elif key == "enableGarbageCollector":
+            out[key] = _bool(item, where)
         elif key in ("controllers", "manualWorkers"):
             if not isinstance(item, list):
                 raise _fail(where, f"must be a list, not {_type_name(item)}")
@@ -257,13 +284,47 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
             out[key] = names if key == "controllers" else [c for c in CONTROLLERS if c in names]
     if partial:
         return out
-    merged = default_config()
-    for key, item in out.items():
-        if key in ("featureGates", "whatIf"):
-            merged[key] = {**merged[key], **item}
-        else:
-            merged[key] = item
+    merged = merge_config(default_config(), out)
+    check_config_versions(merged, path)
     return merged
+
+
+# Config keys whose value is a mapping merged key by key (a partial change keeps the others).
+MERGED_CONFIG = ("featureGates", "whatIf", "controllerVersion")
+
+
+def merge_config(config: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`config` with the (validated) `changes` applied: a new dict; mappings merged key by key."""
+    merged = dict(config)
+    for key, item in changes.items():
+        merged[key] = {**merged[key], **item} if key in MERGED_CONFIG else item
+    return merged
+
+
+def _controller_versions(raw: Any, path: str) -> dict[str, str]:
+    versions = _mapping(raw, path)
+    for name, version in versions.items():
+        where = f"{path}.{name}"
+        if name not in CONTROLLER_VERSIONS:
+            raise _fail(where, f"unknown controller (one of {', '.join(CONTROLLER_VERSIONS)})")
+        choices = CONTROLLER_VERSIONS[name]
+        if isinstance(version, str) and version not in choices and len(choices) == 1:
+            raise _fail(where, f"only {choices[0]} is implemented for this controller (got {version!r})")
+        _string(version, where, choices)
+    return dict(versions)
+
+
+def check_config_versions(config: dict[str, Any], path: str = "config") -> None:
+    """What one key cannot say alone: a v1.5-only key given a non-default value while the
+    ReplicationController runs a version without it (ScenarioError naming the key)."""
+    version = config["controllerVersion"]["replicationcontroller"]
+    size = config["lookupCacheSize"]
+    if version not in LOOKUP_CACHE_VERSIONS and size != CONFIG_SCALARS["lookupCacheSize"][1]:
+        raise _fail(
+            f"{path}.lookupCacheSize",
+            "only the v1.5 ReplicationManager has a lookup cache "
+            f"({path}.controllerVersion.replicationcontroller is {version})",
+        )
 
 
 def check_manifest(raw: Any, path: str) -> dict[str, Any]:

@@ -54,15 +54,21 @@ from controlplane.replicaset import (
     ControllerConfig,
     ReplicaSetController,
 )
+from controlplane.replication import STAGES as REPLICATION_MANAGER_STAGES
+from controlplane.replication import LateReplicationManager, ReplicationManager
+from controlplane.replication import Stage as Stage
 from controlplane.scenario import (
     ACTION_VERBS,
     Scenario,
     ScenarioError,
     check_config,
+    check_config_versions,
     check_verb,
     demand,
     load_file,
+    merge_config,
 )
+from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
 from controlplane.trace import Record, Trace
 from controlplane.workqueue import DelayingQueue
 
@@ -79,6 +85,18 @@ KIND_RESOURCES = {
 CLUSTER_SCOPED = {"nodes", "namespaces"}
 REPORT_KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Event")
 CONTROLLER_KINDS = {"replicaset": REPLICA_SET, "replicationcontroller": REPLICATION_CONTROLLER}
+# config.controllerVersion.replicationcontroller -> the ReplicationManager class of that version
+# (any other version, v1.36, is the ReplicaSet controller through its RC adapter).
+REPLICATION_MANAGERS: dict[str, type[ReplicationManager]] = {
+    "v1.5": ReplicationManager,
+    "v1.5-late": LateReplicationManager,
+}
+# The stages of each version's sync, as its `sync.stage` records name them (for the sync
+# inspector and breakpoints): upstream function, file at the pinned commit, spec rule.
+SYNC_STAGES: dict[str, tuple[Stage, ...]] = {
+    "v1.5": REPLICATION_MANAGER_STAGES,
+    "v1.5-late": REPLICATION_MANAGER_STAGES,
+}
 NODE_CONFIG_KEYS = (
     "nodes",
     "podStartup",
@@ -165,10 +183,7 @@ class Simulation:
         self.nodes = NodeSimulator(self.server, self.kernel, self.trace, self._node_config())
         self.controllers: dict[str, ReplicaSetController] = {}
         for name in self.config["controllers"]:
-            kind = CONTROLLER_KINDS[name]
-            self.controllers[name] = ReplicaSetController(
-                self.kernel, self._client(kind.component), kind, self._controller_config(name), trace=self.trace
-            )
+            self.controllers[name] = self._new_controller(name)
         self.faults = FaultInjector(self)
         self.started = False
         # The HTTP answer to the last `request` action: (code, object / List / Status).
@@ -195,6 +210,61 @@ class Simulation:
             )
             self.clients[user_agent] = client
         return client
+
+    def _new_controller(self, name: str) -> ReplicaSetController:
+        """The controller `name` of the version config.controllerVersion names, with the flags
+        of that version (kube-controller-manager's, DESIGN §2.3)."""
+        kind = CONTROLLER_KINDS[name]
+        client = self._client(kind.component)
+        version = self.config["controllerVersion"][name]
+        manager = REPLICATION_MANAGERS.get(version) if kind is REPLICATION_CONTROLLER else None
+        if manager is not None:
+            return manager(
+                self.kernel,
+                client,
+                self._controller_config(name),
+                trace=self.trace,
+                garbage_collector_enabled=self.config["enableGarbageCollector"],
+                lookup_cache_size=self.config["lookupCacheSize"],
+            )
+        return ReplicaSetController(self.kernel, client, kind, self._controller_config(name), trace=self.trace)
+
+    def _controller_flags_changed(self, name: str, controller: ReplicaSetController) -> bool:
+        """Whether the running controller `name` was built with other flags than the config
+        now asks for: another version, or (for a ReplicationManager) another GC flag or
+        lookup cache size."""
+        if controller.version != self.config["controllerVersion"][name]:
+            return True
+        if isinstance(controller, ReplicationManager):
+            wanted = (bool(self.config["enableGarbageCollector"]), int(self.config["lookupCacheSize"]))
+            return (controller.garbage_collector_enabled, controller.lookup_cache_size) != wanted
+        return False
+
+    def _replace_controller(self, name: str) -> None:
+        """A kube-controller-manager restart with a new binary or new flags: the running
+        controller stops (caches, queue, expectations, lookup cache lost) and one of the
+        configured version starts and relists."""
+        old = self.controllers[name]
+        old.stop()
+        new = self._new_controller(name)
+        new.restarts = old.restarts + 1
+        self.controllers[name] = new
+        if self.trace.enabled:
+            self.trace.emit(
+                "controller.restart",
+                controller=name,
+                reason="config",
+                previousVersion=old.version,
+                version=new.version,
+                garbageCollector=self.config["enableGarbageCollector"],
+            )
+        if self.started:
+            new.start()
+
+    def controller_version(self, name: str) -> str | None:
+        """The version the running controller `name` implements (None if it does not run)."""
+        controller = self.controllers.get(name)
+        return None if controller is None else controller.version
 
     def _node_config(self) -> Obj:
         return {key: self.config[key] for key in NODE_CONFIG_KEYS}
@@ -237,7 +307,8 @@ class Simulation:
             except ApiError as exc:
                 raise ScenarioError(f"objects[{i}]: {exc.message}") from None
         self.nodes.start()
-        self.gc.start()
+        if self.config["enableGarbageCollector"]:
+            self.gc.start()
         for controller in self.controllers.values():
             controller.start()
         for i, action in enumerate(self.scenario.actions):
@@ -588,8 +659,12 @@ class Simulation:
                 return {"error": f"config.nodes: cannot shrink from {current} to {nodes} at run time (only add nodes)"}
             if nodes > self.limits.nodes:
                 return {"error": f"config.nodes: {nodes} nodes is more than this run's ceiling of {self.limits.nodes}"}
+        try:
+            check_config_versions(merge_config(self.config, changes))
+        except ScenarioError as exc:
+            return {"error": str(exc)}
         for key, value in changes.items():
-            if key in ("featureGates", "whatIf"):
+            if key in ("featureGates", "whatIf", "controllerVersion"):
                 self.config[key].update(value)
             else:
                 self.config[key] = value
@@ -604,7 +679,15 @@ class Simulation:
             client.burst = cfg["kubeApiBurst"]
             client.latency = cfg["apiLatency"]
         self.nodes.apply_config(self._node_config())
-        for name, controller in self.controllers.items():
+        if "enableGarbageCollector" in changes and self.started:
+            if cfg["enableGarbageCollector"]:
+                self.gc.start()
+            else:
+                self.gc.stop()
+        for name, controller in list(self.controllers.items()):
+            if self._controller_flags_changed(name, controller):
+                self._replace_controller(name)  # built from the whole new config
+                continue
             new = self._controller_config(name)
             controller.config.burst_replicas = new.burst_replicas
             controller.config.slow_start = new.slow_start

@@ -20,17 +20,25 @@ Kinds (the vocabulary; fields after the colon):
               (op: set, expect_deletions, creation_observed, deletion_observed, raise, lower,
               delete, expired)
   sync.start: controller, key, worker, expectations ({add, del} of the key's record, or None)
+              [, version (the v1.5 ReplicationManager's: "v1.5" or "v1.5-late")]
   sync.stage: controller, key, worker, stage (consistency, get, expectations, selector, list,
-              claim, manage, batch, delete, status, requeue), and the stage's own fields
+              claim, manage, batch, delete, status, requeue; the v1.5 ReplicationManager's are
+              controlplane.replication.STAGES: podStoreSynced, get, expectations, list, classify,
+              adopt, release, manage, create, delete, status), and the stage's own fields
               (consistency: ready, error, verdict, groupResource, readVersion, wroteVersion;
-              batch: size, succeeded, failed, error; status: written, status, changed)
+              batch: size, succeeded, failed, error; create: issued, succeeded, failed, error;
+              status: written, status, changed)
   sync.request: controller, key, worker, verb (create/delete), n, pod (the n-th pod write a
               sync issues, before the API server has it)
   sync.end: controller, key, worker, start, error, expectations (after), consistency (ready,
-              stale, off, or None), requeue ({decision: rateLimited | after, delay | none})
+              stale, off, or None), requeue ({decision: rateLimited | after, delay | none |
+              immediate (v1.5: re-added while the pod store has not synced)})
   sync.requeue: controller, key, worker, decision (rateLimited), delay, requeues (the worker
               requeued a failed sync's key with the rate limiter)
-  controller.restart: controller
+  controller.restart: controller [, reason (config), previousVersion, version, garbageCollector:
+              a config action restarted it with another version or other flags]
+  controller.log: controller, level, message (a log line a reader of upstream looks for, e.g.
+              v1.5's "user error! more than one replication controller is selecting pods")
   pod.transition: namespace, name, node, owner ("Kind/name" of its controller or None), from, to
   node.transition: name, from, to
   event: component, type, reason, object, message (a Kubernetes Event was recorded)

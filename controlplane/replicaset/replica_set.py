@@ -19,6 +19,7 @@ Guarantees
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,9 @@ class SyncContext:
 
 
 class ReplicaSetController:
+    # The controller version this class implements (config.controllerVersion, DESIGN §2.3).
+    version = "v1.36"
+
     def __init__(
         self,
         kernel: Kernel,
@@ -169,6 +173,36 @@ class ReplicaSetController:
     # -- construction (also what a restart redoes) ------------------------------------------
     def _build(self) -> None:
         kernel, kind, cfg, trace = self.kernel, self.kind, self.config, self.trace
+        self._build_informers()
+        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
+            kernel, default_controller_rate_limiter(kernel), name=kind.queue_name, trace=trace
+        )
+        self.expectations = UIDTrackingControllerExpectations(kernel, trace=trace, controller=kind.name)
+        self.expectations.enabled = cfg.expectations
+        self.consistency: RealConsistencyStore | NoopConsistencyStore = NoopConsistencyStore()
+        self.set_consistency_gate(cfg.stale_controller_consistency)
+        self.metrics = ReplicaSetMetrics()  # process metrics: a restart starts them from zero
+        self.recorder = EventRecorder(kernel, self.client, kind.component, trace=trace)
+        self.pod_control = self._new_pod_control()
+        self.workers: list[WorkerState] = []
+        self._worker_tasks: list[Task | None] = []
+        self._inflight: list[Task] = []  # concurrent creates/deletes of slow start and scale-down
+        self._run_task: Task | None = None
+        self._caches_synced = False
+        self._selectors: dict[str, tuple[str, Selector | None]] = {}
+        self.last_sync: SyncContext | None = None
+        # The latest sync of each key (kept while the trace is on): the cache-vs-truth view.
+        self.last_syncs: dict[str, SyncContext] = {}
+
+    def _new_pod_control(self) -> RealPodControl:
+        """The pod control of this controller version (an extension point, see `_build`)."""
+        return RealPodControl(self.client, self.recorder, on_write=self._on_pod_write)
+
+    def _build_informers(self) -> None:
+        """The pod and controller informers with their handlers (an extension point: another
+        controller version wires its own, under the same attribute names, which the facade,
+        the faults and the dashboard read)."""
+        kernel, kind, cfg, trace = self.kernel, self.kind, self.config, self.trace
         self.pod_informer = SharedInformer(
             kernel,
             self.client,
@@ -191,25 +225,6 @@ class ReplicaSetController:
         )
         self.rs_informer.add_event_handler(ResourceEventHandler(self.add_rs, self.update_rs, self.delete_rs))
         self.pod_informer.add_event_handler(ResourceEventHandler(self.add_pod, self.update_pod, self.delete_pod))
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            kernel, default_controller_rate_limiter(kernel), name=kind.queue_name, trace=trace
-        )
-        self.expectations = UIDTrackingControllerExpectations(kernel, trace=trace, controller=kind.name)
-        self.expectations.enabled = cfg.expectations
-        self.consistency: RealConsistencyStore | NoopConsistencyStore = NoopConsistencyStore()
-        self.set_consistency_gate(cfg.stale_controller_consistency)
-        self.metrics = ReplicaSetMetrics()  # process metrics: a restart starts them from zero
-        self.recorder = EventRecorder(kernel, self.client, kind.component, trace=trace)
-        self.pod_control = RealPodControl(self.client, self.recorder, on_write=self._on_pod_write)
-        self.workers: list[WorkerState] = []
-        self._worker_tasks: list[Task | None] = []
-        self._inflight: list[Task] = []  # concurrent creates/deletes of slow start and scale-down
-        self._run_task: Task | None = None
-        self._caches_synced = False
-        self._selectors: dict[str, tuple[str, Selector | None]] = {}
-        self.last_sync: SyncContext | None = None
-        # The latest sync of each key (kept while the trace is on): the cache-vs-truth view.
-        self.last_syncs: dict[str, SyncContext] = {}
 
     def set_resync_period(self, period: float) -> None:
         """The informers' resync period from now on (also kept for the next restart)."""
@@ -553,17 +568,30 @@ class ReplicaSetController:
 
     # -- syncReplicaSet (spec §6) -----------------------------------------------------------
     async def sync_replica_set(self, key: str, worker: int | None = None) -> Exception | None:
+        return await self._framed_sync(key, worker, self._sync)
+
+    async def _framed_sync(
+        self, key: str, worker: int | None, body: Callable[[SyncContext], Awaitable[Exception | None]]
+    ) -> Exception | None:
+        """One sync of `key` by `body`, framed for the debugger: `sync.start` (with
+        `_sync_start_fields`), a raise contained as the sync's error, `sync.end`. Every
+        controller version's sync handler runs through here."""
         ctx = SyncContext(key, worker, self.kernel.now)
         self.last_sync = ctx
         if self.trace.enabled:
             self.last_syncs[key] = ctx
         if self.trace.enabled:
             self.trace.emit(
-                "sync.start", controller=self.kind.name, key=key, worker=worker, expectations=self._expected(key)
+                "sync.start",
+                controller=self.kind.name,
+                key=key,
+                worker=worker,
+                expectations=self._expected(key),
+                **self._sync_start_fields(),
             )
         err: Exception | None
         try:
-            err = await self._sync(ctx)
+            err = await body(ctx)
         except Cancelled:
             raise
         except Exception as exc:
@@ -581,6 +609,11 @@ class ReplicaSetController:
                 requeue={"decision": "rateLimited"} if err is not None else ctx.requeue,
             )
         return err
+
+    def _sync_start_fields(self) -> dict[str, Any]:
+        """Extra fields of this version's `sync.start` records (none for v1.36, whose records
+        are as they always were)."""
+        return {}
 
     def _expected(self, key: str) -> dict[str, int] | None:
         """The expectations record of `key` as `{add, del}` (None without one), for the trace."""
@@ -884,6 +917,7 @@ class ReplicaSetController:
             expectations[key] = self.expectations.snapshot(key)
         return {
             "controller": self.kind.name,
+            "version": self.version,
             "queue": self.queue.snapshot(),
             "expectations": expectations,
             "expectationsEnabled": self.expectations.enabled,

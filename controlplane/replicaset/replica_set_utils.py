@@ -13,6 +13,7 @@ Guarantees
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from controlplane.apiserver import ApiError
@@ -61,8 +62,12 @@ def calculate_status(
     enable_status_terminating_replicas: bool,
     now: float,
     template_selector: Any,
+    *,
+    is_available: Callable[[Obj, float, float], bool] = is_ready_condition_available,
 ) -> Obj:
-    """`template_selector` matches the template's labels (fullyLabeledReplicas)."""
+    """`template_selector` matches the template's labels (fullyLabeledReplicas).
+    `is_available(ready_condition, min_ready_seconds, now)` decides availability: [M]'s `<=`
+    by default; the v1.5 ReplicationManager passes its strict `<`."""
     status: Obj = dict(rs.get("status") or {})
     if "conditions" in status:
         status["conditions"] = [dict(c) for c in status["conditions"]]
@@ -76,7 +81,7 @@ def calculate_status(
         condition = get_pod_ready_condition(pod)
         if condition is not None and condition.get("status") == "True":
             ready += 1
-            if is_ready_condition_available(condition, min_ready, now):
+            if is_available(condition, min_ready, now):
                 available += 1
     failure = get_condition(status, REPLICA_FAILURE)
     if manage_replicas_err is not None and failure is None:
