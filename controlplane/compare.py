@@ -80,12 +80,12 @@ from controlplane.scenario import Scenario, ScenarioError, check_config, load_fi
 
 Obj = dict[str, Any]
 
-# The default pair of the CLI and the compare page. The v1.5 engine (issue 16 §1) is not on main
-# yet: until it lands the default compares "slow start off" (A) with the defaults (B). When it
-# lands, this becomes the one-line change:
-#   DEFAULT_PAIR = ({"controllerVersion": {"replicationcontroller": "v1.5"}},
-#                   {"controllerVersion": {"replicationcontroller": "v1.36"}})
-DEFAULT_PAIR: tuple[Obj, Obj] = ({"whatIf": {"slowStart": False}}, {})
+# The default pair of the CLI and the compare page: the ReplicationControllers of the scenario
+# under the v1.5 ReplicationManager (A) and under today's controller (B), docs/versions.md.
+DEFAULT_PAIR: tuple[Obj, Obj] = (
+    {"controllerVersion": {"replicationcontroller": "v1.5"}},
+    {"controllerVersion": {"replicationcontroller": "v1.36"}},
+)
 
 DEFAULT_BUCKET = 1.0
 MIN_BUCKET = 0.001

@@ -54,7 +54,7 @@ async def test_the_form_is_prefilled_from_the_query(running_host):
 
 async def test_the_form_defaults_to_the_default_pair(running_host):
     body = (await AsyncClient().get("/compare/new")).content.decode()
-    assert "{&quot;whatIf&quot;: {&quot;slowStart&quot;: false}}</textarea>" in body
+    assert "{&quot;controllerVersion&quot;: {&quot;replicationcontroller&quot;: &quot;v1.5&quot;}}</textarea>" in body
 
 
 async def test_start_a_pair_with_each_block_merged_over_the_scenarios_config(running_host):
