@@ -25,8 +25,16 @@ GC thresholds, load average at the start and at the end).
 part of the world (store, watch history, kubelets, Events, garbage-collector graph, informers,
 request log), each object counted once, in that order.
 
+`--kind replicationcontroller` converges ReplicationControllers instead (v1 kind, equality
+selector) under `--version v1.36` (today's controller, the default) or `--version v1.5` (the v1.5
+ReplicationManager, docs/versions.md); `--version both` runs the two versions' children
+alternately (v1.36, v1.5, v1.36, v1.5 ...) so that both see the same machine, and prints one
+line per version plus a `compare` line with `ratio` = best v1.5 wall / best v1.36 wall (and the
+same in CPU time).
+
 Usage: .venv/bin/python bench/converge.py [--replicasets 1000] [--replicas 100] [--nodes PODS/100]
        [--repeat 2] [--gc policy|default] [--breakdown]
+       [--kind replicaset|replicationcontroller] [--version v1.36|v1.5|both]
 Run long ones (1,000,000 pods: --replicasets 10000) with `nice -n 10`.
 """
 
@@ -53,6 +61,23 @@ from controlplane.scenario import Scenario, default_config
 from controlplane.simulation import Simulation
 
 FLOOR_RUNS = 5
+
+
+def replication_controller(i: int, replicas: int) -> dict:
+    name = f"rc-{i:04d}"
+    return {
+        "apiVersion": "v1",
+        "kind": "ReplicationController",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"app": name},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+    }
 
 
 def replica_set(i: int, replicas: int) -> dict:
@@ -151,9 +176,9 @@ def floor_gc_off(n: int, owners: int, runs: int = FLOOR_RUNS) -> tuple[list[floa
     return times, cpu
 
 
-def converged(sim: Simulation, count: int, replicas: int) -> bool:
+def converged(sim: Simulation, count: int, replicas: int, api_resource: str = "replicasets") -> bool:
     done = 0
-    for rs in sim.server.objects("replicasets"):
+    for rs in sim.server.objects(api_resource):
         status = rs.get("status") or {}
         if (
             status.get("readyReplicas") == replicas
@@ -165,7 +190,7 @@ def converged(sim: Simulation, count: int, replicas: int) -> bool:
     return done == count
 
 
-def scenario(replicasets: int, replicas: int, nodes: int) -> Scenario:
+def scenario(replicasets: int, replicas: int, nodes: int, kind: str = "replicaset", version: str = "v1.36") -> Scenario:
     config = default_config()
     config.update(
         {
@@ -173,10 +198,14 @@ def scenario(replicasets: int, replicas: int, nodes: int) -> Scenario:
             "kubeApiQPS": -1.0,
             "kubeletQPS": -1.0,
             "schedulerQPS": -1.0,
-            "controllers": ["replicaset"],
+            "controllers": [kind],
         }
     )
-    objects = [replica_set(i, replicas) for i in range(replicasets)]
+    if kind == "replicationcontroller":
+        config["controllerVersion"] = {**config["controllerVersion"], "replicationcontroller": version}
+        objects = [replication_controller(i, replicas) for i in range(replicasets)]
+    else:
+        objects = [replica_set(i, replicas) for i in range(replicasets)]
     return Scenario(name="converge", seed=1, config=config, objects=objects)
 
 
@@ -191,7 +220,9 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
         nodes=max(DEFAULT_RUN_LIMITS.nodes, args.nodes),
         events=max(DEFAULT_RUN_LIMITS.events, 20 * pods),
     )
-    sim = Simulation(scenario(args.replicasets, args.replicas, args.nodes), record=False, limits=limits)
+    world = scenario(args.replicasets, args.replicas, args.nodes, args.kind, args.version)
+    api_resource = "replicationcontrollers" if args.kind == "replicationcontroller" else "replicasets"
+    sim = Simulation(world, record=False, limits=limits)
     sim.start()
     hold = gcpolicy.simulation_gc() if args.gc == "policy" else None
     try:
@@ -199,7 +230,7 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
         while virtual < args.max_virtual:
             sim.advance(1.0)
             virtual = sim.now
-            if converged(sim, args.replicasets, args.replicas):
+            if converged(sim, args.replicasets, args.replicas, api_resource):
                 break
         wall = time.perf_counter() - start
         cpu = time.process_time() - cpu_start
@@ -210,7 +241,7 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "wall_s": wall,
         "cpu_s": cpu,
-        "converged": converged(sim, args.replicasets, args.replicas),
+        "converged": converged(sim, args.replicasets, args.replicas, api_resource),
         "virtual_s": virtual,
         "events": sim.kernel.events,
         "scheduled": sim.kernel._seq,
@@ -234,8 +265,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="simulation runs; the best wall time counts")
     parser.add_argument("--gc", choices=("policy", "default"), default="policy")
     parser.add_argument("--breakdown", action="store_true", help="measure where the memory is (slow)")
+    parser.add_argument("--kind", choices=("replicaset", "replicationcontroller"), default="replicaset")
+    parser.add_argument("--version", choices=("v1.36", "v1.5", "both"), default="v1.36")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.version != "v1.36" and args.kind != "replicationcontroller":
+        parser.error("--version: only ReplicationControllers have a v1.5 controller (--kind replicationcontroller)")
     if args.nodes is None:
         args.nodes = max(1, args.replicasets * args.replicas // 100)
     if args.child:
@@ -248,17 +283,57 @@ def main() -> None:
     gc.collect()
     floor_on = floor_seconds(pods, args.replicasets)
     gc.collect()
-    runs = []
-    child = [sys.executable, __file__, "--child", *sys.argv[1:]]
+    versions = ("v1.36", "v1.5") if args.version == "both" else (args.version,)
+    runs_of: dict[str, list[dict[str, Any]]] = {v: [] for v in versions}
+    base = [a for a in sys.argv[1:] if not a.startswith("--version")]
+    if "--version" in sys.argv[1:]:  # "--version X" as two words
+        i = sys.argv.index("--version")
+        base = sys.argv[1:i] + sys.argv[i + 2 :]
     for _ in range(max(1, args.repeat)):
-        out = subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout
-        runs.append(json.loads(out.strip().splitlines()[-1]))
+        for version in versions:  # alternately, so both versions see the same machine
+            child = [sys.executable, __file__, "--child", *base, "--version", version]
+            out = subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout
+            runs_of[version].append(json.loads(out.strip().splitlines()[-1]))
+    lines = [
+        _line(args, version, runs_of[version], floors, floors_cpu, floor_on, machine_start) for version in versions
+    ]
+    for line in lines:
+        print(json.dumps(line))
+    if len(lines) == 2:
+        old, new = lines
+        print(
+            json.dumps(
+                {
+                    "benchmark": "converge-versions",
+                    "kind": args.kind,
+                    "pods": pods,
+                    "ratio": round(new["wall_s"] / old["wall_s"], 3),
+                    "cpu_ratio": round(new["cpu_s"] / old["cpu_s"], 3),
+                    "walls_s": {v: line["walls_s"] for v, line in zip(versions, lines, strict=True)},
+                    "machine": lines[-1]["machine"],
+                }
+            )
+        )
+
+
+def _line(
+    args: argparse.Namespace,
+    version: str,
+    runs: list[dict[str, Any]],
+    floors: list[float],
+    floors_cpu: list[float],
+    floor_on: float,
+    machine_start: dict[str, Any],
+) -> dict[str, Any]:
+    pods = args.replicasets * args.replicas
     best = min(runs, key=lambda r: r["wall_s"])
     floor = min(floors)
     wall = best["wall_s"]
     machine_end = machine()
     line: dict[str, Any] = {
         "benchmark": "converge",
+        "kind": args.kind,
+        **({"version": version} if args.kind == "replicationcontroller" else {}),
         "replicasets": args.replicasets,
         "replicas": args.replicas,
         "pods": pods,
@@ -284,15 +359,18 @@ def main() -> None:
         "rss_per_pod_kb": round(best["peak_rss_kb"] / pods, 2),
         "gc": {
             "mode": args.gc,
-            **({k: v for k, v in gcpolicy.describe().items() if k in ("policy", "freeze", "thresholds_while_held")}
-               if args.gc == "policy" else {"thresholds": list(gc.get_threshold())}),
+            **(
+                {k: v for k, v in gcpolicy.describe().items() if k in ("policy", "freeze", "thresholds_while_held")}
+                if args.gc == "policy"
+                else {"thresholds": list(gc.get_threshold())}
+            ),
             "collections_by_generation": best["collections"],
         },
         "machine": {**machine_start, "load_avg_end": machine_end["load_avg"]},
     }
     if "memory" in best:
         line["memory"] = best["memory"]
-    print(json.dumps(line))
+    return line
 
 
 if __name__ == "__main__":
