@@ -173,7 +173,14 @@ async def _forks(a_id: str, b_id: str, timeline: Obj) -> tuple[list[Obj], Obj | 
         out.append(note)
         if note["parent_letter"] is not None and mark is None:
             x = timeline["width"] * min(at / timeline["end"], 1.0)
-            mark = {**note, "x": round(x, 1)}
+            # The ⎇ sits beside the line (a ▲ of the first divergence is often right on it).
+            left = x >= 20.0
+            mark = {
+                **note,
+                "x": round(x, 1),
+                "label_x": round(x - 6 if left else x + 6, 1),
+                "anchor": "end" if left else "start",
+            }
     return out, mark
 
 
