@@ -225,6 +225,17 @@ async def test_bad_input_is_a_form_error_and_creates_nothing(running_host, field
     assert original.sim.actions == actions and not original.stopped
 
 
+@pytest.mark.parametrize("payload", ["<img src=x onerror=alert(1)>", '"><script>alert(1)</script>'])
+async def test_the_fork_forms_errors_are_escaped(running_host, payload):
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    for fields in ({"at": payload}, {"change": payload}, {"change": f"scale: {{kind: ReplicaSet, name: '{payload}'}}"}):
+        response = await fork(client, sim_id, **fields)
+        body = response.content.decode()
+        assert response.status_code == 400 and 'id="fork-errors"' in body
+        assert "<img src=x" not in body and "<script>alert" not in body, body[:3000]
+
+
 async def test_a_fork_of_a_stopped_session_is_refused(running_host):
     client = await controlling_client()
     sim_id = await a_session_with_history(client)
