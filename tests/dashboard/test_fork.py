@@ -158,6 +158,16 @@ async def test_a_config_block_is_a_config_change_at_t(running_host):
     assert running_host.sims[sim_id].sim.config["whatIf"]["slowStart"] is True
 
 
+async def test_two_forks_at_once_are_made_one_after_the_other(running_host):
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    first, second = await asyncio.gather(fork(client, sim_id, at="5"), fork(client, sim_id, at="15", change=SCALE_TO_8))
+    ids = [fork_id_of(first), fork_id_of(second)]
+    assert ids[0] != ids[1]
+    assert [running_host.sims[i].sim.now for i in ids] == [5.0, 15.0]
+    assert {r.parent async for r in Recording.objects.filter(id__in=ids)} == {sim_id}
+
+
 async def test_the_fork_is_recorded_with_its_parent_and_time_and_its_scenario_reproduces_it(running_host):
     client = await controlling_client()
     sim_id = await a_session_with_history(client)
