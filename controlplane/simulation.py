@@ -27,7 +27,7 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.apiserver.errors import resource_expired as resource_expired
@@ -103,6 +103,18 @@ STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
 MAX_ERRORS_KEPT = 1000  # `errors` keeps the first ones; `errors_dropped` counts the rest
 
 
+class Position(NamedTuple):
+    """A point of a run: `events` kernel events have run, the last trace record is `seq`, the
+    clock reads `time`. Several positions share an instant (one per event run at it)."""
+
+    events: int
+    seq: int
+    time: float
+
+    def to_json(self) -> Obj:
+        return {"events": self.events, "seq": self.seq, "time": self.time}
+
+
 class LimitError(ScenarioError):
     """A run reached one of its ceilings (RunLimits): the message says which and how to raise it."""
 
@@ -162,6 +174,7 @@ class Simulation:
         # The HTTP answer to the last `request` action: (code, object / List / Status).
         self.last_response: tuple[int, Obj] | None = None
         self._timeline_pending: set[int] = set()  # indexes of the file's actions not yet applied
+        self._timeline_logged: set[int] = set()  # indexes in `actions` of the file's own actions
 
     @classmethod
     def from_file(cls, name_or_path: str, *, seed: int | None = None, limits: RunLimits | None = None) -> Simulation:
@@ -254,9 +267,10 @@ class Simulation:
             self.trace.emit("error", where=where, error=text, **fields)
         return text
 
-    def _contained(self, run: Callable[[], Any], *, once: bool = False) -> None:
+    def _contained(self, run: Callable[[], Any], *, once: bool = False, ceiling: bool = True) -> None:
         """Run kernel work; an exception escaping a callback is reported and the work goes on
-        (the failed callback has run; with `once`, it was the work). Then check the ceiling."""
+        (the failed callback has run; with `once`, it was the work). Then check the ceiling
+        (unless `ceiling` is False: the kernel's limit was lowered for this run only)."""
         while True:
             try:
                 run()
@@ -269,7 +283,7 @@ class Simulation:
                 if not once:
                     continue
             break
-        if self.kernel.limit_reached and self.halted is None:
+        if ceiling and self.kernel.limit_reached and self.halted is None:
             self.halted = (
                 f"halted at t={self.kernel.now:.3f} s: {self.kernel.events} kernel events ran, the ceiling of "
                 f"{self.limits.events} for one run (--max-events)"
@@ -311,7 +325,10 @@ class Simulation:
 
     def _apply_timeline(self, index: int) -> None:
         self._timeline_pending.discard(index)
+        logged = len(self.actions)
         self.apply(self.scenario.actions[index], "scenario")
+        if len(self.actions) > logged:
+            self._timeline_logged.add(logged)
 
     @staticmethod
     def check_action(action: Any) -> str | None:
@@ -401,6 +418,31 @@ class Simulation:
         elif vtime(at) > now:
             raise ValueError(f"at: must be <= now (t={now:.3f}): the future has not happened yet")
         return cut_scenario(self.start_data(), self.actions, self.timeline_pending, at)
+
+    def recording(self) -> Obj:
+        """What replays this session exactly, event for event (`controlplane.replay`): the
+        scenario as it was loaded (its own timeline included), the seed, and the actions taken
+        live — not the timeline's — each `{time, source, action}`, in application order. Unlike
+        `export_scenario`, it keeps apart what the kernel knew in advance (the timeline, scheduled
+        at start) from what it learnt when it happened, so a replay's pending timers match too."""
+        scenario = self.scenario
+        return {
+            "scenario": {
+                "name": scenario.name,
+                "description": scenario.description,
+                "seed": scenario.seed,
+                "config": copy.deepcopy(scenario.config),
+                "objects": copy.deepcopy(scenario.objects),
+                "actions": copy.deepcopy(scenario.actions),
+                "until": scenario.until,
+            },
+            "seed": self.seed,
+            "actions": [
+                {"time": entry["time"], "source": entry.get("source"), "action": copy.deepcopy(entry["action"])}
+                for i, entry in enumerate(self.actions)
+                if i not in self._timeline_logged
+            ],
+        }
 
     def _done(self, action: Obj, result: Obj, source: str | None) -> Obj:
         entry = {"time": self.kernel.now, "action": {k: v for k, v in action.items() if k != "at"}, **result}
@@ -627,6 +669,25 @@ class Simulation:
     def run_until(self, t: float) -> None:
         self.start()
         self._contained(lambda: self.kernel.run_until(t))
+
+    def run_to_events(self, until: float, events: int) -> None:
+        """`run_until(until)`, stopping as soon as `events` kernel events have run in all: the
+        clock then stays at the time of the last event run, the state right after it (replay
+        lands on exact positions this way, `controlplane.replay`). The run's own ceiling holds."""
+        self.start()
+        kernel = self.kernel
+        ceiling = kernel.event_limit
+        kernel.event_limit = events if ceiling is None else min(events, ceiling)
+        try:
+            self._contained(lambda: kernel.run_until(until), ceiling=False)
+        finally:
+            kernel.event_limit = ceiling
+        self._contained(lambda: None)  # the run's own ceiling, if this run reached it
+
+    def position(self) -> Position:
+        """Where this simulation is, exactly: kernel events run, the last trace record's `seq`,
+        the clock. Cheap (three reads). A replay of this session reaches the same positions."""
+        return Position(self.kernel.events, self.trace.seq, self.kernel.now)
 
     def next_timer(self) -> float | None:
         return self.kernel.peek()
@@ -892,3 +953,8 @@ def run_scenario(
     from controlplane.runner import run_file  # the runner builds on this module
 
     return run_file(name_or_path, seed=seed, until=until, limits=limits).report
+
+
+# The replay primitive (a session's past, rebuilt to any position) is part of the facade.
+from controlplane.replay import Replay as Replay  # noqa: E402
+from controlplane.replay import ReplayError as ReplayError  # noqa: E402

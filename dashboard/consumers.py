@@ -128,6 +128,10 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         reply = {"type": "reply", "id": event.get("id"), "op": event.get("op"), "result": event["result"]}
         await self.send_text(json.dumps(reply, separators=(",", ":")))  # (a list can be long)
 
+    async def sim_past(self, event: dict[str, Any]) -> None:
+        """A moment of the past this viewer asked for (`past` command): the host's JSON text."""
+        await self.send_text(event["text"])
+
     async def k8s_watch(self, event: dict[str, Any]) -> None:
         """Events of one of this viewer's watches: newline-delimited JSON, as the HTTP API streams
         them; `end` once the watch is over (its last text may be an ERROR event)."""

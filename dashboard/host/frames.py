@@ -502,6 +502,8 @@ class FrameBuilder:
             "code": response["code"],
             "reason": response.get("reason"),
             "latency": response["time"] - request["time"],
+            "seq": response["seq"],  # the moment its answer came: where the row's link goes
+            "at": response["time"],
         }
 
     def _canvas_delta(self) -> Obj:

@@ -40,7 +40,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from controlplane.gcpolicy import GcHold, simulation_gc
 from controlplane.scenario import Scenario
 from controlplane.simulation import Simulation
-from dashboard.host import k8s_ops, reads, recording
+from dashboard.host import k8s_ops, past, reads, recording
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -197,6 +197,7 @@ class Host:
                 task.cancel()
         self._wake.pop(sim_id, None)
         await k8s_ops.close_watches(hosted)
+        await past.close(sim_id)
         layer = get_channel_layer()
         await layer.group_send(viewers_group(sim_id), {"type": "sim.stopped"})
         await _delete_record(sim_id)
@@ -388,6 +389,9 @@ class Host:
             if isinstance(viewer, str):
                 hosted.unfocus(viewer)
                 k8s_ops.forget_viewer(hosted, viewer)
+            return
+        if op == "past":  # a moment of the past, for this viewer: a replay worker answers it later
+            await past.handle(hosted, message)
             return
         if op == "fork":  # a new session from this one's past: replies when replayed (forks.answer)
             from dashboard.host import forks

@@ -123,6 +123,8 @@ def status(hosted: HostedSimulation) -> Obj:
         "actions": len(sim.actions),
         "marks": hosted.marks,
         "restored": hosted.restored_note,
+        # Exact, for the page's way back to where a step came from (dashboard/host/past.py).
+        "position": sim.position().to_json(),
     }
 
 

@@ -25,6 +25,7 @@
     retry: 500,
     stopped: false,
     hooks: [], // functions called with each frame after it is applied (benchmarks, tests)
+    past: null, // the moment of the past this page shows (past.js), or null: live
   };
   window.ctrlscope = state; // for the browser tests and the curious
 
@@ -101,6 +102,12 @@
         break;
       case "state": applyState(msg); break;
       case "frame": applyFrame(msg); break;
+      case "past": {
+        // A moment of the past (past.js shows it); it answers a command of this page.
+        const resolve = state.pending.get(msg.id);
+        if (resolve) { state.pending.delete(msg.id); resolve({ ok: true, past: msg }); }
+        break;
+      }
       case "reply": {
         const resolve = state.pending.get(msg.id);
         if (resolve) { state.pending.delete(msg.id); resolve(msg.result); }
@@ -119,6 +126,7 @@
   // -- applying state and frames --------------------------------------------------------------
   function applyState(msg) {
     state.seq = msg.seq;
+    if (state.past) state.past.leave(); // a full state is the live moment
     state.panels.clear();
     state.deferred.clear();
     applyPanels(msg.panels);
@@ -139,6 +147,14 @@
   function applyFrame(msg) {
     if (state.seq === null) return;
     state.seq = msg.seq;
+    if (state.past) {
+      // Viewing the past: panels never mix times. Only the live clock moves (the banner);
+      // going back to live asks for a full state.
+      state.status = msg.status;
+      state.past.onLive(msg.status);
+      sendRaw({ type: "ack", seq: msg.seq });
+      return;
+    }
     applyPanels(msg.panels);
     for (const [log, html] of Object.entries(msg.rows || {})) appendRows(log, html);
     const skipped = msg.skipped || {};
@@ -395,12 +411,18 @@
 
   // -- controls -----------------------------------------------------------------------------------
   async function run(cmd, where) {
+    // past.js: in the past a step moves the cursor and acting waits for live; live, it notes
+    // where a step starts so that a step back returns there exactly.
+    if (window.CtrlscopePast && window.CtrlscopePast.intercept(cmd)) return { ok: false };
     if (!state.control) { showResult({ ok: false, error: "read-only: open the URL with the access token to control" }, where); return { ok: false }; }
     const result = await command(cmd);
     showResult(result, where);
     return result;
   }
   state.run = run;
+  // For past.js: the past is shown with the same functions as the present.
+  state.show = { applyPanels, applyStatus, showResult, filterRows, scrollDown, clearPanels: () => state.panels.clear() };
+  state.resync = () => sendRaw({ type: "resync" });
 
   document.addEventListener("click", (ev) => {
     const cmdEl = ev.target.closest("[data-cmd]");
@@ -673,6 +695,7 @@
   // -- keys, like a debugger's ------------------------------------------------------------------------
   document.addEventListener("keydown", (ev) => {
     if (ev.target.closest("input, textarea, select") || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (window.CtrlscopePast && window.CtrlscopePast.key(ev)) { ev.preventDefault(); return; } // [ ] N > S End
     const keys = { n: "btn-event", ".": "btn-stage", s: "btn-sync", t: "btn-timer", i: "btn-idle" };
     if (ev.key === " ") {
       ev.preventDefault();

@@ -31,6 +31,8 @@
     dropped: 0,
   };
   const view = { t0: 0, t1: 60, follow: true };
+  let cursor = null; // the moment of the past the page shows (past.js), or null: live
+  let scrubbing = null; // dragging the cursor: {last: wall ms of the last request}
   let scheduled = false;
   let dragging = null;
   let hover = null;
@@ -176,6 +178,21 @@
       ctx.strokeStyle = "#2f6fdf";
       ctx.lineWidth = 1;
       ctx.beginPath(); ctx.moveTo(xn + 0.5, AXIS - 4); ctx.lineTo(xn + 0.5, height); ctx.stroke();
+    }
+    // the cursor: the moment every panel shows while viewing the past
+    if (cursor !== null) {
+      const xc = xOf(cursor);
+      if (xc >= LEFT && xc <= width) {
+        ctx.fillStyle = "rgba(247, 213, 139, 0.35)";
+        ctx.fillRect(xc, AXIS, Math.max(0, Math.min(width, xn) - xc), height - AXIS);
+        ctx.strokeStyle = "#c27c00";
+        ctx.lineWidth = 3;
+        ctx.beginPath(); ctx.moveTo(xc, AXIS - 6); ctx.lineTo(xc, height); ctx.stroke();
+        ctx.fillStyle = "#8a5a00";
+        ctx.font = "600 11px system-ui, sans-serif";
+        const label = `viewing t=${cursor.toFixed(3)}`;
+        ctx.fillText(label, Math.min(xc + 5, width - ctx.measureText(label).width - 4), AXIS + 22);
+      }
     }
     if (hover) {
       ctx.strokeStyle = "rgba(0,0,0,0.35)";
@@ -336,11 +353,47 @@
     schedule();
   }, { passive: false });
 
-  canvas.addEventListener("mousedown", (ev) => { dragging = { x: ev.clientX, t0: view.t0, t1: view.t1 }; });
-  window.addEventListener("mouseup", () => { dragging = null; });
+  function timeAt(clientX) {
+    const r = canvas.getBoundingClientRect();
+    return view.t0 + ((clientX - r.left - LEFT) / (r.width - LEFT)) * (view.t1 - view.t0);
+  }
+
+  // Press on the cursor and drag: scrub (each request supersedes the last, at most 10 a second).
+  // A click anywhere else moves the cursor there; a drag elsewhere pans.
+  canvas.addEventListener("mousedown", (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const xc = cursor === null ? null : LEFT + ((cursor - view.t0) / (view.t1 - view.t0)) * (r.width - LEFT);
+    if (xc !== null && Math.abs(ev.clientX - r.left - xc) <= 6) {
+      scrubbing = { last: 0 };
+      return;
+    }
+    dragging = { x: ev.clientX, t0: view.t0, t1: view.t1, moved: false };
+  });
+  window.addEventListener("mouseup", (ev) => {
+    if (scrubbing) {
+      scrubbing = null;
+      if (window.CtrlscopePast) window.CtrlscopePast.scrub(cursor);
+    } else if (dragging && !dragging.moved && ev.target === canvas && window.CtrlscopePast) {
+      const t = Math.min(timeAt(ev.clientX), m.now);
+      setCursor(Math.max(0, t));
+      window.CtrlscopePast.scrub(Math.max(0, t));
+    }
+    dragging = null;
+  });
   canvas.addEventListener("mousemove", (ev) => {
     const r = canvas.getBoundingClientRect();
-    if (dragging) {
+    if (scrubbing) {
+      cursor = Math.max(0, Math.min(timeAt(ev.clientX), m.now));
+      const now = performance.now();
+      if (now - scrubbing.last > 100 && window.CtrlscopePast) {
+        scrubbing.last = now;
+        window.CtrlscopePast.scrub(cursor);
+      }
+      schedule();
+      return;
+    }
+    if (dragging && Math.abs(ev.clientX - dragging.x) > 3) dragging.moved = true;
+    if (dragging && dragging.moved) {
       const dt = ((ev.clientX - dragging.x) / (r.width - LEFT)) * (dragging.t1 - dragging.t0);
       view.t0 = Math.max(0, dragging.t0 - dt);
       view.t1 = view.t0 + (dragging.t1 - dragging.t0);
@@ -377,9 +430,16 @@
   // The clock moves even when no pod changes: redraw twice a second for the "now" line.
   setInterval(schedule, 500);
 
+  function setCursor(t) {
+    cursor = t;
+    schedule();
+  }
+
   window.CtrlscopeTimeline = {
     reset,
     apply,
+    setCursor,
+    cursor: () => cursor,
     lanes: () => laneOrder().map((o) => ({ owner: m.owners[o], max: m.lanes.get(o).max, now: m.lanes.get(o).count.reduce((a, b) => a + b, 0) })),
     spans: () => m.spans.length,
     drawMs: () => lastDrawMs,

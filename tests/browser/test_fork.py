@@ -10,6 +10,7 @@ from playwright.sync_api import Page, expect
 
 from .conftest import shot
 from .test_dashboard import run_to, start
+from .test_time_travel import PAST, view_at
 
 
 def test_fork_before_a_scale_with_other_replicas_and_compare(page: Page, live_server_url: str):
@@ -19,12 +20,19 @@ def test_fork_before_a_scale_with_other_replicas_and_compare(page: Page, live_se
     # scale-up-and-down: its file scales web from 2 to 10 at t=10 and back to 3 at t=12.
     sim_id = start(page, live_server_url, scenario="scale-up-and-down", seed="2")
     run_to(page, 11)
-    # Fork just before the scale, with 8 replicas asked for at that moment.
+    # Live, the menu forks at now.
     page.click("#fork-menu summary")
     form = page.locator("#fork-menu form")
     expect(form).to_be_visible()
+    expect(form.locator("input[name=at]")).to_have_value("")
     expect(form.locator("input[name=compare][type=checkbox]")).to_be_checked()
-    form.locator("input[name=at]").fill("9.5")
+    page.click("#fork-menu summary")
+    # Look at the moment just before the scale; the menu then forks there, 8 replicas asked for.
+    view_at(page, "9.5")
+    expect(page.locator("#past-at")).to_have_text("t=9.500", timeout=PAST)
+    page.click("#fork-menu summary")
+    expect(form.locator("input[name=at]")).to_have_value("9.5")
+    expect(form.locator(".fork-at-hint")).to_contain_text("the moment viewed")
     form.locator("textarea[name=change]").fill("scale: {kind: ReplicaSet, name: web, replicas: 8}")
     shot(page, "fork-menu")
     form.locator("button[type=submit]").click()

@@ -1,0 +1,313 @@
+"""Replay: a session's past rebuilt by deterministic replay, to an exact position.
+
+Guarantees
+----------
+* A `Replay` is a fresh `Simulation` of a recorded session — the scenario as it was loaded, its
+  seed, and the actions taken live, each applied at its time exactly as `Simulation.act` applied
+  it (once every event of its instant has run) — driven forward to a position. Same recording,
+  same position ⇒ the same world, byte for byte: `snapshot()` and `report()` of the replay equal
+  those of the live session when it stood there (the kernel, the trace `seq`s and the pending
+  timers included, since the timeline is scheduled at start and the live actions when they came).
+* A position is `Position(events, seq, time)` (`Simulation.position()`). A replay reaches:
+  a virtual time T (the end of instant T: every event and action due at T has run, like
+  `python -m controlplane run --until T`); an event count N (right after the N-th kernel event:
+  several events share an instant, so this is how "step back one event" lands exactly); or a
+  trace record's `seq` (right after the event that emitted it). Forward only: a position before
+  where the replay stands needs a new `Replay` (the caller keeps or rebuilds, as it likes).
+* The steps of the debugger have their inverses here (`previous_event`, `previous_stage`,
+  `previous_sync`) and their forward twins (`next_stage`, `next_sync`), computed from an index of
+  the sync records (`marks`: one small tuple per sync start, stage and end) that a caller may
+  share between replays of one recording, so rebuilding does not forget it.
+* Nothing here reads a clock or touches the live session: a replay is a read of the past.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from controlplane.kernel import NS_PER_SECOND, vtime
+from controlplane.limits import RunLimits
+from controlplane.scenario import Scenario, parse_scenario
+from controlplane.simulation import STAGE_KINDS, Position, Simulation
+from controlplane.trace import Record
+
+Obj = dict[str, Any]
+NANOSECOND = 1.0 / NS_PER_SECOND
+
+
+class ReplayError(ValueError):
+    """A position this replay cannot reach: the message says why (one line)."""
+
+
+class Mark(NamedTuple):
+    """One sync record of the run, where it happened: after `events` kernel events."""
+
+    events: int
+    seq: int
+    time: float
+    kind: str  # sync.start | sync.stage | sync.end | queue.get
+    controller: str
+    key: str
+
+
+class LiveAction(NamedTuple):
+    time: float
+    source: str | None
+    action: Obj
+
+
+class Replay:
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int | None = None,
+        actions: Sequence[Obj] = (),
+        limits: RunLimits | None = None,
+        marks: list[Mark] | None = None,
+    ) -> None:
+        """`actions`: the live actions (`Simulation.recording()["actions"]`: `{time, source,
+        action}`), in application order. `marks`: an index of sync records to extend (shared by
+        the replays of one recording). The simulation is built, not started: subscribe to
+        `sim` first to see every record (the first run starts it)."""
+        self.sim = Simulation(scenario, seed=seed, limits=limits)
+        self._actions: list[LiveAction] = []
+        self._next = 0  # the first live action not yet applied
+        self.extend(actions)
+        self.marks: list[Mark] = marks if marks is not None else []
+        self.sim.subscribe(self._index)
+
+    @classmethod
+    def from_recording(
+        cls, recording: Obj, *, limits: RunLimits | None = None, marks: list[Mark] | None = None
+    ) -> Replay:
+        """From `Simulation.recording()` (ScenarioError if its scenario is not valid)."""
+        return cls(
+            parse_scenario(recording["scenario"]),
+            seed=recording.get("seed"),
+            actions=recording.get("actions") or (),
+            limits=limits,
+            marks=marks,
+        )
+
+    @classmethod
+    def from_export(cls, data: Obj, *, limits: RunLimits | None = None) -> Replay:
+        """From `Simulation.export_scenario()` (a scenario file's data): every action is then part
+        of the timeline, so the world matches the session's at every position; only the pending
+        timers differ (the replay knows from the start what the session learnt later)."""
+        return cls(parse_scenario(data), limits=limits)
+
+    def extend(self, actions: Sequence[Obj]) -> None:
+        """More live actions, taken since (each at or after the last one known)."""
+        for entry in actions:
+            t = vtime(float(entry["time"]))
+            if self._actions and t < self._actions[-1].time:
+                raise ReplayError(f"actions: time {t:.3f} is before the previous action's")
+            self._actions.append(LiveAction(t, entry.get("source"), entry["action"]))
+
+    # -- where it stands ------------------------------------------------------------------------
+    def position(self) -> Position:
+        return self.sim.position()
+
+    def can_reach(self, events: int, time: float) -> bool:
+        """True when the position (events, time) is not behind this replay."""
+        here = self.sim.position()
+        return events >= here.events and vtime(time) >= here.time
+
+    def _index(self, record: Record) -> None:
+        kind = record["kind"]
+        if kind in STAGE_KINDS:
+            controller = record["controller"]
+        elif kind == "queue.get":
+            # A worker takes a key: where "step back over a sync" lands (the key queued again).
+            found = next((n for n, c in self.sim.controllers.items() if c.queue.name == record["queue"]), None)
+            if found is None:
+                return
+            controller = found
+        else:
+            return
+        if not self.marks or record["seq"] > self.marks[-1].seq:
+            self.marks.append(
+                Mark(self.sim.kernel.events, record["seq"], record["time"], kind, controller, str(record["key"]))
+            )
+
+    # -- running forward ------------------------------------------------------------------------
+    def run_to_time(self, t: float) -> Position:
+        """To the end of instant `t`: every event and live action due at `t` or before has run."""
+        self._behind(None, t)
+        self._advance(vtime(t))
+        return self.position()
+
+    def run_to_events(self, events: int, until: float, *, exact: bool = False) -> Position:
+        """To right after the `events`-th kernel event, which is due at `until` or before (the
+        caller's bound: the live moment). With `exact`, the clock then moves on to `until` — a
+        position the session stood at only if nothing was due in between (else ReplayError)."""
+        bound = vtime(until)
+        self._behind(events, bound if exact else None)
+        if events != self.sim.kernel.events:
+            self._advance(bound, events=events)
+        kernel = self.sim.kernel
+        if kernel.events != events:
+            raise ReplayError(f"events: the session has no position after {events} events by t={bound:.3f}")
+        if exact and kernel.now < bound:
+            nxt = kernel.peek()
+            action = self._pending_action()
+            if (nxt is not None and nxt <= bound) or (action is not None and action.time < bound):
+                raise ReplayError(f"time: t={bound:.9f} is not a position of {events} events")
+            self.sim.run_until(bound)
+        return self.position()
+
+    def run_to_seq(self, seq: int, time: float) -> Position:
+        """To right after the event that emitted trace record `seq` (at `time`, its record's)."""
+        t = vtime(time)
+        self._behind(None, None if self.sim.trace.seq >= seq else t)
+        trace = self.sim.trace
+        self._advance(t, done=lambda: trace.seq >= seq)
+        if trace.seq < seq:
+            raise ReplayError(f"seq: no trace record {seq} at t={t:.3f}")
+        return self.position()
+
+    def run_until_mark(self, accept: Callable[[Mark], bool], until: float) -> Mark | None:
+        """Step forward until a sync record that `accept`s is indexed (its position reached:
+        right after its event) or `until` is reached; returns that mark."""
+        seen = [len(self.marks)]  # marks checked so far
+        found: list[Mark] = []
+
+        def done() -> bool:
+            while not found and seen[0] < len(self.marks):
+                mark = self.marks[seen[0]]
+                seen[0] += 1
+                if accept(mark):
+                    found.append(mark)
+            return bool(found)
+
+        self._advance(vtime(until), done=done)
+        return found[0] if found else None
+
+    def _pending_action(self) -> LiveAction | None:
+        return self._actions[self._next] if self._next < len(self._actions) else None
+
+    def _behind(self, events: int | None, t: float | None) -> None:
+        here = self.sim.position()
+        if (events is not None and events < here.events) or (t is not None and vtime(t) < here.time):
+            raise ReplayError("the position is behind this replay: replay from the start")
+
+    def _advance(self, until: float, *, events: int | None = None, done: Callable[[], bool] | None = None) -> None:
+        """Run to the end of instant `until`, each live action applied at its turn (its own
+        instant's events first, as `Simulation.act` does), stopping early once `events` kernel
+        events have run or `done()` holds (checked after every event and action)."""
+        sim, kernel = self.sim, self.sim.kernel
+        sim.start()
+
+        def reached() -> bool:
+            if sim.halted is not None:
+                return True
+            if events is not None and kernel.events >= events:
+                return True
+            return done is not None and done()
+
+        while not reached():
+            action = self._pending_action()
+            due = action is not None and action.time <= until
+            bound = action.time if due and action is not None else until
+            if done is None:
+                if events is not None:
+                    sim.run_to_events(bound, events)
+                else:
+                    sim.run_until(bound)
+            else:
+                # Every record of an earlier instant comes before the target: run those at full
+                # speed, then event by event through the target's instant.
+                before = vtime(bound - NANOSECOND)
+                if before > kernel.now:
+                    sim.run_until(before)
+                while not done():
+                    nxt = kernel.peek()
+                    if nxt is None or nxt > bound or not sim.step():
+                        break
+                if done():
+                    return
+                if kernel.now < bound:
+                    sim.run_until(bound)
+            if reached() or not due or action is None:
+                return
+            if kernel.now < action.time:
+                sim.run_until(action.time)
+            self._next += 1
+            sim.act(action.action, source=action.source or "user")
+
+    # -- the debugger's steps, forward and back ------------------------------------------------
+    def _last_mark(self, events: int, kinds: frozenset[str] | None = None) -> int:
+        """Index in `marks` of the last mark (of `kinds`) at or before `events` (-1 when none)."""
+        i = bisect.bisect_right(self.marks, events, key=lambda m: m.events) - 1
+        while kinds is not None and i >= 0 and self.marks[i].kind not in kinds:
+            i -= 1
+        return i
+
+    def previous_event(self, at: Position) -> int:
+        if at.events <= 0:
+            raise ReplayError("step back: this is the beginning (no event has run)")
+        return at.events - 1
+
+    def previous_stage(self, at: Position) -> int:
+        """The event count the forward stage step (`Simulation.step_stage`, following the sync
+        it stopped in) came from, if it came from a stage: the previous stage of the same sync,
+        or of any sync when `at` stands on a sync's start."""
+        i = self._last_mark(at.events, STAGE_KINDS)
+        if i < 0:
+            raise ReplayError("step back: no sync stage before this moment")
+        current = self.marks[i]
+        same = current.kind != "sync.start" or current.events < at.events
+        for mark in reversed(self.marks[: i + 1]):
+            if mark.events >= at.events or mark.kind not in STAGE_KINDS:
+                continue
+            if not same or (mark.controller, mark.key) == (current.controller, current.key):
+                return mark.events
+        raise ReplayError("step back: no sync stage before this moment")
+
+    def previous_sync(self, at: Position) -> int:
+        """"Over" the sync `at` stands in or after: right before its worker took the key from
+        the queue (the key is queued again), or before its start if that is not known."""
+        i = self._last_mark(at.events, STAGE_KINDS)
+        if i < 0:
+            raise ReplayError("step back: no sync before this moment")
+        current = self.marks[i]
+        ident = (current.controller, current.key)
+        start: Mark | None = None
+        for mark in reversed(self.marks[: i + 1]):
+            if (mark.controller, mark.key) != ident:
+                continue
+            if start is None and mark.kind == "sync.start":
+                start = mark
+            elif start is not None and mark.kind == "queue.get":
+                return max(0, mark.events - 1)
+        if start is None:
+            raise ReplayError("step back: the start of that sync is not known")
+        return max(0, start.events - 1)
+
+    def next_mark(self, at: Position, kinds: frozenset[str], until: float) -> int:
+        """The event count a forward step to the next sync record of `kinds` lands on (following
+        the sync `at` stands in while it runs), replaying further when the index stops short."""
+        i = self._last_mark(at.events, STAGE_KINDS)
+        follow: tuple[str, str] | None = None
+        if i >= 0 and self.marks[i].kind != "sync.end":
+            follow = (self.marks[i].controller, self.marks[i].key)
+
+        def accept(mark: Mark) -> bool:
+            return (
+                mark.events > at.events
+                and mark.kind in kinds
+                and (follow is None or (mark.controller, mark.key) == follow)
+            )
+
+        for mark in self.marks[i + 1 :]:
+            if accept(mark):
+                return mark.events
+        if self.position().events < at.events:
+            self.run_to_events(at.events, until)
+        found = self.run_until_mark(accept, until)
+        if found is None:
+            raise ReplayError("step: no further sync record before the live moment")
+        return found.events

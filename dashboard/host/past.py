@@ -1,0 +1,314 @@
+"""The past on the page, the host's side: one replay worker process per hosted simulation.
+
+Guarantees
+----------
+* A viewer's `past` command names a moment (a time, a trace record, an exact position, or a step
+  back / forward from one); the host checks it against the live moment (a clear one-line error
+  naming the field otherwise, nothing changes) and hands it to the session's replay worker
+  (`dashboard.host.replay_worker`), started on the first past view and stopped with the
+  session or after `IDLE` seconds without one. The live simulation never waits for it.
+* The answer — every panel of that moment, rendered by the worker with the live page's own code
+  — goes to the viewer who asked, and to no one else (`{"type": "past", …}`).
+* Bounded: one replay at a time per session (the worker is one process); a viewer's newer
+  request supersedes its older ones (scrubbing never queues replays); a replay that takes more
+  than `TIME_LIMIT` seconds has its worker killed and the viewer told; at most
+  `BUSY_WORKERS` workers of this process replay at once (`reads.Gate`: others wait, then get
+  "busy"). The host reads an answer as one header line and one text line: it never parses the
+  (possibly large) state it forwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from controlplane.simulation import Position
+from dashboard.host import reads
+from dashboard.host.hosted import CommandError, HostedSimulation
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+TIME_LIMIT = 60.0  # seconds one replay may take before its worker is killed
+IDLE = 600.0  # seconds without a past view before a session's worker is stopped
+BUSY_WORKERS = 2  # workers of this process replaying at once (the machine's cores)
+MAX_LINE = 1 << 30  # bytes of one answer line (the state of a huge world)
+STEPS = ("event", "stage", "sync")
+BASE_DIR = Path(__file__).resolve().parents[2]
+
+_gate = reads.Gate("past view", slots=BUSY_WORKERS, queue=16, wait=30.0, retry_after=1)
+
+
+class PastWorker:
+    """The replay worker of one hosted simulation, and the requests it has in hand."""
+
+    def __init__(self, hosted: HostedSimulation) -> None:
+        self.hosted = hosted
+        self.proc: asyncio.subprocess.Process | None = None
+        self.reader: asyncio.Task[None] | None = None
+        self.actions_sent: int | None = None  # live actions the worker has (None: no recording)
+        self.next_id = 0
+        self.waiting: dict[int, tuple[str, asyncio.Future[Obj]]] = {}  # id -> (viewer, answer)
+        self.holds_gate = False  # this worker has requests in hand: it holds one of `_gate`'s slots
+        self.lock = asyncio.Lock()
+        self.idle: asyncio.TimerHandle | None = None
+
+    async def _start(self) -> None:
+        env = dict(os.environ)
+        env.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BASE_DIR), env.get("PYTHONPATH", "")) if p)
+        self.proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "dashboard.host.replay_worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=str(BASE_DIR),
+            env=env,
+            limit=MAX_LINE,
+        )
+        self.actions_sent = None
+        self.reader = asyncio.get_running_loop().create_task(self._read(self.proc), name=f"past {self.hosted.id}")
+
+    async def ask(self, viewer: str, target: Obj, focus: list[Any]) -> Obj:
+        """The worker's answer for `target` (`{"ok": False, "superseded": True}` when a newer
+        request of the same viewer took its place)."""
+        self._touch()
+        if self.proc is None or self.proc.returncode is not None:
+            await self._start()
+        async with self.lock:
+            if not self.holds_gate:
+                await _gate.acquire()  # reads.Busy when too many sessions replay at once
+                self.holds_gate = True
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None
+        recording = self.hosted.sim.recording()
+        request: Obj = {"viewer": viewer, "target": target, "focus": focus, "live": live_position(self.hosted)}
+        if self.actions_sent is None:
+            request["recording"] = recording
+        else:
+            request["actions"] = recording["actions"][self.actions_sent :]
+        self.actions_sent = len(recording["actions"])
+        self.next_id += 1
+        request["id"] = self.next_id
+        answer: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
+        self.waiting[self.next_id] = (viewer, answer)
+        proc.stdin.write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+        try:
+            await proc.stdin.drain()
+            return await asyncio.wait_for(asyncio.shield(answer), TIME_LIMIT)
+        except TimeoutError:
+            if not answer.done():
+                await self.stop()  # a replay this long holds the worker: start over next time
+                return {"ok": False, "error": f"the replay took longer than {TIME_LIMIT:g} s: stopped"}
+            return answer.result()
+        except (ConnectionError, BrokenPipeError):
+            await self.stop()
+            return {"ok": False, "error": "the replay worker stopped: try again"}
+        finally:
+            self.waiting.pop(request["id"], None)
+            self._release_if_idle()
+
+    async def _read(self, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None
+        try:
+            while True:
+                line = await proc.stdout.readline()
+                if not line:
+                    break
+                head = json.loads(line)
+                if head.get("ok") and "position" in head:
+                    head["text"] = (await proc.stdout.readline()).decode().rstrip("\n")
+                self._answer(head)
+        except (ValueError, asyncio.LimitOverrunError) as exc:
+            log.warning("replay worker of %s answered badly: %s", self.hosted.id, exc)
+        finally:
+            for _, future in self.waiting.values():
+                if not future.done():
+                    future.set_result({"ok": False, "error": "the replay worker stopped: try again"})
+
+    def _answer(self, head: Obj) -> None:
+        answered = head.get("id")
+        viewer = head.get("viewer")
+        for request_id, (who, future) in list(self.waiting.items()):
+            if who != viewer or future.done():
+                continue
+            if request_id == answered:
+                future.set_result(head)
+            elif isinstance(answered, int) and request_id < answered:
+                future.set_result({"ok": False, "superseded": True})
+
+    def _touch(self) -> None:
+        if self.idle is not None:
+            self.idle.cancel()
+        loop = asyncio.get_running_loop()
+        self.idle = loop.call_later(IDLE, lambda: loop.create_task(self.stop()))
+
+    def _release_if_idle(self) -> None:
+        if self.holds_gate and not self.waiting:
+            self.holds_gate = False
+            _gate.release()
+
+    async def stop(self) -> None:
+        """End the worker (its replayed world goes with it)."""
+        proc, self.proc = self.proc, None
+        if self.idle is not None:
+            self.idle.cancel()
+            self.idle = None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5.0)
+        if self.reader is not None:
+            self.reader.cancel()
+            self.reader = None
+        for _, future in self.waiting.values():
+            if not future.done():
+                future.set_result({"ok": False, "error": "the replay worker stopped: try again"})
+
+
+_workers: dict[str, PastWorker] = {}
+
+
+def live_position(hosted: HostedSimulation) -> Obj:
+    return dict(hosted.sim.position().to_json())
+
+
+def _number(value: Any, field: str) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise CommandError(f"{field}: must be a number of seconds (got {value[:40]!r})") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise CommandError(f"{field}: must be a finite number")
+    return float(value)
+
+
+def _count(value: Any, field: str, most: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CommandError(f"{field}: must be a whole number")
+    if not 0 <= value <= most:
+        raise CommandError(f"{field}: must be between 0 and {most}")
+    return value
+
+
+def _time(value: Any, field: str, live: Position) -> float:
+    t = _number(value, field)
+    if t < 0:
+        raise CommandError(f"{field}: must be at least 0")
+    if t > live.time:
+        raise CommandError(f"{field}: t={t:g} is after the live moment (t={live.time:.3f})")
+    return t
+
+
+def target_of(cmd: Obj, live: Position) -> Obj | None:
+    """The worker's target for a `past` command, or None for the live moment itself;
+    CommandError naming the field when the command is not a moment of this session."""
+    if "at" in cmd:
+        t = _time(cmd["at"], "t", live)
+        return None if t >= live.time else {"at": t}
+    if "seq" in cmd:
+        seq = _count(cmd["seq"], "seq", live.seq)
+        return {"seq": seq, "time": _time(cmd.get("t"), "t", live)}
+    if "events" in cmd:
+        events = _count(cmd["events"], "events", live.events)
+        t = _time(cmd.get("t"), "t", live)
+        if events == live.events and t == live.time:
+            return None
+        return {"events": events, "time": t, "exact": bool(cmd.get("exact"))}
+    for direction in ("back", "forward"):
+        if direction in cmd:
+            if cmd[direction] not in STEPS:
+                raise CommandError(f"{direction}: must be one of {', '.join(STEPS)}")
+            origin = cmd.get("from")
+            if origin is None:
+                if direction == "forward":
+                    raise CommandError("forward: already at the live moment")
+                return {direction: cmd[direction], "from": None}
+            if not isinstance(origin, dict):
+                raise CommandError("from: must be a position {events, seq, t}")
+            at = {
+                "events": _count(origin.get("events"), "from.events", live.events),
+                "seq": _count(origin.get("seq"), "from.seq", live.seq),
+                "time": _time(origin.get("t"), "from.t", live),
+            }
+            return {direction: cmd[direction], "from": at}
+    raise CommandError("past: name a moment: at (a time), seq and t (a trace record), events and t, back or forward")
+
+
+async def handle(hosted: HostedSimulation, message: Obj) -> None:
+    """A viewer's `past` command: checked now (an error is the reply), answered by the worker
+    later, to that viewer only."""
+    layer = get_channel_layer()
+    reply_to = message.get("reply_to")
+    cmd: Obj = message.get("cmd") or {}
+    viewer = str(message.get("viewer") or reply_to)
+    live = hosted.sim.position()
+
+    async def reply(result: Obj) -> None:
+        if reply_to:
+            await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": "past", "result": result})
+
+    try:
+        target = target_of(cmd, live)
+    except CommandError as exc:
+        await reply({"ok": False, "error": str(exc)})
+        return
+    if target is None:
+        await reply({"ok": True, "live": True})
+        return
+    focus = [k for k in cmd.get("focus") or [] if isinstance(k, list) and len(k) == 2][:4]
+
+    async def answer() -> None:
+        worker = _workers.get(hosted.id)
+        if worker is None:
+            worker = _workers[hosted.id] = PastWorker(hosted)
+        try:
+            head = await worker.ask(viewer, target, focus)
+        except reads.Busy as exc:
+            head = {"ok": False, "error": str(exc), "busy": exc.retry_after}
+        if head.get("superseded") or hosted.stopped or not reply_to:
+            return
+        if not head.get("ok") or head.get("live"):
+            await reply({k: v for k, v in head.items() if k in ("ok", "error", "live", "busy")})
+            return
+        now = live_position(hosted)
+        text = (
+            '{"type":"past","id":'
+            + json.dumps(message.get("id"))
+            + ',"position":'
+            + json.dumps(head["position"])
+            + ',"live":'
+            + json.dumps(now)
+            + ',"state":'
+            + head["text"]
+            + "}"
+        )
+        await layer.send(reply_to, {"type": "sim.past", "text": text})
+
+    task = asyncio.get_running_loop().create_task(answer(), name=f"past answer {hosted.id}")
+    task.add_done_callback(_log_crash)
+
+
+def _log_crash(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("a past view failed", exc_info=task.exception())
+
+
+async def close(sim_id: str) -> None:
+    """The session stopped: end its worker."""
+    worker = _workers.pop(sim_id, None)
+    if worker is not None:
+        await worker.stop()

@@ -1,0 +1,298 @@
+"""The replay worker: a child process that shows one hosted simulation's past (`python -m
+dashboard.host.replay_worker`, started by `dashboard.host.past`).
+
+Guarantees
+----------
+* A plain process, no event loop: it reads requests as JSON lines on stdin and answers each with
+  one JSON line on stdout, so the host's event loop never runs a replay.
+* It keeps the last replayed world (`controlplane.replay.Replay`, wrapped in a `HostedSimulation`
+  subscribed before the replay runs, so the sync narrations, the pod table and the timeline fill
+  exactly as they did live): a later moment replays on from there; an earlier one rebuilds from
+  the start. The index of sync records (`Replay.marks`) survives rebuilds.
+* The panels of that moment are rendered by the live page's own code (`FrameBuilder.state`, the
+  same templates), so the past looks exactly like the present did.
+* Newer requests supersede older ones of the same viewer: the replay runs in chunks of
+  `CHUNK_EVENTS` and looks for a newer request between chunks; a superseded request gets no
+  answer, and the world it reached so far is kept (a later moment goes on from it).
+
+Requests: `{"id", "viewer", "recording"?, "actions"?, "live": position, "focus": [[c, k]…],
+"target": {"at": T} | {"events": n, "time": t, "exact": bool} | {"seq": s, "time": t} |
+{"back" | "forward": "event" | "stage" | "sync", "from": position}}`. Answers: `{"id", "ok": true,
+"position"}` then a line of text (the state message of that moment, as the live page gets it) or `{"id", "live": true}`
+(the target is the live moment) or `{"id", "ok": false, "error"}`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+from collections import OrderedDict
+from typing import Any
+
+Obj = dict[str, Any]
+
+CHUNK_EVENTS = 20_000  # events replayed between two looks for a newer request (~40 ms)
+STAGE_STEP = frozenset({"sync.start", "sync.stage", "sync.end"})
+SYNC_STEP = frozenset({"sync.end"})
+PAST_PANELS_DROPPED = ("breakpoints",)  # the live session's, not the world's: the page keeps its own
+
+
+class Superseded(Exception):
+    """A newer request of the same viewer came in."""
+
+
+class Requests:
+    """Lines of stdin, read without blocking between chunks; the latest request per viewer."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+        self.waiting: OrderedDict[str, Obj] = OrderedDict()  # viewer -> its latest request
+        self.closed = False
+
+    def poll(self, timeout: float | None) -> None:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return
+        data = os.read(self.fd, 1 << 20)
+        if not data:
+            self.closed = True
+            return
+        self.buffer += data
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                request = json.loads(line)
+                viewer = str(request.get("viewer"))
+                self.waiting.pop(viewer, None)
+                self.waiting[viewer] = request  # the newest of a viewer supersedes its older ones
+
+    def next(self) -> Obj | None:
+        while not self.waiting and not self.closed:
+            self.poll(None)
+        if not self.waiting:
+            return None
+        _, request = self.waiting.popitem(last=False)
+        return request
+
+    def newer(self, viewer: str) -> bool:
+        self.poll(0)
+        return viewer in self.waiting
+
+
+class Worker:
+    def __init__(self, requests: Requests) -> None:
+        from controlplane.simulation import Replay
+
+        self.requests = requests
+        self.recording: Obj | None = None
+        self.replay: Replay | None = None
+        self.hosted: Any = None
+        self.marks: list[Any] = []
+        self.chunk_events = CHUNK_EVENTS
+        self.furthest = 0  # the most events any replay of this recording ran: `marks` covers them
+        self.viewer = ""
+
+    # -- the world of the moment -----------------------------------------------------------------
+    def _check(self) -> None:
+        if self.requests.newer(self.viewer):
+            raise Superseded
+
+    def _rebuild(self) -> None:
+        from controlplane.simulation import Replay
+        from dashboard.host.hosted import HostedSimulation
+
+        assert self.recording is not None
+        self.replay = Replay.from_recording(self.recording, marks=self.marks)
+        scenario = self.recording["scenario"]
+        self.hosted = HostedSimulation("past", self.replay.sim, name=str(scenario.get("name")), source="past")
+
+    def _ready(self, *, events: int | None = None, time: float | None = None, seq: int | None = None) -> Any:
+        """The replay, rebuilt from the start if it already stands past the target (`events`
+        kernel events, the clock at `time`, trace record `seq` written)."""
+        from controlplane.kernel import vtime
+
+        replay = self.replay
+        if replay is not None:
+            here = replay.position()
+            if (
+                (events is not None and events < here.events)
+                or (time is not None and vtime(time) < here.time)
+                or (seq is not None and here.seq >= seq)
+            ):
+                replay = None
+        if replay is None:
+            self._rebuild()
+        assert self.replay is not None
+        return self.replay
+
+    def _chunks(self, replay: Any, bound: float, events: int | None = None) -> None:
+        """Replay at full speed towards `bound` (or `events`), a chunk at a time, looking for a
+        newer request between chunks."""
+        from controlplane.simulation import ReplayError
+
+        kernel = replay.sim.kernel
+        while replay.sim.halted is None:
+            target = kernel.events + self.chunk_events
+            if events is not None:
+                target = min(target, events)
+                if target <= kernel.events:
+                    return
+            try:
+                replay.run_to_events(target, bound)
+            except ReplayError:
+                return  # the bound came first
+            self._check()
+
+    def go(self, target: Obj, live: Obj) -> Obj:
+        """Replay to `target`; returns the position reached."""
+        from controlplane.kernel import vtime
+        from controlplane.replay import NANOSECOND
+
+        live_time = float(live["time"])
+        if "at" in target:
+            t = float(target["at"])
+            replay = self._ready(time=t)
+            self._chunks(replay, t)
+            return self._reached(replay.run_to_time(t))
+        if "seq" in target:
+            seq, t = int(target["seq"]), float(target["time"])
+            replay = self._ready(time=t, seq=seq)
+            self._chunks(replay, vtime(t - NANOSECOND))
+            return self._reached(replay.run_to_seq(seq, t))
+        if "events" in target:
+            events, t = int(target["events"]), float(target["time"])
+            exact = bool(target.get("exact"))
+            replay = self._ready(events=events, time=t if exact else None)
+            self._chunks(replay, t, events)
+            return self._reached(replay.run_to_events(events, t, exact=exact))
+        step = target.get("back") or target.get("forward")
+        if step not in ("event", "stage", "sync"):
+            raise ValueError("step: back or forward must be event, stage or sync")
+        at = _position(target.get("from") or live)
+        if self.furthest < at.events or self.replay is None:
+            # The index of sync records must cover `at`: replay up to it first.
+            replay = self._ready(events=at.events)
+            self._chunks(replay, at.time, at.events)
+            self._reached(replay.run_to_events(at.events, at.time))
+        assert self.replay is not None
+        if "back" in target:
+            finder = {
+                "event": self.replay.previous_event,
+                "stage": self.replay.previous_stage,
+                "sync": self.replay.previous_sync,
+            }[step]
+            return self.go({"events": finder(at), "time": at.time}, live)
+        if step == "event":
+            events = at.events + 1
+        else:
+            replay = self._ready(events=at.events)
+            events = replay.next_mark(at, STAGE_STEP if step == "stage" else SYNC_STEP, live_time)
+            self.furthest = max(self.furthest, replay.position().events)
+        if events >= int(live["events"]):
+            return {"live": True}
+        return self.go({"events": events, "time": live_time}, live)
+
+    def _reached(self, position: Any) -> Obj:
+        self.furthest = max(self.furthest, position.events)
+        return dict(position.to_json())
+
+    def render(self, focus: list[Any]) -> str:
+        """The state message of the moment, as the live page gets it on (re)connecting."""
+        from dashboard.host.frames import ROWS_IN_STATE
+
+        hosted = self.hosted
+        frames = hosted.frames
+        frames.sent_transitions = len(frames.transitions)
+        frames.sent_spans = len(frames.spans)
+        frames.sent_depth = len(frames.depth)
+        frames.new_names, frames.node_changes = [], []
+        # The logs: the newest rows of the moment, from the simulation's recent records (the
+        # frame builder keeps only a frame's worth between frames, and none are built here).
+        for rows in (frames.trace_rows, frames.api_rows, frames.event_rows):
+            rows.clear()
+        for log in frames.new_rows:
+            frames.new_rows[log] = []
+        recent = list(hosted.sim.recent)
+        for record in recent:
+            kind = record["kind"]
+            if kind == "api.response":
+                frames.api_rows.append(record)
+            elif kind == "event":
+                frames.event_rows.append(record)
+            if kind != "api.request":
+                frames.trace_rows.append(record)
+        for rows in (frames.trace_rows, frames.api_rows, frames.event_rows):
+            while len(rows) > ROWS_IN_STATE:
+                rows.popleft()
+        keys = [(str(c), str(k)) for c, k in focus if isinstance(c, str) and isinstance(k, str)]
+        hosted.focus("past", keys)
+        frames.seq += 1  # a new moment: never the cached state of another
+        state = json.loads(frames.state(keys))
+        for panel in PAST_PANELS_DROPPED:
+            state["panels"].pop(panel, None)
+        return json.dumps(state, separators=(",", ":"), allow_nan=False, default=str)
+
+    # -- one request ---------------------------------------------------------------------------------
+    def handle(self, request: Obj) -> Obj:
+        from controlplane.scenario import ScenarioError
+        from controlplane.simulation import ReplayError
+
+        self.viewer = str(request.get("viewer"))
+        if "recording" in request:
+            self.recording = request["recording"]
+            self.replay, self.hosted, self.marks, self.furthest = None, None, [], 0
+        elif self.recording is not None and request.get("actions"):
+            self.recording["actions"].extend(request["actions"])
+            if self.replay is not None:
+                self.replay.extend(request["actions"])
+        if self.recording is None:
+            return {"ok": False, "error": "the worker has no recording yet"}
+        try:
+            position = self.go(request["target"], request["live"])
+        except (ReplayError, ScenarioError, ValueError) as exc:
+            return {"ok": False, "error": str(exc).splitlines()[0]}
+        if position.get("live"):
+            return {"ok": True, "live": True}
+        return {"ok": True, "position": position, "text": self.render(request.get("focus") or [])}
+
+
+def _position(value: Obj) -> Any:
+    from controlplane.simulation import Position
+
+    return Position(int(value["events"]), int(value["seq"]), float(value["time"]))
+
+
+def main() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+    import django
+
+    django.setup()
+    requests = Requests(sys.stdin.fileno())
+    worker = Worker(requests)
+    out = sys.stdout
+    while True:
+        request = requests.next()
+        if request is None:
+            return  # the host closed our stdin: it stopped the session, or exited
+        try:
+            answer = worker.handle(request)
+        except Superseded:
+            continue
+        except Exception as exc:  # a bug: say so to the viewer, drop the world, serve on
+            worker.replay, worker.hosted = None, None
+            answer = {"ok": False, "error": f"replay failed: {type(exc).__name__}: {exc}"[:500]}
+        answer["id"] = request.get("id")
+        answer["viewer"] = request.get("viewer")
+        text = answer.pop("text", None)
+        # A header line, then the state's text on a line of its own: the host forwards it unparsed.
+        out.write(json.dumps(answer, separators=(",", ":"), allow_nan=False, default=str) + "\n")
+        if text is not None:
+            out.write(text + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+// ctrlscope: the past on the page. The cursor is one state of the page: when it is set, every
+// panel shows the world at that moment (the server replays the session to it and renders the
+// panels with the live page's own templates), tinted, under a banner; live frames then only move
+// the banner's live clock. Keys: [ and ] one second back and forward, shift+N / shift+. / shift+S
+// one event / sync stage / sync back (n . s forward, in the past), End back to live.
+"use strict";
+
+(function () {
+  const app = document.getElementById("app");
+  const st = window.ctrlscope;
+  if (!app || !st) return;
+  const banner = document.getElementById("past-banner");
+  const STEPS = { N: "event", ">": "stage", S: "sync" };
+  const FORWARD = ["event", "stage", "sync"];
+
+  const past = {
+    position: null, // {events, seq, time} of the moment shown
+    asked: 0, // number of the latest request (older answers are dropped)
+    shown: 0,
+    undo: [], // [{from: position, kind}]: where each step of this page came from
+    onLive: () => showBanner(),
+    leave: () => exit(false),
+    intercept,
+  };
+
+  function clock(t) {
+    const ms = Math.round(t * 1000);
+    const h = Math.floor(ms / 3600000), m = Math.floor(ms / 60000) % 60, s = Math.floor(ms / 1000) % 60;
+    return `${h}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}.${String(ms % 1000).padStart(3, "0")}`;
+  }
+
+  function livePosition() {
+    const status = st.status;
+    return status && status.position ? status.position : null;
+  }
+
+  // Ask for a moment: {at} | {seq, t} | {events, t, exact} | {back|forward, from}.
+  async function go(target) {
+    const number = ++past.asked;
+    const focus = st.focus ? [st.focus] : [];
+    const result = await st.command(Object.assign({ op: "past", focus }, target));
+    if (number < past.shown) return result; // a newer moment is already on the page
+    if (result.ok && result.past) {
+      past.shown = number;
+      show(result.past);
+    } else if (result.ok && result.live) {
+      exit(true);
+    } else {
+      st.show.showResult(result);
+    }
+    return result;
+  }
+
+  function show(msg) {
+    const state = msg.state;
+    if (!st.past) enter();
+    past.position = msg.position;
+    st.show.applyPanels(state.panels);
+    for (const log of ["trace", "api", "events"]) {
+      const body = document.getElementById("rows-" + log);
+      body.innerHTML = state.rows[log] || "";
+      st.show.filterRows(log);
+      st.show.scrollDown(body, true);
+    }
+    window.CtrlscopePods && window.CtrlscopePods.reset(state.canvas);
+    window.CtrlscopeTimeline && window.CtrlscopeTimeline.setCursor(msg.position.time);
+    document.getElementById("st-time").textContent = clock(msg.position.time);
+    document.getElementById("st-events").textContent = msg.position.events.toLocaleString("en-US");
+    const next = state.status.next;
+    document.getElementById("st-next").textContent = next ? `next timer t=${next.t.toFixed(3)}: ${next.what}` : "no timer scheduled";
+    showBanner();
+  }
+
+  function enter() {
+    st.past = past;
+    document.body.classList.add("in-past");
+    banner.hidden = false;
+  }
+
+  // Back to live: the next full state repaints every panel with the present.
+  function exit(resync) {
+    if (!st.past) return;
+    st.past = null;
+    past.position = null;
+    past.shown = ++past.asked; // answers still on their way are for the past: drop them
+    document.body.classList.remove("in-past");
+    banner.hidden = true;
+    window.CtrlscopeTimeline && window.CtrlscopeTimeline.setCursor(null);
+    if (resync) st.resync();
+  }
+
+  function showBanner() {
+    if (!st.past || !past.position) return;
+    const live = st.status;
+    document.getElementById("past-at").textContent = `t=${past.position.time.toFixed(3)}`;
+    document.getElementById("past-events").textContent = `event ${past.position.events.toLocaleString("en-US")}`;
+    document.getElementById("past-live").textContent = live ? `t=${live.t.toFixed(3)}` : "…";
+  }
+
+  function here() {
+    if (past.position) return past.position;
+    const live = livePosition();
+    return live ? { events: live.events, seq: live.seq, time: live.time } : null;
+  }
+
+  function back(kind) {
+    const top = past.undo[past.undo.length - 1];
+    if (top && top.kind === kind) {
+      // The inverse of this page's own forward step: exactly where it came from.
+      past.undo.pop();
+      return go({ events: top.from.events, t: top.from.time, exact: true });
+    }
+    const from = past.position ? { events: past.position.events, seq: past.position.seq, t: past.position.time } : null;
+    return go({ back: kind, from });
+  }
+
+  function forward(kind) {
+    const from = here();
+    if (from) past.undo.push({ from, kind });
+    return go({ forward: kind, from: { events: from.events, seq: from.seq, t: from.time } });
+  }
+
+  // Commands of the page while the past is shown: a step moves the cursor; run, pause, speed and
+  // focus act as usual (the banner's live clock shows the live session going on); anything that
+  // would change the world waits for live. Live, a step is remembered so that a step back undoes it.
+  function intercept(cmd) {
+    const step = cmd.op === "step" && FORWARD.includes(cmd.what) ? cmd.what : null;
+    if (!st.past) {
+      if (step && livePosition()) {
+        const live = livePosition();
+        past.undo.push({ from: { events: live.events, seq: live.seq, time: live.time }, kind: step });
+      } else if (cmd.op === "run" || cmd.op === "step") {
+        past.undo = [];
+      }
+      return false;
+    }
+    if (step) { forward(step); return true; }
+    if (["run", "pause", "speed"].includes(cmd.op)) return false;
+    if (cmd.op === "focus") {
+      setTimeout(() => past.position && go({ events: past.position.events, t: past.position.time, exact: true }), 0);
+      return false;
+    }
+    st.show.showResult({ ok: false, error: "viewing the past: press End (back to live) to change the world" });
+    return true;
+  }
+
+  function nudge(seconds) {
+    const from = here();
+    if (!from) return;
+    const live = livePosition();
+    const t = Math.max(0, Math.round((from.time + seconds) * 1000) / 1000);
+    past.undo = [];
+    if (live && t >= live.time) { exit(true); return; }
+    go({ at: t });
+  }
+
+  function key(ev) {
+    if (ev.key === "End") { exit(true); return true; }
+    if (ev.key === "[") { nudge(-1); return true; }
+    if (ev.key === "]") { if (st.past) nudge(1); return true; }
+    if (STEPS[ev.key] && ev.shiftKey) { back(STEPS[ev.key]); return true; }
+    return false;
+  }
+
+  document.addEventListener("click", (ev) => {
+    const jump = ev.target.closest("[data-jump-seq]");
+    if (jump) {
+      ev.preventDefault();
+      past.undo = [];
+      go({ seq: parseInt(jump.dataset.jumpSeq, 10), t: parseFloat(jump.dataset.jumpT) });
+      return;
+    }
+    const backBtn = ev.target.closest("[data-back]");
+    if (backBtn) { ev.preventDefault(); back(backBtn.dataset.back); return; }
+    if (ev.target.closest("#past-to-live")) { ev.preventDefault(); exit(true); }
+  });
+
+  document.getElementById("view-at").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    past.undo = [];
+    go({ at: ev.target.querySelector("input").value.trim() });
+  });
+
+  window.CtrlscopePast = {
+    go: (target) => { past.undo = []; return go(target); },
+    scrub: (t) => {
+      const live = livePosition();
+      if (live && t >= live.time) { exit(true); return null; }
+      past.undo = [];
+      return go({ at: Math.max(0, Math.round(t * 1000) / 1000) });
+    },
+    back,
+    forward,
+    key,
+    intercept,
+    toLive: () => exit(true),
+    position: () => past.position,
+  };
+})();

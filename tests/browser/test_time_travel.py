@@ -1,0 +1,94 @@
+"""The past on the page, in a real browser: scrub to before a crash and see the pod Ready again,
+step back over a sync and see the queue restored, End back to live, a row's link to its moment,
+and bad moments refused with a clear message."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Page, expect
+
+from .conftest import shot
+from .test_dashboard import command, errors, pod_states, run_to, start, stop, wait_pods  # noqa: F401
+
+PAST = 30_000  # ms: the first past view starts the replay worker
+
+
+def view_at(page: Page, t: str) -> None:
+    page.fill("#view-at input", t)
+    page.press("#view-at input", "Enter")
+
+
+def test_scrub_to_before_a_crash_and_see_the_pod_ready_again(page: Page, live_server_url: str, errors):  # noqa: F811
+    sim = start(page, live_server_url)
+    run_to(page, 5)
+    web = sorted(k for k, v in pod_states(page).items() if k.startswith("default/web-") and v == "Ready")
+    victim = web[0]
+    command(page, {"op": "act", "action": {"podFault": {"name": victim.split("/")[1], "fault": "crash"}}})
+    run_to(page, 12)
+    wait_pods(page, f"s['{victim}'] !== 'Ready'")
+    view_at(page, "4.5")
+    expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
+    expect(page.locator("#past-at")).to_have_text("t=4.500")
+    expect(page.locator("#past-live")).to_have_text("t=12.000")
+    page.evaluate("() => document.activeElement.blur()")
+    wait_pods(page, f"s['{victim}'] === 'Ready'")
+    assert page.evaluate("() => document.body.classList.contains('in-past')")
+    # Acting waits for live: the world is not changed from the past.
+    page.click("#drawer-tabs [data-tab=tab-actions]")
+    shot(page, "dashboard-past")
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    wait_pods(page, f"s['{victim}'] !== 'Ready'")
+    # A row's time is a link to its moment (the oldest trace row the page has).
+    page.click("#drawer-tabs [data-tab=tab-trace]")
+    link = page.locator("#rows-trace a.jump").first
+    t, seq = float(link.get_attribute("data-jump-t")), int(link.get_attribute("data-jump-seq"))
+    link.click()
+    expect(page.locator("#past-at")).to_have_text(f"t={t:.3f}", timeout=PAST)
+    assert page.evaluate("() => window.CtrlscopePast.position().seq") >= seq
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    stop(page, live_server_url, sim)
+
+
+def test_step_back_over_a_sync_and_see_the_queue_restored(page: Page, live_server_url: str, errors):  # noqa: F811
+    sim = start(page, live_server_url)
+    run_to(page, 0.01)
+    queue = page.locator("#queue-replicaset")
+    before = queue.inner_text()
+    events = page.evaluate("() => window.ctrlscope.status.events")
+    page.evaluate("() => document.activeElement.blur()")  # keys go to the page, not the run-to field
+    page.keyboard.press("s")  # one sync, forward, live
+    page.wait_for_function(
+        f"() => window.ctrlscope.status.events > {events} && !window.ctrlscope.status.goal"
+    )
+    expect(queue).not_to_have_text(before)
+    page.keyboard.press("Shift+S")  # and back over it: the past, exactly where the step came from
+    expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
+    expect(queue).to_have_text(before)
+    expect(page.locator("#st-events")).to_have_text(f"{events:,}")
+    shot(page, "dashboard-step-back")
+    # In the past, n . s step forward through the past; shift+N steps back one event.
+    page.keyboard.press("n")
+    expect(page.locator("#st-events")).to_have_text(f"{events + 1:,}", timeout=PAST)
+    page.keyboard.press("Shift+N")
+    expect(page.locator("#st-events")).to_have_text(f"{events:,}", timeout=PAST)
+    expect(queue).to_have_text(before)
+    page.click("#past-to-live")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    expect(queue).not_to_have_text(before)
+    stop(page, live_server_url, sim)
+
+
+def test_a_moment_that_is_not_in_the_past_is_refused_with_a_clear_message(page: Page, live_server_url: str, errors):  # noqa: F811
+    sim = start(page, live_server_url)
+    run_to(page, 3)
+    for text, error in (
+        ("soon", "t: must be a number of seconds (got 'soon')"),
+        ("-1", "t: must be at least 0"),
+        ("99", "t: t=99 is after the live moment (t=3.000)"),
+    ):
+        view_at(page, text)
+        expect(page.locator("#st-result")).to_have_text(error)
+        expect(page.locator("#past-banner")).to_be_hidden()
+    assert page.evaluate("() => window.ctrlscope.status.t") == 3.0
+    stop(page, live_server_url, sim)

@@ -1,0 +1,171 @@
+"""Replay: a recorded session rebuilt to any of its positions is the session as it stood there,
+byte for byte; the steps back are the inverses of the steps forward."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+import yaml
+
+from controlplane.scenario import load_file
+from controlplane.simulation import Position, Replay, ReplayError, Simulation, run_scenario
+
+SCENARIOS = ("demo", "quota-slow-start", "node-loss", "controller-restart")
+
+
+def _owner(sim: Simulation) -> tuple[str, str, str]:
+    """(kind, name, a label selector) of the scenario's first ReplicaSet or ReplicationController."""
+    for manifest in sim.scenario.objects:
+        if manifest["kind"] in ("ReplicaSet", "ReplicationController"):
+            labels = manifest["spec"]["template"]["metadata"]["labels"]
+            return manifest["kind"], manifest["metadata"]["name"], ",".join(f"{k}={v}" for k, v in labels.items())
+    raise AssertionError("no owner in the scenario")
+
+
+def _dump(sim: Simulation) -> str:
+    return json.dumps(sim.snapshot(), sort_keys=True, default=str) + sim.report_json()
+
+
+def live_session(name: str) -> tuple[Simulation, list[tuple[Position, str]]]:
+    """A session driven as the dashboard drives one — run, steps that stop mid-instant, actions at
+    odd times — sampling (position, world) as it goes."""
+    sim = Simulation(load_file(name))
+    sim.start()
+    kind, owner, selector = _owner(sim)
+    samples: list[tuple[Position, str]] = []
+
+    def sample() -> None:
+        samples.append((sim.position(), _dump(sim)))
+
+    sim.run_until(0.4137)
+    sample()
+    for _ in range(7):
+        sim.step()  # mid-instant, often
+        sample()
+    sim.act({"scale": {"kind": kind, "name": owner, "replicas": 7}})
+    sample()
+    sim.step_stage()
+    sample()
+    sim.step_stage()
+    sample()
+    sim.act({"apiFault": {"verb": "create", "resource": "pods", "after": 1, "count": 2, "code": 403}})
+    sim.step_sync()
+    sample()
+    sim.run_until(3.0071)
+    sample()
+    sim.act({"podFault": {"selector": selector, "count": 1, "fault": "crash"}})
+    sim.act({"config": {"watchLatency": 0.2}})
+    sample()
+    sim.run_until(12.5)
+    sim.step()
+    sample()
+    sim.act({"scale": {"kind": kind, "name": owner, "replicas": 2}})
+    sim.run_until(25.25)
+    sample()
+    return sim, samples
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_replay_reaches_every_sampled_position_with_the_identical_world(name):
+    live, samples = live_session(name)
+    recording = json.loads(json.dumps(live.recording()))  # as it crosses a process boundary
+    for position, world in samples:
+        replay = Replay.from_recording(recording)
+        assert replay.run_to_events(position.events, position.time, exact=True) == position
+        assert _dump(replay.sim) == world
+    # One replay moved forward through all of them (moving forward is incremental).
+    replay = Replay.from_recording(recording)
+    for position, world in samples:
+        assert replay.run_to_events(position.events, position.time, exact=True) == position
+        assert _dump(replay.sim) == world
+
+
+@pytest.mark.parametrize("name", SCENARIOS[:2])
+def test_a_replay_to_a_trace_record_lands_right_after_the_event_that_wrote_it(name):
+    live, samples = live_session(name)
+    recording = live.recording()
+    for position, world in samples:
+        replay = Replay.from_recording(recording)
+        reached = replay.run_to_seq(position.seq, position.time)
+        assert reached.seq >= position.seq
+        assert reached.events <= position.events
+        if reached.events == position.events and reached.time == position.time:
+            assert _dump(replay.sim) == world
+
+
+def test_a_replay_to_a_time_is_the_headless_run_to_that_time(tmp_path):
+    live, _ = live_session("demo")
+    live.finish_instant()
+    path = tmp_path / "session.yaml"
+    path.write_text(yaml.safe_dump(live.export_scenario(), sort_keys=False))
+    for t in (0.0, 2.5, 3.0071, 17.0, 25.25):
+        replay = Replay.from_recording(live.recording())
+        replay.run_to_time(t)
+        assert replay.sim.report_json() == json.dumps(run_scenario(str(path), until=t), separators=(",", ":"))
+
+
+def test_stepping_back_one_event_lands_where_the_forward_step_came_from():
+    live = Simulation(load_file("demo"))
+    live.run_until(1.0)
+    for _ in range(3):
+        live.step()
+    before, world = live.position(), _dump(live)
+    live.step()
+    replay = Replay.from_recording(live.recording())
+    replay.run_to_events(live.position().events, live.now)
+    target = replay.previous_event(live.position())
+    again = Replay.from_recording(live.recording())
+    assert again.run_to_events(target, before.time) == before
+    assert _dump(again.sim) == world
+
+
+def test_stepping_back_a_stage_inverts_the_forward_stage_step():
+    live = Simulation(load_file("quota-slow-start"))
+    live.run_until(0.2)
+    origins = []
+    for _ in range(12):
+        live.step_stage()
+        origins.append((live.position(), _dump(live)))
+    replay = Replay.from_recording(live.recording())
+    replay.run_to_time(live.now)
+    for (origin, world), (landed, _) in itertools.pairwise(origins):
+        target = replay.previous_stage(landed)
+        assert target == origin.events
+        again = Replay.from_recording(live.recording(), marks=replay.marks)
+        again.run_to_events(target, landed.time)
+        assert _dump(again.sim) == world
+        # and forward again lands on the stage it came back from
+        assert replay.next_mark(origin, frozenset({"sync.start", "sync.stage", "sync.end"}), live.now) == landed.events
+
+
+def test_stepping_back_over_a_sync_restores_the_queue_before_it():
+    live = Simulation(load_file("demo"))
+    live.run_until(0.01)
+    live.step_sync()
+    end = live.position()
+    replay = Replay.from_recording(live.recording())
+    replay.run_to_events(end.events, end.time, exact=True)
+    ended = next(m for m in reversed(replay.marks) if m.kind == "sync.end")
+    target = replay.previous_sync(end)
+    again = Replay.from_recording(live.recording())
+    again.run_to_events(target, end.time)
+    queue = again.sim.controllers[ended.controller].queue.snapshot()
+    assert ended.key in queue["queue"]
+    # right before the worker took that key: one event later it is no longer queued
+    again.sim.step()
+    assert ended.key not in again.sim.controllers[ended.controller].queue.snapshot()["queue"]
+
+
+def test_positions_a_replay_cannot_reach_are_refused_with_a_reason():
+    live = Simulation(load_file("demo"))
+    live.run_until(2.0)
+    replay = Replay.from_recording(live.recording())
+    replay.run_to_time(1.0)
+    with pytest.raises(ReplayError, match="behind"):
+        replay.run_to_time(0.5)
+    with pytest.raises(ReplayError, match="events"):
+        Replay.from_recording(live.recording()).run_to_events(live.kernel.events + 10**6, 2.0)
+    with pytest.raises(ReplayError, match="beginning"):
+        replay.previous_event(Position(0, 0, 0.0))

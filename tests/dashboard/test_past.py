@@ -1,0 +1,147 @@
+"""The past on the page: the replay worker renders a moment with the live page's own panels, a
+step back shows exactly what the page showed before the forward step, and the websocket's
+`past` command answers the viewer who asked (bad moments get a one-line error; nothing changes)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from controlplane.scenario import load_file
+from controlplane.simulation import Simulation
+from dashboard.host.hosted import HostedSimulation
+from dashboard.host.replay_worker import Requests, Superseded, Worker
+
+from .test_consumers import command, connect, receive
+
+
+class NoNewer(Requests):
+    """Requests of a test: never a newer one."""
+
+    def __init__(self) -> None:
+        super().__init__(-1)
+
+    def newer(self, viewer: str) -> bool:
+        return False
+
+
+def live(name="demo"):
+    return HostedSimulation("t", Simulation(load_file(name)), name=name, source=name)
+
+
+def ask(worker, hosted, target, *, first=False, focus=()):
+    request = {"viewer": "v", "target": target, "live": hosted.sim.position().to_json(), "focus": list(focus)}
+    recording = hosted.sim.recording()
+    if first or worker.recording is None:
+        request["recording"] = recording
+    else:
+        request["actions"] = recording["actions"][len(worker.recording["actions"]) :]
+    answer = worker.handle(json.loads(json.dumps(request)))
+    assert answer["ok"], answer
+    return answer
+
+
+def panels(answer):
+    return json.loads(answer["text"])["panels"]
+
+
+def live_panels(hosted, focus=()):
+    state = json.loads(hosted.frames.state(list(focus)))
+    state["panels"].pop("breakpoints")
+    return state["panels"]
+
+
+FOCUS = [("replicaset", "default/web")]
+
+
+def test_the_past_is_rendered_with_the_live_pages_own_panels():
+    hosted = live()
+    hosted.focus("viewer", FOCUS)
+    hosted.sim.run_until(2.5)
+    for _ in range(3):
+        hosted.sim.step()
+    then, seen = hosted.sim.position(), live_panels(hosted, FOCUS)
+    hosted.sim.act({"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 1}})
+    hosted.sim.run_until(9.0)
+    worker = Worker(NoNewer())
+    answer = ask(worker, hosted, {"events": then.events, "time": then.time, "exact": True}, focus=FOCUS)
+    assert answer["position"] == then.to_json()
+    assert panels(answer) == seen
+
+
+def test_a_step_back_shows_the_panels_from_before_the_forward_step():
+    hosted = live("quota-slow-start")
+    hosted.focus("viewer", FOCUS)
+    hosted.sim.run_until(0.3)
+    worker = Worker(NoNewer())
+    for step in ("event", "stage", "sync"):
+        before, seen = hosted.sim.position(), live_panels(hosted, FOCUS)
+        {"event": hosted.sim.step, "stage": hosted.sim.step_stage, "sync": hosted.sim.step_sync}[step]()
+        # Step back from the live moment, to the position the canonical inverse gives ...
+        back = ask(worker, hosted, {"back": step, "from": None}, focus=FOCUS)
+        if step == "event":
+            assert back["position"]["events"] == before.events
+        # ... and exactly back where the page was (the page keeps the positions it came from).
+        exact = ask(worker, hosted, {"events": before.events, "time": before.time, "exact": True}, focus=FOCUS)
+        assert exact["position"] == before.to_json()
+        assert panels(exact) == seen
+
+
+def test_stepping_back_over_a_sync_shows_its_key_queued_again():
+    hosted = live()
+    hosted.sim.run_until(0.01)
+    ended = hosted.sim.step_sync()
+    worker = Worker(NoNewer())
+    back = ask(worker, hosted, {"back": "sync", "from": None})
+    queue = panels(back)[f"queue-{ended['controller']}"]
+    assert ended["key"] in queue
+    assert back["position"]["events"] < hosted.sim.position().events
+
+
+def test_a_newer_request_of_the_same_viewer_supersedes_a_long_replay():
+    hosted = live()
+    hosted.sim.run_until(60.0)
+
+    class Newer(NoNewer):
+        def newer(self, viewer: str) -> bool:
+            return True
+
+    worker = Worker(Newer())
+    worker.chunk_events = 500
+    worker.recording = hosted.sim.recording()
+    worker.viewer = "v"
+    with pytest.raises(Superseded):
+        worker.go({"at": 59.0}, hosted.sim.position().to_json())
+    assert 0 < worker.replay.sim.kernel.events < hosted.sim.kernel.events  # kept, to go on from
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_websocket_shows_a_past_moment_to_the_viewer_who_asked(running_host):
+    comm, connected, _ = await connect()
+    assert connected
+    await receive(comm, "state")
+    hosted = running_host.sims["demo"]
+    await command(comm, {"op": "pause"})
+    while hosted.sim.now < 1.5:
+        await asyncio.sleep(0.05)
+        if hosted.mode == "paused":
+            await command(comm, {"op": "step", "what": "to", "t": 2.0}, msg_id=9)
+    live_before = hosted.sim.position()
+    await comm.send_to(text_data=json.dumps({"type": "cmd", "id": 5, "cmd": {"op": "past", "at": 1.0}}))
+    past = await receive(comm, "past", timeout=30)
+    assert past["id"] == 5 and past["position"]["time"] == 1.0
+    assert {"owners", "queue-replicaset", "informers"} <= set(past["state"]["panels"])
+    assert past["state"]["status"]["t"] == 1.0
+    assert hosted.sim.position() == live_before  # the live session did not move for it
+    # Bad moments: one line naming the field; nothing changes.
+    for bad, error in (
+        (-1, "t: must be at least 0"),
+        ("soon", "t: must be a number of seconds (got 'soon')"),
+        (10_000, "t: t=10000 is after the live moment"),
+    ):
+        result = await command(comm, {"op": "past", "at": bad}, msg_id=6)
+        assert result["ok"] is False and result["error"].startswith(error)
+    assert hosted.sim.position() == live_before
+    await comm.disconnect()
