@@ -23,7 +23,7 @@ from controlplane.scenario import ScenarioError, load_file, load_scenario
 from controlplane.simulation import DEFAULT_PAIR, parse_block, with_config
 from dashboard import host
 from dashboard.access import can_control
-from dashboard.models import SimulationRecord
+from dashboard.models import Recording, SimulationRecord
 from dashboard.views import MAX_SCENARIO_BYTES, _answers_busy, _error, _record, scenario_library
 
 Obj = dict[str, Any]
@@ -146,9 +146,42 @@ async def _view(a_id: str, b_id: str) -> Obj:
         raise Http404(str(result.get("error", "the pair is not available")))
     view: Obj = result["view"]
     view["sides"] = [view["a"], view["b"]]
+    view["forks"], view["fork_mark"] = await _forks(a_id, b_id, view["timeline"])
     view["pods_table"] = _pods_table(view["summary"].get("pods") or {})
     view["status_rows"] = _status_rows(view["summary"].get("status") or {})
     return view
+
+
+@sync_to_async
+def _fork_notes(a_id: str, b_id: str) -> dict[str, tuple[str, float]]:
+    rows = Recording.objects.filter(id__in=(a_id, b_id)).exclude(parent="").values_list("id", "parent", "forked_at")
+    return {sim_id: (parent, float(at or 0.0)) for sim_id, parent, at in rows}
+
+
+async def _forks(a_id: str, b_id: str, timeline: Obj) -> tuple[list[Obj], Obj | None]:
+    """The `fork` notes of A and B from their recordings (docs/time-travel.md#fork-from-here): for
+    each side that is a fork, its parent and T; and, when one side is a fork of the other, the
+    mark on the shared timeline at T, where the fork's history separates from its parent's."""
+    notes = await _fork_notes(a_id, b_id)
+    letters = {a_id: "A", b_id: "B"}
+    out, mark = [], None
+    for sim_id in (a_id, b_id):
+        if sim_id not in notes:
+            continue
+        parent, at = notes[sim_id]
+        note = {"letter": letters[sim_id], "parent": parent, "parent_letter": letters.get(parent), "at": at}
+        out.append(note)
+        if note["parent_letter"] is not None and mark is None:
+            x = timeline["width"] * min(at / timeline["end"], 1.0)
+            # The ⎇ sits beside the line (a ▲ of the first divergence is often right on it).
+            left = x >= 20.0
+            mark = {
+                **note,
+                "x": round(x, 1),
+                "label_x": round(x - 6 if left else x + 6, 1),
+                "anchor": "end" if left else "start",
+            }
+    return out, mark
 
 
 def _pods_table(pods: Obj) -> Obj:

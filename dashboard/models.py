@@ -54,6 +54,10 @@ class Recording(models.Model):
     pending = models.TextField(default="[]")  # JSON: indexes of start's timeline not applied at virtual_time
     actions = models.IntegerField(default=0)  # RecordedAction rows
     note = models.CharField(max_length=300, blank=True)  # "restored after a restart at t=…; replayed N actions"
+    # A fork (docs/time-travel.md#fork-from-here): the session it was forked from and the time T
+    # its history was cut at; its own future starts there. Empty / None for any other session.
+    parent = models.CharField(max_length=64, blank=True, default="")
+    forked_at = models.FloatField(null=True, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     stopped = models.DateTimeField(null=True, blank=True)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard import compare_views, views
+from dashboard import compare_views, fork_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -10,6 +10,7 @@ urlpatterns = [
     path("sim/<slug:sim_id>/stop", views.sim_stop, name="sim-stop"),
     path("sim/<slug:sim_id>/reopen", views.sim_reopen, name="sim-reopen"),
     path("sim/<slug:sim_id>/delete", views.sim_delete, name="sim-delete"),
+    path("sim/<slug:sim_id>/fork", fork_views.sim_fork, name="sim-fork"),
     path("sim/<slug:sim_id>/scenario.yaml", views.sim_export, name="sim-export"),
     path("sim/<slug:sim_id>/report.json", views.sim_report, name="sim-report"),
     path("sim/<slug:sim_id>/status.json", views.sim_status, name="sim-status"),

@@ -197,6 +197,7 @@ async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
         "recording": await _recording(sim_id),
         "control": await sync_to_async(can_control)(request),
         "sim_id": sim_id,
+        "fork_form": {"compare": True},  # the "fork from here…" menu (dashboard.fork_views)
     }
     return await sync_to_async(render)(request, "dashboard/sim.html", context)
 

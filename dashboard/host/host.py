@@ -92,6 +92,8 @@ class Host:
         self.work = 0.0
         # The compare page's pairs of simulations, (A id, B id) -> Pair (dashboard.host.pairs).
         self.pairs: dict[tuple[str, str], Any] = {}
+        # One fork replays at a time in this process (dashboard.host.forks); others wait their turn.
+        self.fork_lock = asyncio.Lock()
 
     # -- simulations ------------------------------------------------------------------------------
     async def start_simulation(
@@ -390,6 +392,11 @@ class Host:
             return
         if op == "past":  # a moment of the past, for this viewer: a replay worker answers it later
             await past.handle(hosted, message)
+            return
+        if op == "fork":  # a new session from this one's past: replies when replayed (forks.answer)
+            from dashboard.host import forks
+
+            _spawn(forks.answer(self, hosted, message), f"fork {hosted.id}")
             return
         if op == "pair":  # the compare page: this simulation as A, `other` as B
             from dashboard.host import pairs

@@ -175,10 +175,12 @@ def write(sim_id: str, batch: Batch) -> None:
         )
 
 
-def create(hosted: HostedSimulation, host_id: str) -> None:
+def create(hosted: HostedSimulation, host_id: str, *, parent: str = "", forked_at: float | None = None) -> None:
     """The session's recording, as it starts (RecordingError when the server keeps as many as it
-    may, or the id belongs to a stored recording)."""
-    from dashboard.models import Recording
+    may, or the id belongs to a stored recording). A session that starts with a history (a fork,
+    replayed to its `forked_at` from `parent`'s past) has its log written in the same transaction:
+    the stored time is never ahead of the stored log."""
+    from dashboard.models import RecordedAction, Recording
 
     sim = hosted.sim
     with transaction.atomic():
@@ -197,6 +199,23 @@ def create(hosted: HostedSimulation, host_id: str) -> None:
             host=host_id,
             virtual_time=sim.now,
             pending=_dumps(sim.timeline_pending),
+            actions=len(sim.actions),
+            parent=parent,
+            forked_at=forked_at,
+        )
+        RecordedAction.objects.bulk_create(
+            [
+                RecordedAction(
+                    recording_id=hosted.id,
+                    seq=i,
+                    time=entry["time"],
+                    source=str(entry.get("source", ""))[:100],
+                    ok=bool(entry.get("ok")),
+                    entry=_dumps(entry),
+                )
+                for i, entry in enumerate(sim.actions)
+            ],
+            batch_size=1000,
         )
 
 

@@ -116,7 +116,8 @@ def _check(response: dict, what: str) -> None:
 
 @pytest.mark.parametrize("payload", HOSTILE)
 async def test_no_url_reflects_markup(running_host, payload):
-    query = urlencode({k: payload for k in ("x", "sync", "scenario", "seed", "mark", "watch", "labelSelector")})
+    keys = ("x", "sync", "scenario", "seed", "mark", "watch", "labelSelector", "at", "change")
+    query = urlencode({k: payload for k in keys})
     with_token = [(b"authorization", f"Bearer {TOKEN}".encode())]
     for path in _dashboard_paths(payload) + _other_paths(payload):
         for headers in ([], with_token):
