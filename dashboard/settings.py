@@ -218,7 +218,9 @@ LANGUAGE_CODE = "en-us"
 
 STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Only for `manage.py collectstatic` when deploying behind another server: an unset or missing
+# STATIC_ROOT would otherwise make WhiteNoise warn on every start about a folder nobody needs.
+STATIC_ROOT = os.environ.get("CTRLSCOPE_STATIC_ROOT") or None
 # A local tool: WhiteNoise serves straight from the app and project static folders, so the page
 # works without a collectstatic step (and offline: every asset is vendored, no CDN).
 WHITENOISE_USE_FINDERS = True

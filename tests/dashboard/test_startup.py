@@ -1,0 +1,38 @@
+"""Start-up says what matters and nothing alarming (issue 19 §1): `./scripts/run` checks its port
+before printing a URL, and serving static files needs no folder that nobody created."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+import warnings
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def test_run_refuses_a_port_in_use_before_printing_a_url(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CTRLSCOPE_")}
+        env.update(CTRLSCOPE_PORT=str(port), CTRLSCOPE_STATE_DIR=str(tmp_path / "state"))
+        result = subprocess.run(
+            [str(ROOT / "scripts" / "run")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ctrlscope: cannot listen on 127.0.0.1:{port}"), lines
+    assert f"CTRLSCOPE_PORT={port + 1}" in lines[0]
+    assert "token=" not in result.stdout + result.stderr  # no URL to someone else's server
+
+
+def test_static_files_need_no_collected_folder():
+    from whitenoise.middleware import WhiteNoiseMiddleware
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        WhiteNoiseMiddleware(lambda request: None)
+    assert not [w for w in caught if "No directory at" in str(w.message)]
