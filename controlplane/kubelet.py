@@ -213,6 +213,10 @@ class Kubelet:
         # 300 bytes per node instead of ~40 per pod.
         self._ips_in_use = bytearray(256)
         self._fire_callback = self._fire  # see _arm
+        # Pods whose start, readiness, stop or status write is still to come (a SETTLING action
+        # armed, or a status sync running): the world is not at rest while any is
+        # (`NodeSimulator.settling`, the dashboard's "idle").
+        self.settling = 0
         self._next_ip = 2
 
     # -- feed from the shared pods watch ------------------------------------------------------
@@ -451,6 +455,7 @@ class Kubelet:
         # is bound once: a bound method per armed pod would live until its timer fires.
         if rec.timer is not None:
             rec.timer.cancel()
+        self.settling += (action in SETTLING) - (rec.action in SETTLING)
         rec.action = action
         rec.due = vtime(self.kernel.now + max(delay, 0.0))
         # call_later, not call_at(rec.due): the same instant, and the kernel keeps the timers of
@@ -460,11 +465,13 @@ class Kubelet:
     def _disarm(self, rec: _PodRecord) -> None:
         if rec.timer is not None:
             rec.timer.cancel()
+        self.settling -= rec.action in SETTLING
         rec.timer = None
         rec.action = None
 
     def _fire(self, rec: _PodRecord) -> None:
         action = rec.action
+        self.settling -= action in SETTLING
         rec.timer = None
         rec.action = None
         if action is not None and self.running and not rec.removed:
@@ -477,6 +484,7 @@ class Kubelet:
             rec.dirty = True
             return
         rec.syncing = True
+        self.settling += 1  # until its status (or deletion) is written
         self.kernel.spawn(self._sync_pod(rec), f"kubelet/{self.node_name}/{rec.key}")
 
     async def _sync_pod(self, rec: _PodRecord) -> None:
@@ -494,6 +502,7 @@ class Kubelet:
                     return
         finally:
             rec.syncing = False
+            self.settling -= 1
 
     async def _write_status(self, rec: _PodRecord) -> bool:
         """Write the generated status if it differs; False when the pod is gone."""
@@ -735,6 +744,14 @@ class Kubelet:
 
 
 # -- helpers shared with nodes.py ---------------------------------------------------------------
+# The kubelet steps that bring a pod to rest: containers start, readiness, containers stop, a
+# status write retried. A crash-loop restart is not one (a pod in CrashLoopBackOff is as settled
+# as it will get).
+SETTLING: frozenset[Action] = frozenset(
+    {Kubelet._start_containers, Kubelet._become_ready, Kubelet._containers_stopped, Kubelet._sync}
+)
+
+
 def node_host_ip(index: int) -> str:
     """InternalIP of node `index` (1-based): 10.0.0.N for the first 255 nodes."""
     return _ip((10 << 24) + index)

@@ -517,6 +517,12 @@ class NodeSimulator:
         self._list_and_watch_nodes()
         self._list_and_watch_pods()
 
+    def settling(self) -> tuple[int, int]:
+        """(pods whose start, readiness or stop is still to come on a running kubelet, pods the
+        scheduler is placing or binding). Pods that cannot be placed, or crash-loop, are at rest."""
+        on_nodes = sum(k.settling for k in self.kubelets.values() if k.running)
+        return on_nodes, self.scheduler.in_flight()
+
     def _client(self, user_agent: str, prefix: str) -> Client:
         return Client(
             self.server, self.kernel, user_agent,

@@ -423,6 +423,11 @@ class Scheduler:
                 return
 
     # -- introspection ------------------------------------------------------------------------
+    def in_flight(self) -> int:
+        """Pods about to be placed: in the active queue or with a binding request out (not the
+        unschedulable ones, nor those backing off)."""
+        return len(self._pending) + len(self._binding)
+
     def pending_count(self) -> int:
         """Pods waiting to be scheduled (active, backing off or unschedulable)."""
         return len(self._pending) + len(self.unschedulable) + len(self._backoff_timers)

@@ -46,6 +46,7 @@ from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.limits import MAX_OBJECT_DEPTH as MAX_OBJECT_DEPTH
 from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
+from controlplane.limits import MAX_SECONDS as MAX_SECONDS
 from controlplane.limits import nested_deeper_than as nested_deeper_than
 from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
@@ -771,6 +772,19 @@ class Simulation:
         """Where this simulation is, exactly: kernel events run, the last trace record's `seq`,
         the clock. Cheap (three reads). A replay of this session reaches the same positions."""
         return Position(self.kernel.events, self.trace.seq, self.kernel.now)
+
+    def settling(self) -> str | None:
+        """Why the pods are not at rest yet ("12 pods starting or stopping on their nodes, 3 being
+        scheduled"), or None when none is on its way anywhere: the world half of "idle" (a
+        crash-looping or unschedulable pod counts as at rest)."""
+        on_nodes, scheduling = self.nodes.settling()
+        parts = []
+        if on_nodes:
+            plural = "s" if on_nodes != 1 else ""
+            parts.append(f"{on_nodes} pod{plural} starting, becoming ready or stopping on their nodes")
+        if scheduling:
+            parts.append(f"{scheduling} pod{'s' if scheduling != 1 else ''} being scheduled")
+        return ", ".join(parts) or None
 
     def next_timer(self) -> float | None:
         return self.kernel.peek()

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from controlplane import safeyaml
-from controlplane.simulation import Simulation
+from controlplane.simulation import MAX_SECONDS, Simulation
 from dashboard.host import panels
 from dashboard.host.breakpoints import BreakpointError, Breakpoints, Hit
 from dashboard.host.frames import FrameBuilder
@@ -39,6 +39,7 @@ SLICE = 0.010  # longest stretch of simulation work between two yields to the ev
 SPEEDS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0)
 STEP_EVENT_LIMIT = 2_000_000  # a step goal gives up after this many events ...
 STEP_HORIZON = 3600.0  # ... or this much virtual time
+IDLE_GAP = 1.0  # max checks for idle where the next event is at least this far (virtual seconds)
 IDLE_HORIZON = 60.0  # "idle": nothing queued, processing or lagging, and no requeue due this soon
 
 
@@ -181,7 +182,7 @@ class HostedSimulation:
         if self.goal is not None:
             target = self.goal.until
         elif self.mode == "fast":
-            target = math.inf
+            target = MAX_SECONDS
         else:
             anchor_v, anchor_w = self._anchor
             target = anchor_v + (wall - anchor_w) * self.speed
@@ -190,7 +191,10 @@ class HostedSimulation:
                 # More than half a wall second behind: drop the debt rather than sprint.
                 self._anchor = (sim.now, wall)
                 target = sim.now
+        # A session never runs past the bound of a scenario's `until`: its export must replay.
+        target = min(target, MAX_SECONDS)
         deadline = wall + SLICE
+        fast = self.mode == "fast" and self.goal is None
         ran = 0
         self.saturated = False
         try:
@@ -202,6 +206,12 @@ class HostedSimulation:
                 if nxt is None or nxt > target:
                     if math.isfinite(target) and target > sim.now:
                         sim.run_until(target)  # no event before the target: only the clock moves
+                    break
+                if fast and nxt - sim.now >= IDLE_GAP and self._idle():
+                    # max stops where the world comes to rest (only a quiet gap can be one).
+                    self._pause_with(
+                        "max: idle (queues empty, caches caught up, every pod at rest); only periodic timers are left"
+                    )
                     break
                 # One event, an exception it raises contained by the simulation (an `error`
                 # record: the run pauses on it and the session goes on).
@@ -223,7 +233,12 @@ class HostedSimulation:
                     self._finish_goal(f"{self.goal.label}: not reached by t={self.goal.until:.3f}")
                 else:
                     self._finish_goal(self.goal.label)
-        if self.mode == "fast" and self.goal is None and kernel.peek() is None:
+        if self.mode != "paused" and self.goal is None and sim.now >= MAX_SECONDS:
+            self._pause_with(
+                f"t={MAX_SECONDS:.0f} s (30 days) is as far as a session runs: a scenario's until is at most that, "
+                "so its export still replays"
+            )
+        elif self.mode == "fast" and self.goal is None and kernel.peek() is None:
             self._pause_with("nothing left to run: no event is scheduled")
         if self.mode == "running" and self.goal is None:
             nxt = kernel.peek()
@@ -421,7 +436,7 @@ class HostedSimulation:
                 return False
             if c.pod_informer.lag() or c.rs_informer.lag():
                 return False
-        return True
+        return sim.settling() is None
 
     def _cmd_act(self, cmd: Obj, viewer: str | None) -> Obj:
         action = cmd.get("action")
@@ -577,6 +592,8 @@ def _time(value: Any, now: float) -> float:
         raise CommandError(f"t: must be later than now (t={now:.3f})")
     if value - now > MAX_RUN_TO:
         raise CommandError(f"t: at most {MAX_RUN_TO:g} s ahead")
+    if value > MAX_SECONDS:
+        raise CommandError(f"t: at most {MAX_SECONDS:.0f} (30 days): a session runs no further than a scenario's until")
     return math.floor(float(value) * 1000.0 + 1e-6) / 1000.0
 
 

@@ -490,3 +490,60 @@ def test_step_sync_is_refused_when_only_a_click_could_start_one():
     with pytest.raises(CommandError, match="sync next"):
         h.command({"op": "step", "what": "sync"})
     assert h.sim.now == before
+
+
+# -- max, idle and the 30-day bound (issue 19 §2) ----------------------------------------------------
+def test_max_on_an_idle_demo_stops_once_the_world_is_at_rest():
+    h = hosted()
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.mode == "paused" and "idle" in h.hit["why"], h.hit
+    assert h.sim.now < 600, h.sim.now  # not 212 days of heartbeats
+    assert h.sim.settling() is None and h._idle()
+
+
+def test_idle_waits_for_pods_still_starting():
+    scenario = load_scenario(
+        """
+name: slow starts
+config: {podStartup: 30}
+objects:
+  - apiVersion: apps/v1
+    kind: ReplicaSet
+    metadata: {name: web, namespace: default}
+    spec:
+      replicas: 3
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {containers: [{name: app, image: nginx}]}
+"""
+    )
+    h = HostedSimulation("t", Simulation(scenario), name=scenario.name, source="upload")
+    run_until(h, 5.0)
+    # The controller is done (every create answered), the pods are not.
+    assert "starting, becoming ready or stopping" in (h.sim.settling() or "")
+    assert not h._idle()
+    h.command({"op": "step", "what": "idle"})
+    drive(h)
+    assert h.sim.now >= 30.0 and h.sim.settling() is None
+    ready = [p for p in h.sim.server.objects("pods") if p["status"].get("phase") == "Running"]
+    assert ready and all(
+        c["status"] == "True" for p in ready for c in p["status"]["conditions"] if c["type"] == "Ready"
+    )
+
+
+def test_a_session_never_runs_past_the_bound_of_a_scenario_until():
+    from controlplane.simulation import MAX_SECONDS
+
+    h = hosted()
+    with pytest.raises(CommandError, match="at most 2592000"):
+        h.command({"op": "step", "what": "to", "t": MAX_SECONDS + 1})
+    h.sim.run_until(MAX_SECONDS - 0.5)
+    h.command({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 9}}})
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.sim.now == MAX_SECONDS and "30 days" in h.hit["why"], h.hit
+    exported = h.export()
+    assert exported["until"] <= MAX_SECONDS
+    load_scenario(yaml.safe_dump(exported))  # the file format accepts it: the export replays
