@@ -42,6 +42,21 @@ def run_to(page: Page, t: float) -> None:
     )
 
 
+def settled(page: Page, selector: str, quiet_ms: int = 700) -> None:
+    """Wait until `selector` has not changed for `quiet_ms`: the status frame can arrive before
+    a loaded server has sent every panel of that moment (frames have a time budget)."""
+    page.evaluate(
+        """([selector, quiet]) => new Promise(resolve => {
+            const el = document.querySelector(selector);
+            let timer = setTimeout(done, quiet);
+            const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+            function done() { observer.disconnect(); resolve(); }
+            observer.observe(el, {subtree: true, childList: true, characterData: true, attributes: true});
+        })""",
+        [selector, quiet_ms],
+    )
+
+
 def pod_states(page: Page) -> dict:
     return page.evaluate("() => window.CtrlscopePods.states()")
 
@@ -320,6 +335,7 @@ def test_a_thousand_pods_stay_readable(page: Page, live_server_url: str, errors)
 def test_a_frame_replaces_only_the_parts_of_a_panel_that_changed(page: Page, live_server_url: str, errors):
     sim = start(page, live_server_url)
     run_to(page, 20)
+    settled(page, "#owners")
     # Mark every owner card with a property (an attribute would itself make it differ) and
     # remember its HTML; then change one ReplicaSet.
     before = page.evaluate(
