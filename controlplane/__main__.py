@@ -3,16 +3,17 @@ its JSON report (DESIGN §2.2); FILE `-` reads the scenario from stdin. An inval
 with one line on stderr naming the field; so does a run that reaches a ceiling (`--max-pods`,
 `--max-nodes`, `--max-events`, see controlplane.limits). A scenario whose checks fail prints one
 line per failed check on stderr and exits 1. `--trace FILE` / `--perfetto FILE` stream the run's
-trace to a file (docs/scenarios.md). No input prints a traceback: an unexpected exception is one
-line too (exit 1, `CTRLSCOPE_TRACEBACK=1` shows it).
+trace to a file (docs/scenarios.md). `--side a|b` runs a file with a `compare` block under that
+side's config and judges that side's checks (exit 2 for a file without one). No input prints a
+traceback: an unexpected exception is one line too (exit 1, `CTRLSCOPE_TRACEBACK=1` shows it).
 
 `python -m controlplane test [PATH…] [--junit-xml FILE] [-j N]`: run every scenario file with
 checks under the paths (default: the shipped library) in parallel, print a summary table; exit 1
 when a check fails, 2 when a file is invalid.
 
 `python -m controlplane compare FILE [--a CONFIG] [--b CONFIG] [--seed N] [--until S] [--table]`:
-run the scenario under two partial config blocks (YAML flow mappings; default
-`controlplane.compare.DEFAULT_PAIR`) and print the differences as JSON, or as a table
+run the scenario under two partial config blocks (YAML flow mappings; default: the file's
+`compare` pair, else `controlplane.compare.DEFAULT_PAIR`) and print the differences as JSON, or as a table
 (docs/compare.md). A bad file, block or argument exits 2 with one line (`--a: config.workers: must
 be >= 1`).
 
@@ -50,6 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("file", help="a scenario file, the name of a shipped scenario (e.g. demo), or - for stdin")
     run.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
     run.add_argument("--until", type=float, default=None, help="virtual seconds to run (default: the file's)")
+    run.add_argument(
+        "--side",
+        choices=("a", "b"),
+        default=None,
+        help="run a file with a compare block under that side's config, judging that side's checks",
+    )
     run.add_argument("--trace", metavar="FILE", help="write every trace record to FILE as JSON lines")
     run.add_argument("--perfetto", metavar="FILE", help="write the run to FILE in Chrome trace-event format")
     defaults = limits.DEFAULT_RUN_LIMITS
@@ -95,11 +102,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from controlplane.runner import TraceSink, run
-    from controlplane.scenario import load_file, load_scenario
+    from controlplane.scenario import for_side, load_file, load_scenario
     from controlplane.trace_export import JsonLinesTrace, PerfettoTrace
 
     try:
         scenario = load_scenario(_stdin_text()) if args.file == "-" else load_file(args.file)
+        if args.side is not None:
+            scenario = for_side(scenario, args.side)
     except ScenarioError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
@@ -136,14 +145,17 @@ def _stdin_text() -> str:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from controlplane.compare import DEFAULT_PAIR, compare, parse_block, table
+    from controlplane.compare import compare, default_pair, parse_block, table
+    from controlplane.scenario import load_file
 
     try:
+        scenario = load_file(args.file)
+        defaults = default_pair(scenario)
         blocks = [
             default if text is None else parse_block(text, side)
-            for side, text, default in (("a", args.a, DEFAULT_PAIR[0]), ("b", args.b, DEFAULT_PAIR[1]))
+            for side, text, default in (("a", args.a, defaults[0]), ("b", args.b, defaults[1]))
         ]
-        result = compare(args.file, blocks[0], blocks[1], seed=args.seed, until=args.until)
+        result = compare(scenario, blocks[0], blocks[1], seed=args.seed, until=args.until)
     except ScenarioError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
@@ -168,7 +180,7 @@ def _test(args: argparse.Namespace) -> int:
     def progress(outcome: Outcome, done: int, total: int) -> None:
         if outcome.status == SKIPPED and not tty:
             return
-        line = f"[{done}/{total}] {outcome.status.upper()} {outcome.path}"
+        line = f"[{done}/{total}] {outcome.status.upper()} {outcome.shown}"
         sys.stderr.write(f"\r\033[K{line}" if tty else f"{line}\n")
         sys.stderr.flush()
 
@@ -181,7 +193,7 @@ def _test(args: argparse.Namespace) -> int:
     print(summary_table(outcomes))
     for outcome in outcomes:
         if outcome.status in (FAILED, ERROR):
-            print(f"\n{outcome.path}\n{outcome.detail()}")
+            print(f"\n{outcome.shown}\n{outcome.detail()}")
     if args.junit_xml:
         with open(args.junit_xml, "w", encoding="utf-8") as out:
             out.write(junit_xml(outcomes))

@@ -108,6 +108,7 @@ class Check:
     name: str | None = None
     args: Obj = field(default_factory=dict)
     written: Any = None  # the subject as the file wrote it (for `describe`)
+    side: str | None = None  # `side: a|b` in a file with a compare block: holds for that side only
 
     @property
     def label(self) -> str:
@@ -442,14 +443,25 @@ def _parse_body(value: Obj, where: str, index: int, *, never: bool) -> Check:
     return check
 
 
-def parse_checks(raw: Any, until: float | None = None) -> list[Check]:
-    """Validate a scenario's `expect:` list (ScenarioError naming the field when invalid)."""
+SIDES = ("a", "b")
+
+
+def parse_checks(raw: Any, until: float | None = None, *, sided: bool = True) -> list[Check]:
+    """Validate a scenario's `expect:` list (ScenarioError naming the field when invalid).
+    `sided`: whether the file has a compare block, the only place a check's `side` means
+    something."""
     if not isinstance(raw, list):
         raise _fail("expect", f"must be a list, not {_type_name(raw)}")
     checks = []
     for i, item in enumerate(raw):
         where = f"expect[{i}]"
         value = _mapping(item, where)
+        side = None
+        if "side" in value:
+            side = _string(value["side"], f"{where}.side", SIDES)
+            if not sided:
+                raise _fail(f"{where}.side", "only in a file with a compare block (compare: {a: ..., b: ...})")
+            value = {k: v for k, v in value.items() if k != "side"}
         if "never" in value:
             extra = [k for k in value if k not in ("never", "name")]
             if extra:
@@ -461,6 +473,7 @@ def parse_checks(raw: Any, until: float | None = None) -> list[Check]:
             check = _parse_body(value, where, i, never=False)
         if check.at is not None and until is not None and check.at > until:
             raise _fail(f"{where}.at", f"after the end of the run (until: {until:g})")
+        check.side = side
         checks.append(check)
     return checks
 
@@ -730,7 +743,7 @@ class CheckResult:
 
     def to_json(self) -> Obj:
         check = self.check
-        return {
+        out = {
             "check": check.label,
             "name": check.describe(),
             "at": "never" if check.never else ("end" if check.at is None else check.at),
@@ -739,14 +752,18 @@ class CheckResult:
             "wanted": self.wanted_text,
             "got": self.got if self.reached else "not reached: the run ended first",
         }
+        if check.side is not None:  # only compare files have sided checks: other reports keep their shape
+            out["side"] = check.side
+        return out
 
     def line(self) -> str:
-        """One line for a failure: check, time, wanted, got."""
+        """One line for a failure: check (and its side), time, wanted, got."""
+        label = self.check.label if self.check.side is None else f"{self.check.label} (side {self.check.side})"
         if not self.reached:
-            return f"{self.check.label} {self.check.describe()} @ t={self.check.at:g}: not reached, the run ended first"
+            return f"{label} {self.check.describe()} @ t={self.check.at:g}: not reached, the run ended first"
         when = "never held" if self.time is None else f"t={self.time:g}"
         got = _render(self.got)
-        return f"{self.check.label} {self.check.describe()} @ {when}: wanted {self.wanted_text}, got {got}"
+        return f"{label} {self.check.describe()} @ {when}: wanted {self.wanted_text}, got {got}"
 
 
 class Checker:

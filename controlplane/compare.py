@@ -7,7 +7,9 @@ Guarantees
   with `b`. A block is checked as a `config` action's body is (`check_config(..., partial=True)`);
   a bad one raises ScenarioError naming the side and the field (`--a: config.workers: must be >= 1`)
   before anything runs. The scenario's own `expect:` checks are not judged (they state what one
-  configuration does).
+  configuration does). When `a` and `b` are the scenario's own `compare` blocks, the result has
+  `labels` (the file's names of the two sides); `default_pair` gives those blocks, or DEFAULT_PAIR
+  for a file without one.
 * `diff_reports(report_a, report_b)` reads only sections every report has (DESIGN §2.2: `time`,
   `apiCalls`, `objects`, and the `statusHistory` addition), so it compares any two reports: two
   configurations, a fork beside its original, two seeds. It never mutates its inputs.
@@ -146,6 +148,23 @@ def merge_config(config: Mapping[str, Any], block: Mapping[str, Any]) -> Obj:
     return merged
 
 
+def default_pair(scenario: Scenario | None) -> tuple[Obj, Obj]:
+    """The pair to compare when none is given: the scenario's own `compare` blocks (a lesson
+    states which two configurations it is about), else DEFAULT_PAIR."""
+    if scenario is not None and scenario.compare is not None:
+        return (copy.deepcopy(scenario.compare["a"]["config"]), copy.deepcopy(scenario.compare["b"]["config"]))
+    return (copy.deepcopy(DEFAULT_PAIR[0]), copy.deepcopy(DEFAULT_PAIR[1]))
+
+
+def pair_labels(scenario: Scenario, a: Mapping[str, Any], b: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The file's labels of its two sides when `a` and `b` are exactly its `compare` blocks, else None."""
+    if scenario.compare is None:
+        return None
+    if (dict(a), dict(b)) != (scenario.compare["a"]["config"], scenario.compare["b"]["config"]):
+        return None
+    return scenario.compare["a"]["label"], scenario.compare["b"]["label"]
+
+
 def with_config(scenario: Scenario, block: Mapping[str, Any]) -> Scenario:
     """The scenario with `block` merged over its config and without its checks."""
     return dataclasses.replace(scenario, config=merge_config(scenario.config, block), expect=[])
@@ -188,7 +207,7 @@ def compare(
     block_a, block_b = check_block(a, "a"), check_block(b, "b")
     loaded = load_file(scenario) if isinstance(scenario, str) else scenario
     reports = [run(with_config(loaded, block), seed=seed, until=until).report for block in (block_a, block_b)]
-    return {
+    result = {
         "scenario": loaded.name,
         "seed": loaded.seed if seed is None else seed,
         "until": loaded.until if until is None else until,
@@ -196,6 +215,10 @@ def compare(
         "b": block_b,
         "summary": diff_reports(reports[0], reports[1], bucket=bucket),
     }
+    labels = pair_labels(loaded, block_a, block_b)
+    if labels is not None:  # the file's own pair (a lesson): its names for the two sides
+        result["labels"] = {"a": labels[0], "b": labels[1]}
+    return result
 
 
 # -- reading a report ---------------------------------------------------------------------------
@@ -623,8 +646,8 @@ def table(result: Mapping[str, Any]) -> str:
     summary = result["summary"]
     lines = [
         f"compare: {result.get('scenario', '?')} (seed {result.get('seed', '?')}, until {summary['time']['a']:g} s)",
-        f"  A: {describe_block(result.get('a') or {})}",
-        f"  B: {describe_block(result.get('b') or {})}",
+        f"  A{_label(result, 'a')}: {describe_block(result.get('a') or {})}",
+        f"  B{_label(result, 'b')}: {describe_block(result.get('b') or {})}",
         "",
         "divergences (where A and B start to differ)",
     ]
@@ -661,6 +684,11 @@ def table(result: Mapping[str, Any]) -> str:
     if dropped:
         lines += ["", "left out (ceilings): " + ", ".join(f"{k} {v}" for k, v in sorted(dropped.items()))]
     return "\n".join(lines)
+
+
+def _label(result: Mapping[str, Any], side: str) -> str:
+    labels = result.get("labels") or {}
+    return f" ({labels[side]})" if side in labels else ""
 
 
 def _picks(n: int, most: int) -> list[int]:

@@ -1,5 +1,7 @@
 """The pytest plugin (entry point `pytest11`, no conftest needed): `pytest my-scenarios/` collects
-each `*.scenario.yaml` file as one test item that runs the scenario and judges its checks.
+each `*.scenario.yaml` file as one test item that runs the scenario and judges its checks; a file
+with a `compare` block as two items, `<file>::a` and `<file>::b`, each running that side's config
+and judging its checks (the unsided ones and its own).
 
 A failure shows each failed check on one line (check, time, wanted, got) and the command that
 replays the run; an invalid file fails with its one-line reason (`expect[2].path: ...`).
@@ -12,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.testing import FAILED, PASSED, Outcome, run_one
+from controlplane.testing import FAILED, PASSED, Outcome, run_one, sides_of
 
 SUFFIX = ".scenario.yaml"
 
@@ -32,12 +34,21 @@ class ScenarioFailed(Exception):
 
 class ScenarioFile(pytest.File):
     def collect(self) -> Any:
-        yield ScenarioItem.from_parent(self, name=self.path.name[: -len(SUFFIX)])
+        sides = sides_of(str(self.path))
+        if sides == (None,):
+            yield ScenarioItem.from_parent(self, name=self.path.name[: -len(SUFFIX)])
+            return
+        for side in sides:
+            yield ScenarioItem.from_parent(self, name=side, side=side)
 
 
 class ScenarioItem(pytest.Item):
+    def __init__(self, *, side: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.side = side
+
     def runtest(self) -> None:
-        outcome = run_one(str(self.path))
+        outcome = run_one(str(self.path), side=self.side)
         if outcome.status not in (PASSED,):
             raise ScenarioFailed(outcome)
 
@@ -45,8 +56,10 @@ class ScenarioItem(pytest.Item):
         if isinstance(excinfo.value, ScenarioFailed):
             outcome = excinfo.value.outcome
             head = "scenario checks failed" if outcome.status == FAILED else "invalid scenario"
-            return f"{head}: {self.path}\n{outcome.detail()}"
+            side = f" (side {self.side})" if self.side else ""
+            return f"{head}: {self.path}{side}\n{outcome.detail()}"
         return super().repr_failure(excinfo)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"scenario {self.name}"
+        shown = self.path.name[: -len(SUFFIX)] + (f" side {self.side}" if self.side else "")
+        return self.path, None, f"scenario {shown}"

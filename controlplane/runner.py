@@ -6,6 +6,8 @@ Guarantees
 * The report is the simulation's report (DESIGN §2.2), plus a `checks` section when the scenario
   has checks; checks and exports only read, so the rest is byte for byte the report of the same
   run without them.
+* A file with a `compare` block judges the checks without a `side` and, run as one side
+  (`scenario.for_side`), that side's checks; the `checks` section lists exactly those judged.
 * Exporters see every trace record from the first (they subscribe before the world is built) and
   are closed when the run ends, even when it fails.
 """
@@ -19,7 +21,7 @@ from typing import Any, Protocol
 from controlplane.checks import Checker, CheckResult, parse_checks
 from controlplane.gcpolicy import simulation_gc
 from controlplane.limits import RunLimits
-from controlplane.scenario import Scenario, load_file
+from controlplane.scenario import Scenario, for_side, load_file
 from controlplane.simulation import LimitError, Simulation
 from controlplane.trace import Record
 
@@ -55,7 +57,8 @@ def run(
     GC policy of running simulations (controlplane.gcpolicy). LimitError (a ScenarioError) when
     the scenario asks for more than `limits` or the run reaches one."""
     sim = Simulation(scenario, seed=seed, limits=limits)
-    checker = Checker(sim, parse_checks(scenario.expect))
+    checks = [c for c in parse_checks(scenario.expect) if c.side is None or c.side == scenario.side]
+    checker = Checker(sim, checks)
     unsubscribes = [sim.subscribe(sink.write) for sink in sinks]
     try:
         checker.start()
@@ -82,6 +85,11 @@ def run_file(
     until: float | None = None,
     sinks: Sequence[TraceSink] = (),
     limits: RunLimits | None = None,
+    side: str | None = None,
 ) -> RunResult:
-    """`run` on a scenario file or the name of a shipped scenario (ScenarioError if invalid)."""
-    return run(load_file(name_or_path), seed=seed, until=until, sinks=sinks, limits=limits)
+    """`run` on a scenario file or the name of a shipped scenario, as side `side` of its compare
+    block when given (ScenarioError if invalid, or for a side of a file without one)."""
+    scenario = load_file(name_or_path)
+    if side is not None:
+        scenario = for_side(scenario, side)
+    return run(scenario, seed=seed, until=until, sinks=sinks, limits=limits)

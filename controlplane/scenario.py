@@ -14,7 +14,7 @@ simulation applies them (a rejection there is also a `ScenarioError`), as are th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +134,12 @@ class Scenario:
     until: float = 60.0
     # The checks, as written (validated by `controlplane.checks.parse_checks`).
     expect: list[dict[str, Any]] = field(default_factory=list)
+    # The two configurations the file is about (`compare:`), side -> {label, config}: `config`
+    # is the partial block as written (validated), to merge over `config`; None without one.
+    compare: dict[str, dict[str, Any]] | None = None
+    # The side this Scenario runs (`for_side`): its config is that side's, and only the checks
+    # without a side or with this one are judged. None: the file's own config, unsided checks.
+    side: str | None = None
 
 
 # -- checking helpers ---------------------------------------------------------------------------
@@ -549,7 +555,7 @@ def parse_scenario(data: Any) -> Scenario:
     if data is None:
         data = {}
     value = _mapping(data, "")
-    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until", "expect"))
+    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until", "expect", "compare"))
     scenario = Scenario()
     if "name" in value:
         scenario.name = _string(value["name"], "name")
@@ -574,14 +580,56 @@ def parse_scenario(data: Any) -> Scenario:
         # 0 is a run of the starting objects and the actions at t=0 only (a session exported
         # before its clock moved).
         scenario.until = float(_number(value["until"], "until", 0, maximum=limits.MAX_SECONDS))
+    if "compare" in value:
+        scenario.compare = _check_compare(value["compare"], scenario.config)
     if "expect" in value:
         from controlplane.checks import parse_checks  # checks reads the vocabulary above
 
-        parse_checks(value["expect"], scenario.until)
+        parse_checks(value["expect"], scenario.until, sided=scenario.compare is not None)
         scenario.expect = value["expect"]
     _check_objects(scenario.objects)
     _check_timeline(scenario)
+    for side in SIDES if scenario.compare is not None else ():
+        _check_timeline(for_side(scenario, side), f"compare.{side}.config")
     return scenario
+
+
+SIDES = ("a", "b")
+
+
+def _check_compare(raw: Any, config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """`compare: {a: {label, config}, b: {label, config}}`: each block is checked as a `config`
+    action's body is (the same `check_config` path), then merged over the file's config and
+    checked whole (a v1.5-only key under v1.36 names `compare.a.config.<key>`)."""
+    value = _mapping(raw, "compare")
+    _keys(value, "compare", SIDES, ())
+    out: dict[str, dict[str, Any]] = {}
+    for side in SIDES:
+        where = f"compare.{side}"
+        body = _mapping(value[side], where)
+        _keys(body, where, ("config",), ("label",))
+        label = _string(body["label"], f"{where}.label") if "label" in body else side.upper()
+        if not label.strip() or len(label) > MAX_LABEL:
+            raise _fail(f"{where}.label", f"must be 1 to {MAX_LABEL} characters")
+        block = check_config(body["config"], f"{where}.config", partial=True)
+        check_config_versions(merge_config(config, block), f"{where}.config")
+        out[side] = {"label": label, "config": block}
+    return out
+
+
+MAX_LABEL = 80  # characters of a side's label (shown in tables and on the page)
+
+
+def for_side(scenario: Scenario, side: str) -> Scenario:
+    """The scenario as side `side` of its `compare` block runs it: that side's config merged over
+    the file's (as a `config` action merges), judging the unsided checks and that side's.
+    ScenarioError (naming `--side`) when the file has no `compare` block or no such side."""
+    if scenario.compare is None:
+        raise ScenarioError(f"--side: {scenario.name!r} has no compare block (compare: {{a: ..., b: ...}})")
+    if side not in scenario.compare:
+        raise ScenarioError(f"--side: must be one of {', '.join(SIDES)} (got {side!r})")
+    config = merge_config(scenario.config, scenario.compare[side]["config"])
+    return replace(scenario, config=config, side=side)
 
 
 CLUSTER_SCOPED_KINDS = ("Node", "Namespace")
@@ -654,10 +702,11 @@ def _verb(action: dict[str, Any]) -> str:
     return next(k for k in action if k != "at")
 
 
-def _check_timeline(scenario: Scenario) -> None:
+def _check_timeline(scenario: Scenario, under: str = "") -> None:
     """Faults that name what the file never has: a node beyond every node count it configures,
     a controller it does not run, an `apiFault` rule not injected before. (What depends on the
-    run — a pod's name, an object deleted meanwhile — is a failed action at run time instead.)"""
+    run — a pod's name, an object deleted meanwhile — is a failed action at run time instead.)
+    `under` names the compare side whose config is checked (`compare.a.config`), if any."""
     nodes = scenario.config["nodes"]
     controllers = scenario.config["controllers"]
     api_faults = 0
@@ -675,7 +724,8 @@ def _check_timeline(scenario: Scenario) -> None:
             number = name[5:] if name.startswith("node-") else ""
             if not (number.isdigit() and number == str(int(number)) and 1 <= int(number) <= nodes):
                 have = f"the nodes are node-1 to node-{nodes}" if nodes else "this scenario has no nodes"
-                raise _fail(f"{where}.name", f'no node "{name}" ({have} by then)')
+                under_text = f" under {under}" if under else ""
+                raise _fail(f"{where}.name", f'no node "{name}" ({have} by then{under_text})')
         elif verb == "liftFault":
             target = body["apiFault"]
             if target != "all" and target > api_faults:
@@ -825,9 +875,19 @@ def load_file(name_or_path: str) -> Scenario:
 
 
 def library() -> list[dict[str, str]]:
-    """The shipped scenarios: id (file name without its suffix), title and description."""
+    """The shipped scenarios: id (file name without its suffix), title, description, and for a
+    file with a `compare` block its two labels (`compare_a`, `compare_b`; empty otherwise)."""
     out = []
     for path in sorted(SCENARIO_DIR.glob("*.yaml"), key=scenario_id):
         scenario = load_scenario(read_text(path))
-        out.append({"id": scenario_id(path), "name": scenario.name, "description": scenario.description})
+        pair = scenario.compare or {}
+        out.append(
+            {
+                "id": scenario_id(path),
+                "name": scenario.name,
+                "description": scenario.description,
+                "compare_a": pair["a"]["label"] if pair else "",
+                "compare_b": pair["b"]["label"] if pair else "",
+            }
+        )
     return out

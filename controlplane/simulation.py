@@ -33,6 +33,7 @@ from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.apiserver.errors import resource_expired as resource_expired
 from controlplane.apiserver.errors import too_many_requests as too_many_requests
 from controlplane.compare import DEFAULT_PAIR as DEFAULT_PAIR
+from controlplane.compare import default_pair as default_pair
 from controlplane.compare import describe_block as describe_block
 from controlplane.compare import diff_reports as diff_reports
 from controlplane.compare import parse_block as parse_block

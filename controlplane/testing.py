@@ -9,7 +9,8 @@ Guarantees
   reason (`expect[2].path: ...`). A file without checks is `skipped` by the suite runner (the
   plugin still runs it: a scenario that loads and runs is a passing smoke test).
 * `run_suite` runs files in parallel processes and returns outcomes in discovery order, so the
-  table and the JUnit file do not depend on which process finished first.
+  table and the JUnit file do not depend on which process finished first. A file with a
+  `compare` block is run once per side (`--side a`, then `--side b`), each judging its checks.
 * No wall clock: the table shows virtual seconds (controlplane never reads the wall clock).
 """
 
@@ -22,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controlplane.scenario import SCENARIO_DIR, ScenarioError, load_file, resolve
+from controlplane.scenario import SCENARIO_DIR, SIDES, ScenarioError, for_side, load_file, resolve
 
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
 
@@ -35,10 +36,16 @@ class Outcome:
     failures: list[str] = field(default_factory=list)  # one line per failed check
     error: str | None = None
     virtual: float = 0.0  # virtual seconds run
+    side: str | None = None  # the compare side run (`--side`), None for the file's own config
 
     @property
     def replay(self) -> str:
-        return f"python -m controlplane run {self.path}"
+        return f"python -m controlplane run {self.path}" + (f" --side {self.side}" if self.side else "")
+
+    @property
+    def shown(self) -> str:
+        """The file, and the side when one was run (`x.scenario.yaml --side a`)."""
+        return self.path + (f" --side {self.side}" if self.side else "")
 
     def detail(self) -> str:
         """What went wrong, for a failure report: the failed checks (or the error) and the replay."""
@@ -65,51 +72,71 @@ def _shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
+def sides_of(path: str) -> tuple[str | None, ...]:
+    """What to run of a file: each side of its `compare` block, or (None,) for the file's own
+    config (also for a file that does not load: its run reports the reason)."""
+    try:
+        scenario = load_file(path)
+    except ScenarioError:
+        return (None,)
+    return SIDES if scenario.compare is not None else (None,)
+
+
 def has_checks(path: str) -> bool:
     """Whether the file has an `expect:` list (ScenarioError if the file is invalid)."""
     return bool(load_file(path).expect)
 
 
-def run_one(path: str, *, skip_without_checks: bool = False) -> Outcome:
-    """Run one scenario file with its checks (in this process)."""
+def run_one(path: str, *, skip_without_checks: bool = False, side: str | None = None) -> Outcome:
+    """Run one scenario file with its checks (in this process); as side `side` of its compare
+    block when given."""
     from controlplane.runner import run
 
     try:
         scenario = load_file(path)
         if skip_without_checks and not scenario.expect:
-            return Outcome(path, SKIPPED)
+            return Outcome(path, SKIPPED, side=side)
+        if side is not None:
+            scenario = for_side(scenario, side)
         result = run(scenario)
     except ScenarioError as exc:
-        return Outcome(path, ERROR, error=f"{path}: {exc}")
+        return Outcome(path, ERROR, error=f"{path}: {exc}", side=side)
     failures = [r.line() for r in result.failures]
     return Outcome(
-        path, FAILED if failures else PASSED, len(result.checks), failures, virtual=float(result.report["time"])
+        path,
+        FAILED if failures else PASSED,
+        len(result.checks),
+        failures,
+        virtual=float(result.report["time"]),
+        side=side,
     )
 
 
-def _run_checked(path: str) -> Outcome:
-    return run_one(path, skip_without_checks=True)
+def _run_checked(job: tuple[str, str | None]) -> Outcome:
+    return run_one(job[0], skip_without_checks=True, side=job[1])
 
 
 def run_suite(
     paths: list[str], jobs: int | None = None, progress: Callable[[Outcome, int, int], None] | None = None
 ) -> list[Outcome]:
-    """Run every file of `paths` that has checks, `jobs` at a time (default: one per CPU)."""
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths) or 1))
-    outcomes: dict[str, Outcome] = {}
+    """Run every file of `paths` that has checks, `jobs` at a time (default: one per CPU); a
+    file with a compare block once per side."""
+    work = [(path, side) for path in paths for side in sides_of(path)]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
+    outcomes: dict[tuple[str, str | None], Outcome] = {}
     if jobs == 1:
-        for path in paths:
-            outcomes[path] = _run_checked(path)
+        for job in work:
+            outcomes[job] = _run_checked(job)
             if progress is not None:
-                progress(outcomes[path], len(outcomes), len(paths))
+                progress(outcomes[job], len(outcomes), len(work))
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(_run_checked, path): path for path in paths}
+            futures = {pool.submit(_run_checked, job): job for job in work}
             for future in as_completed(futures):
                 outcomes[futures[future]] = future.result()
                 if progress is not None:
-                    progress(outcomes[futures[future]], len(outcomes), len(paths))
-    return [outcomes[path] for path in paths]
+                    progress(outcomes[futures[future]], len(outcomes), len(work))
+    return [outcomes[job] for job in work]
 
 
 def summary_table(outcomes: list[Outcome]) -> str:
@@ -117,9 +144,9 @@ def summary_table(outcomes: list[Outcome]) -> str:
     rows = [("result", "checks", "failed", "virtual s", "scenario")]
     for o in ran:
         if o.status == ERROR:
-            rows.append(("ERROR", "-", "-", "-", o.path))
+            rows.append(("ERROR", "-", "-", "-", o.shown))
         else:
-            rows.append((o.status.upper()[:4], str(o.checks), str(len(o.failures)), f"{o.virtual:g}", o.path))
+            rows.append((o.status.upper()[:4], str(o.checks), str(len(o.failures)), f"{o.virtual:g}", o.shown))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = []
     for row in rows:
@@ -145,7 +172,8 @@ def junit_xml(outcomes: list[Outcome]) -> str:
         skipped="0",
     )
     for o in ran:
-        case = ET.SubElement(suite, "testcase", classname=str(Path(o.path).parent), name=Path(o.path).name, file=o.path)
+        name = Path(o.path).name + (f"::{o.side}" if o.side else "")
+        case = ET.SubElement(suite, "testcase", classname=str(Path(o.path).parent), name=name, file=o.path)
         if o.status == FAILED:
             failure = ET.SubElement(case, "failure", message=f"{len(o.failures)} of {o.checks} checks failed")
             failure.text = o.detail()

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from controlplane.scenario import ScenarioError, load_file, load_scenario
-from controlplane.simulation import DEFAULT_PAIR, parse_block, with_config
+from controlplane.simulation import default_pair, parse_block, with_config
 from dashboard import host
 from dashboard.access import can_control
 from dashboard.models import Recording, SimulationRecord
@@ -50,15 +50,22 @@ def _new(request: HttpRequest, form: Obj, status: int = 200) -> HttpResponse:
 @require_http_methods(["GET", "HEAD", "POST"])
 async def compare_new(request: HttpRequest) -> HttpResponse:
     """GET: the form, prefilled from `?scenario=ID&seed=N&a=YAML&b=YAML` (a lesson link). POST:
-    start A and B (the scenario with each block merged over its config) and open the pair."""
+    start A and B (the scenario with each block merged over its config) and open the pair.
+    A block not given is the library scenario's own `compare` block (a lesson), else the
+    default pair (v1.5 against v1.36)."""
     control = await sync_to_async(can_control)(request)
     safe = request.method in ("GET", "HEAD")
     data = request.GET if safe else request.POST
+    chosen = data.get("scenario", "")
+    lesson = load_file(chosen) if chosen in {s["id"] for s in scenario_library()} else None
+    defaults = default_pair(lesson)
+    labels = [lesson.compare[side]["label"] if lesson and lesson.compare else "" for side in ("a", "b")]
     form: Obj = {
-        "scenario": data.get("scenario", ""),
+        "scenario": chosen,
         "seed": data.get("seed", ""),
-        "a": data.get("a", block_text(DEFAULT_PAIR[0]))[: MAX_FIELD + 1],
-        "b": data.get("b", block_text(DEFAULT_PAIR[1]))[: MAX_FIELD + 1],
+        "a": data.get("a", block_text(defaults[0]))[: MAX_FIELD + 1],
+        "b": data.get("b", block_text(defaults[1]))[: MAX_FIELD + 1],
+        "labels": labels,
         "run": bool(data.get("run")) if not safe else data.get("run", "1") != "0",
         "errors": [],
     }

@@ -312,6 +312,32 @@ def test_cli_table_is_readable(capsys):
     assert "Live pods over time" in out and "ReplicaSet/default/web" in out
 
 
+def test_cli_defaults_to_a_lessons_own_pair_with_its_labels(capsys, tmp_path):
+    path = tmp_path / "lesson.yaml"
+    path.write_text(
+        "name: lesson\nuntil: 2\ncompare:\n"
+        "  a: {label: one worker, config: {workers: 1}}\n"
+        "  b: {label: slow start off, config: {whatIf: {slowStart: false}}}\n"
+    )
+    assert main(["compare", str(path)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["a"], result["b"]) == ({"workers": 1}, {"whatIf": {"slowStart": False}})
+    assert result["labels"] == {"a": "one worker", "b": "slow start off"}
+    assert main(["compare", str(path), "--table"]) == 0
+    out = capsys.readouterr().out
+    assert "  A (one worker): workers: 1\n  B (slow start off): whatIf.slowStart: false\n" in out
+    # A side given on the command line replaces the file's; the other stays the file's; no labels.
+    assert main(["compare", str(path), "--a", "workers: 2"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["a"], result["b"], "labels" in result) == ({"workers": 2}, {"whatIf": {"slowStart": False}}, False)
+
+
+def test_a_file_without_compare_keeps_the_default_pair_and_no_labels(capsys):
+    assert main(["compare", "demo", "--until", "1"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert (result["a"], result["b"]) == DEFAULT_PAIR and "labels" not in result
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

@@ -47,3 +47,19 @@ def test_passing_failing_and_invalid_scenarios_with_readable_failures(pytester):
     assert "invalid scenario: " in out
     assert "broken.scenario.yaml: expect[0].count.phase: must be one of" in out
     assert "Traceback" not in out
+
+
+def test_a_compare_file_is_two_items_one_per_side_each_judging_its_checks(pytester):
+    data = yaml.safe_load(scenario([NODES]))
+    data["compare"] = {"a": {"label": "one", "config": {"workers": 1}}, "b": {"config": {"workers": 2}}}
+    data["expect"] += [
+        {"side": "a", "count": {"kind": "Node"}, "equals": 3},
+        {"side": "b", "count": {"kind": "Node"}, "equals": 9},
+    ]
+    pytester.makefile(".scenario.yaml", pair=yaml.safe_dump(data, sort_keys=False))
+    result = pytester.runpytest_subprocess("-v")
+    result.stdout.fnmatch_lines(["*pair.scenario.yaml::a PASSED*", "*pair.scenario.yaml::b FAILED*"])
+    out = result.stdout.str()
+    assert "scenario checks failed: " in out and "(side b)" in out
+    assert "expect[2] (side b) count{kind=Node} @ t=30: wanted == 9, got 3" in out
+    assert "replay: python -m controlplane run " in out and " --side b" in out

@@ -136,3 +136,123 @@ def test_a_rejected_action_is_recorded_and_the_run_goes_on(tmp_path):
     rejected = [c for c in report["apiCalls"] if c["client"] == "user" and c["verb"] == "patch"]
     assert [c["code"] for c in rejected] == [422]
     assert report["objects"]["ReplicaSet"][0]["spec"]["replicas"] == 1
+
+
+# -- compare: a file about two configurations, and a check's side -----------------------------
+
+PAIR = """
+name: pair
+compare:
+  a: {label: v1.5, config: {controllerVersion: {replicationcontroller: v1.5}, workers: 2}}
+  b: {config: {whatIf: {slowStart: false}}}
+config: {workers: 3, whatIf: {expectations: false}}
+until: 5
+expect:
+  - {count: {kind: Node}, equals: 3}
+  - {side: a, count: {kind: Node}, equals: 3}
+  - {side: b, count: {kind: Node}, atLeast: 1}
+"""
+
+
+def test_a_compare_block_is_merged_over_the_files_config_per_side():
+    from controlplane.scenario import for_side
+
+    scenario = load_scenario(PAIR)
+    assert scenario.compare["a"] == {
+        "label": "v1.5",
+        "config": {"controllerVersion": {"replicationcontroller": "v1.5"}, "workers": 2},
+    }
+    assert scenario.compare["b"]["label"] == "B"  # the side's letter when the file names none
+    a, b = for_side(scenario, "a"), for_side(scenario, "b")
+    assert (a.side, a.config["workers"], a.config["controllerVersion"]["replicationcontroller"]) == ("a", 2, "v1.5")
+    assert a.config["controllerVersion"]["replicaset"] == "v1.36"  # merged key by key
+    assert b.config["whatIf"] == {"expectations": False, "slowStart": False}
+    assert (b.config["workers"], scenario.config["workers"], scenario.side) == (3, 3, None)
+
+
+def test_each_side_judges_the_unsided_checks_and_its_own():
+    from controlplane.runner import run
+    from controlplane.scenario import for_side
+
+    scenario = load_scenario(PAIR)
+    judged = {
+        side: [(c["check"], c.get("side")) for c in run(s).report["checks"]]
+        for side, s in (("base", scenario), ("a", for_side(scenario, "a")), ("b", for_side(scenario, "b")))
+    }
+    assert judged == {
+        "base": [("expect[0]", None)],
+        "a": [("expect[0]", None), ("expect[1]", "a")],
+        "b": [("expect[0]", None), ("expect[2]", "b")],
+    }
+
+
+def test_a_failed_sided_check_says_its_side():
+    from controlplane.runner import run
+    from controlplane.scenario import for_side
+
+    text = PAIR.replace("{side: b, count: {kind: Node}, atLeast: 1}", "{side: b, count: {kind: Node}, equals: 9}")
+    (failure,) = run(for_side(load_scenario(text), "b")).failures
+    assert failure.line() == "expect[2] (side b) count{kind=Node} @ t=5: wanted == 9, got 3"
+
+
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        ("workers: 2}}", "workers: 0}}", "compare.a.config.workers: must be >= 1"),
+        ("workers: 2}}", "bogus: 1}}", "compare.a.config.bogus: unknown key"),
+        ("{whatIf: {slowStart: false}}", "{whatIf: {slowStart: 3}}", "compare.b.config.whatIf.slowStart: must be true"),
+        ("v1.5}, workers: 2}}", "v9}}}", "compare.a.config.controllerVersion.replicationcontroller: must be one of"),
+        ("  b: {config: {whatIf: {slowStart: false}}}\n", "", "compare.b: required"),
+        ("b: {config:", "b: {lable: x, config:", "compare.b.lable: unknown key"),
+        ("label: v1.5,", "label: 3,", "compare.a.label: must be a string"),
+        ("label: v1.5,", "label: '',", "compare.a.label: must be 1 to 80 characters"),
+        ("{whatIf: {slowStart: false}}", "{controllers: [replicaset]}", "compare.b.config.controllers: cannot change"),
+        ("{side: a,", "{side: c,", "expect[1].side: must be one of a, b (got 'c')"),
+    ],
+)
+def test_a_bad_compare_block_or_side_names_the_field(old, new, message):
+    assert old in PAIR
+    assert error_of(PAIR.replace(old, new)).startswith(message)
+
+
+def test_a_v15_only_key_under_a_side_running_v136_names_that_sides_field():
+    text = PAIR.replace("{whatIf: {slowStart: false}}", "{lookupCacheSize: 8}")
+    assert error_of(text) == (
+        "compare.b.config.lookupCacheSize: only the v1.5 ReplicationManager has a lookup cache "
+        "(compare.b.config.controllerVersion.replicationcontroller is v1.36)"
+    )
+
+
+def test_a_side_on_a_check_needs_a_compare_block():
+    text = "until: 5\nexpect:\n  - {side: a, count: {kind: Node}, equals: 3}\n"
+    assert error_of(text) == "expect[0].side: only in a file with a compare block (compare: {a: ..., b: ...})"
+
+
+def test_a_node_fault_beyond_a_sides_nodes_names_the_side():
+    fault = "actions:\n  - {at: 1, nodeFault: {name: node-3, fault: down}}\n"
+    text = PAIR.replace("workers: 2}}", "workers: 2, nodes: 1}}") + fault
+    assert error_of(text) == (
+        'actions[0].nodeFault.name: no node "node-3" (the nodes are node-1 to node-1 by then under compare.a.config)'
+    )
+
+
+def test_cli_runs_one_side_and_exits_2_for_a_side_of_a_file_without_compare(tmp_path):
+    import json
+
+    result = run_cli(tmp_path, PAIR, "--side", "a")
+    assert result.returncode == 0, result.stderr
+    assert [c.get("side") for c in json.loads(result.stdout)["checks"]] == [None, "a"]
+    result = run_cli(tmp_path, "name: plain\nuntil: 1\n", "--side", "b")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == "--side: 'plain' has no compare block (compare: {a: ..., b: ...})\n"
+    result = run_cli(tmp_path, PAIR, "--side", "c")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1
+    assert "--side: invalid choice: 'c'" in result.stderr
+
+
+def test_without_side_a_compare_file_runs_its_own_config_and_the_unsided_checks(tmp_path):
+    import json
+
+    result = run_cli(tmp_path, PAIR)
+    assert result.returncode == 0, result.stderr
+    assert [c["check"] for c in json.loads(result.stdout)["checks"]] == ["expect[0]"]

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from controlplane.scenario import SCENARIO_DIR, library, load_file, resolve
-from controlplane.testing import ERROR, FAILED, PASSED, SKIPPED, discover, junit_xml, run_one, run_suite
+from controlplane.testing import ERROR, FAILED, PASSED, SKIPPED, discover, junit_xml, run_one, run_suite, sides_of
 
 BASE = pathlib.Path(__file__).parent / "data" / "checks-base.yaml"
 PASSING = [{"at": 10, "object": "ReplicaSet/default/web", "path": "status.readyReplicas", "equals": 4}]
@@ -158,4 +158,8 @@ def test_the_test_command_exit_codes_table_and_junit_file(tmp_path):
 def test_the_test_command_runs_the_shipped_library_by_default():
     result = cli("test")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"{len(library())} scenarios: {len(library())} passed" in result.stdout
+    # A file with a compare block (the v1.5 lessons) is run once per side.
+    runs = sum(len(sides_of(str(SCENARIO_DIR / f"{entry['id']}.scenario.yaml"))) for entry in library())
+    assert runs > len(library())
+    assert f"{runs} scenarios: {runs} passed" in result.stdout
+    assert "v15-quota-wall.scenario.yaml --side a" in result.stdout

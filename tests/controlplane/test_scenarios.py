@@ -78,7 +78,16 @@ def test_another_seed_gives_other_pod_names():
     assert {p["metadata"]["name"] for p in a["objects"]["Pod"]} != {p["metadata"]["name"] for p in b["objects"]["Pod"]}
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+# Lessons whose end is not convergence, by design (each states its end in its own checks): the
+# quota never lets 500 pods in; the RC is deleted with its pods orphaned (v1.36) or collected (v1.5).
+UNCONVERGED = {"v15-quota-wall", "v15-orphan-readoption"}
+
+
+def test_the_unconverged_lessons_are_shipped():
+    assert set(SHIPPED) >= UNCONVERGED
+
+
+@pytest.mark.parametrize("name", [name for name in SHIPPED if name not in UNCONVERGED])
 def test_liveness_every_controller_ends_with_exactly_its_replicas_and_an_accurate_status(reports, name):
     report = reports[name]
     owners = report["objects"]["ReplicaSet"] + report["objects"]["ReplicationController"]

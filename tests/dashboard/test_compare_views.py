@@ -57,6 +57,31 @@ async def test_the_form_defaults_to_the_default_pair(running_host):
     assert "{&quot;controllerVersion&quot;: {&quot;replicationcontroller&quot;: &quot;v1.5&quot;}}</textarea>" in body
 
 
+async def test_a_lesson_prefills_its_own_pair_and_labels(running_host):
+    body = (await AsyncClient().get("/compare/new?scenario=v15-pod-metadata")).content.decode()
+    assert "Config A (v1.5) <textarea" in body and "Config B (v1.36) <textarea" in body
+    assert "{&quot;controllerVersion&quot;: {&quot;replicationcontroller&quot;: &quot;v1.36&quot;}}</textarea>" in body
+
+
+async def test_the_home_page_offers_each_lesson_as_a_comparison(running_host):
+    body = (await AsyncClient().get("/")).content.decode()
+    assert 'href="/compare/new?scenario=v15-quota-wall">compare v1.5 vs v1.36</a>' in body
+    assert 'href="/compare/new?scenario=demo"' not in body  # only files with a compare block
+    client = await controlling_client()
+    body = (await client.get("/")).content.decode()
+    assert body.count("start the pair</button>") == body.count('class="lesson-compare"') >= 14
+
+
+async def test_one_click_starts_a_lessons_pair_under_its_own_blocks(running_host):
+    client = await controlling_client()
+    response = await client.post("/compare/new", {"scenario": "v15-pod-metadata", "run": "1"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    a_id, b_id = response["Location"].strip("/").split("/")[1:3]
+    sims = [running_host.sims[sim_id].sim for sim_id in (a_id, b_id)]
+    assert [s.config["controllerVersion"]["replicationcontroller"] for s in sims] == ["v1.5", "v1.36"]
+    assert a_id.startswith("v15-pod-metadata-a-") and b_id.startswith("v15-pod-metadata-b-")
+
+
 async def test_start_a_pair_with_each_block_merged_over_the_scenarios_config(running_host):
     client = await controlling_client()
     a_id, b_id = await start_pair(client, seed="9", run="")
