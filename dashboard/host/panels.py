@@ -19,6 +19,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
+from controlplane.informers import NAMESPACE_INDEX
 from controlplane.labels import selector_from_label_selector, selector_from_set
 from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
@@ -526,10 +527,14 @@ def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
     except ValueError:
         selector = None
 
+    v15 = c.version != DEFAULT_CONTROLLER_VERSION
+    # v1.5 with the garbage collector off lists by selector alone, ownerReferences unread (R7.f).
+    refs_read = not v15 or bool(getattr(c, "garbage_collector_enabled", True))
+
     def word(pod: Obj, meta: Obj) -> str | None:
         """The pod's word if this key's controller would consider it (its own, or an orphan
         its selector matches), else None."""
-        for ref in meta.get("ownerReferences") or ():
+        for ref in (meta.get("ownerReferences") or ()) if refs_read else ():
             if ref.get("controller"):
                 return _pod_word(pod) if ref.get("uid") == uid else None
         if selector is not None and selector.matches(meta.get("labels")):
@@ -545,12 +550,16 @@ def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
             if w is not None:
                 server[meta["name"]] = w
     # The controller's cache, through the index its own sync uses (its pods, and the orphans
-    # of the namespace), so that a 10,000-pod cache is not walked for one key.
+    # of the namespace), so that a 10,000-pod cache is not walked for one key. The v1.5
+    # manager's cache has its own indexes: read its namespace.
     cache: dict[str, str] = {}
     indexer = c.pod_informer.indexer
     own = pod_controller_index_key(namespace, {"kind": c.kind.kind, "name": name, "uid": uid})
-    for index_value in (own, namespace):
-        for pod in indexer.by_index(POD_CONTROLLER_INDEX, index_value):
+    lookups = [(POD_CONTROLLER_INDEX, own), (POD_CONTROLLER_INDEX, namespace)]
+    if v15:
+        lookups = [(NAMESPACE_INDEX, namespace)]
+    for index_name, index_value in lookups:
+        for pod in indexer.by_index(index_name, index_value):
             meta = pod["metadata"]
             w = word(pod, meta)
             if w is not None:

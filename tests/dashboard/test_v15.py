@@ -315,3 +315,13 @@ async def test_a_bad_version_on_the_home_form_is_a_form_error_and_starts_nothing
     body = html.unescape(response.content.decode())
     assert "config.controllerVersion.replicationcontroller: must be one of" in body
     assert set(running_host.sims) == before
+
+
+@pytest.mark.parametrize("gc", [True, False])
+def test_cache_vs_truth_of_a_v1_5_key_reads_the_managers_own_cache(gc):
+    h = hosted({**V15, "enableGarbageCollector": gc})
+    run_until(h, 5.0)
+    truth = panels.truth(h, "replicationcontroller", RC_KEY)
+    assert truth["found"] and truth["differing"] == 0
+    assert truth["server_active"] == truth["cache_active"] == truth["counted"] == 2
+    assert "legacy-" in render(h, panels.truth_id("replicationcontroller", RC_KEY))
