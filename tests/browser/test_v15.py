@@ -77,6 +77,7 @@ def test_step_a_v1_5_sync_and_read_upstreams_v1_5_functions(page: Page, live_ser
     expect(inspector.locator("a:text-is('PodControllerRefManager.Classify')")).to_have_attribute(
         "href", K15 + "pkg/controller/controller_ref_manager.go#L56"
     )
+    run_to(page, 3)  # the two new pods reach the informer: looked up, their RC cached
     cache = page.locator("#lookupcache-replicationcontroller")
     expect(cache).to_be_visible()
     expect(cache).to_contain_text("Lookup cache")
@@ -131,7 +132,7 @@ def test_a_thousand_pods_under_v1_5(page: Page, live_server_url: str, errors):  
     expect(inspector).to_contain_text("300 created, 200 failed (unable to create pods: exceeded quota)")
     expect(inspector).to_contain_text("Failed creation, decrementing expectations")
     expect(inspector).to_contain_text("rm.queue.AddRateLimited(key)")
-    shot(page, "v15-1000-quota")
+    shot(page, "dashboard-v15")
     command(page, {"op": "breakpoint", "do": "remove", "id": 1})
     run_to(page, 20)
     expect(page.locator("#pods-count")).to_contain_text("1,000 pods", timeout=20000)

@@ -148,9 +148,10 @@ def test_the_controller_panels_name_the_v1_5_manager_its_queue_and_the_version()
     assert "ReplicationManager workers (--concurrent_rc_syncs)" in workers
     assert "ReplicationManager workqueue replicationmanager" in queue
     assert "rm.expectations" in expectations
-    for said in (workers, queue, expectations):
-        assert "replicationcontroller v1.5" in said
-    assert "replicaset v1.36" in text(render(h, "workers-replicaset"))
+    for kind in ("workers", "queue", "expectations", "lookupcache"):
+        panel_id = f"{kind}-replicationcontroller"
+        assert re.search(r'class="version" title="replicationcontroller v1.5[^"]*">v1\.5<', render(h, panel_id))
+    assert re.search(r'class="version" title="replicaset v1.36[^"]*">v1\.36<', render(h, "workers-replicaset"))
     assert "ReplicationManager" not in text(render(h, "workers-replicaset"))
     assert panels.status(h)["versions"] == {"replicaset": "v1.36", "replicationcontroller": "v1.5"}
     owners = render(h, "owners")
