@@ -23,6 +23,7 @@ Guarantees
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 from collections import deque
@@ -57,7 +58,7 @@ from controlplane.replicaset import (
     ReplicaSetController,
 )
 from controlplane.replication import STAGES as REPLICATION_MANAGER_STAGES
-from controlplane.replication import LateReplicationManager, ReplicationManager
+from controlplane.replication import UPSTREAM_COMMIT, LateReplicationManager, ReplicationManager
 from controlplane.replication import Stage as Stage
 from controlplane.scenario import (
     ACTION_VERBS,
@@ -71,6 +72,7 @@ from controlplane.scenario import (
     merge_config,
 )
 from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
+from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLLER_VERSION
 from controlplane.trace import Record, Trace
 from controlplane.workqueue import DelayingQueue
 
@@ -99,6 +101,8 @@ SYNC_STAGES: dict[str, tuple[Stage, ...]] = {
     "v1.5": REPLICATION_MANAGER_STAGES,
     "v1.5-late": REPLICATION_MANAGER_STAGES,
 }
+# The upstream commit those stages' links point at (v1.5.0, the spec's K15).
+REPLICATION_MANAGER_COMMIT = UPSTREAM_COMMIT
 NODE_CONFIG_KEYS = (
     "nodes",
     "podStartup",
@@ -975,6 +979,17 @@ class Simulation:
             # replay from its exported scenario file to the identical report.
             "actions": [{k: copy.deepcopy(v) for k, v in entry.items() if k != "source"} for entry in self.actions],
         }
+
+
+def configured(scenario: Scenario, block: Obj) -> Scenario:
+    """`scenario` with `block` (a `config` action's body, e.g. `{controllerVersion:
+    {replicationcontroller: v1.5}, enableGarbageCollector: false}`) merged over its config before
+    it starts. Checked as a `config` action is (`check_config`, then what the merged config must
+    say as a whole); ScenarioError naming the field otherwise. The scenario's checks are kept."""
+    changes = check_config(block, "config", partial=True)
+    merged = merge_config(scenario.config, changes)
+    check_config_versions(merged)
+    return dataclasses.replace(scenario, config=merged)
 
 
 def cut_scenario(start: Obj, entries: Sequence[Obj], pending: Iterable[int], at: float) -> Obj:

@@ -22,9 +22,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from controlplane.scenario import SCENARIO_DIR, ScenarioError, library, load_file, load_scenario
+from controlplane.simulation import CONTROLLER_VERSIONS, configured
 from dashboard import host
 from dashboard.access import can_control
-from dashboard.host import reads, recording
+from dashboard.host import panels, reads, recording
 from dashboard.models import Recording, SimulationRecord
 
 MAX_SCENARIO_BYTES = 1024 * 1024  # an uploaded scenario file
@@ -100,6 +101,7 @@ def _home(request: HttpRequest, sims: list[SimulationRecord], form: dict[str, An
         "scenarios": scenario_library(),
         "control": can_control(request),
         "form": form,
+        "controller_versions": CONTROLLER_VERSIONS,
     }
     return render(request, "dashboard/home.html", context, status=status)
 
@@ -132,6 +134,8 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
         "seed": data.get("seed", ""),
         "pause_before": data.get("pause_before", ""),
         "mark": data.get("mark", "")[:200],
+        "controller_version": data.get("controller_version", "")[:40],
+        "gc_off": bool(data.get("gc_off")),
         "errors": [],
     }
     if safe or not control:
@@ -172,6 +176,18 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
         scenario = load_file(source)  # looked up by id in the library, never as a path
     else:
         form["errors"].append("scenario: choose one from the library or upload a file")
+    if scenario is not None:
+        # The version select and the GC checkbox: a `config` block over the scenario's own,
+        # checked as a `config` action is (one validation path: the facade's check_config).
+        block: dict[str, Any] = {}
+        if form["controller_version"]:
+            block["controllerVersion"] = {"replicationcontroller": form["controller_version"]}
+        if form["gc_off"]:
+            block["enableGarbageCollector"] = False
+        try:
+            scenario = configured(scenario, block) if block else scenario
+        except ScenarioError as exc:
+            form["errors"].append(str(exc))
     if form["errors"] or scenario is None:
         return await sync_to_async(_home)(request, await _alive_records(), form, 400)
     try:
@@ -198,6 +214,10 @@ async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
         "control": await sync_to_async(can_control)(request),
         "sim_id": sim_id,
         "fork_form": {"compare": True},  # the "fork from here…" menu (dashboard.fork_views)
+        # The version switch and the breakpoint form's stages (the page shows those of the
+        # versions that run, from the status line's `versions`).
+        "controller_versions": CONTROLLER_VERSIONS,
+        "stage_groups": panels.stage_groups(),
     }
     return await sync_to_async(render)(request, "dashboard/sim.html", context)
 

@@ -12,6 +12,8 @@ Kinds (each may name a `controller`; where it is omitted any controller matches)
                                       unless n is given), before the API server answers it
   informerLag {resource?, above}      an informer's cache falls more than `above` changes behind
   podState {owner, state}             a pod owned by `owner` ("ReplicaSet/web") enters `state`
+  stage {stage, key?}                 a sync reaches `stage` (a `sync.stage` record): one of the
+                                      v1.36 stages or the v1.5 ReplicationManager's
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from typing import Any
 
 from controlplane.nodes import POD_STATES
 from controlplane.scenario import CONTROLLERS
+from dashboard.host.panels import stage_names
 
 Obj = dict[str, Any]
 
-KINDS = ("dequeue", "syncError", "expectationsExpired", "podWrite", "informerLag", "podState")
+KINDS = ("dequeue", "syncError", "expectationsExpired", "podWrite", "informerLag", "podState", "stage")
 QUEUE_NAMES = {"replicaset": "replicaset", "replicationcontroller": "replicationmanager"}
 MAX_BREAKPOINTS = 50
 
@@ -85,6 +88,8 @@ class Breakpoint:
             return f"{who}sync issues delete #{s['n']}" if s.get("n") else f"{who}sync issues any delete"
         if self.kind == "informerLag":
             return f"{s.get('resource') or 'any'} informer more than {s['above']} changes behind"
+        if self.kind == "stage":
+            return f"{who}sync of {s.get('key') or 'any key'} reaches stage {s['stage']}"
         return f"a pod of {s['owner']} becomes {s['state']}"
 
 
@@ -122,6 +127,15 @@ def parse(spec: Any, next_id: int) -> Breakpoint:
                 raise BreakpointError("resource: must be pods, replicasets or replicationcontrollers")
             clean["resource"] = resource
         clean["above"] = _count(spec, "above", 0, required=True)
+    elif kind == "stage":
+        stage = spec.get("stage")
+        names = stage_names()
+        if stage not in names:
+            raise BreakpointError(f"stage: must be one of {', '.join(names)}")
+        clean["stage"] = stage
+        key = _text(spec, "key", required=False)
+        if key is not None:
+            clean["key"] = key
     else:
         owner = _text(spec, "owner")
         assert owner is not None
@@ -238,6 +252,9 @@ def _match(bp: Breakpoint, record: Obj) -> str | None:
         if kind == "sync.request" and record["verb"] == s["verb"] and s.get("n") in (None, record["n"]):
             what = f"delete of pod {record['pod']}" if record["verb"] == "delete" else "create"
             return f"sync of {record['key']} issued its {record['verb']} #{record['n']} ({what}); not yet answered"
+    elif bp.kind == "stage":
+        if kind == "sync.stage" and record["stage"] == s["stage"] and s.get("key") in (None, record["key"]):
+            return f"sync of {record['key']} reached {record['stage']} (worker {record.get('worker')})"
     elif bp.kind == "podState" and (
         kind == "pod.transition" and record.get("owner") == s["owner"] and record["to"] == s["state"]
     ):

@@ -90,7 +90,7 @@ def sync_history(hosted: HostedSimulation, cmd: Obj) -> Obj:
         "sim": hosted,
         "narration": chosen or (syncs[-1] if syncs else None),
         "history": list(reversed(syncs)),
-        "stages": panels.STAGES,
+        **panels.narration_tables(),
         "controller": controller,
         "key": key,
         "follow": False,

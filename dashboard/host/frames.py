@@ -44,6 +44,7 @@ MAX_DEPTH_SAMPLES = 100_000
 FRAME_WORK = 0.004  # seconds of panel building per frame, beyond which panels wait
 PANEL_SHARE = 10.0  # a panel is built again at the earliest PANEL_SHARE x its build time later
 STARVE = 1.0  # seconds a dirty panel may wait for the budget before it is built regardless
+LOGS_KEPT = 5  # controller.log lines kept per controller (the lookup cache panel shows them)
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
@@ -69,6 +70,12 @@ class Narration:
     stages: list[Obj] = field(default_factory=list)
     creates: int = 0
     deletes: int = 0
+    # The controller version that ran it (`sync.start`'s `version`; v1.36 records carry none):
+    # the inspector tells each version's sync in that version's stages and words.
+    version: str = "v1.36"
+    # v1.5: whether the pods were listed with the garbage collector's ControllerRef handling
+    # (the `list` stage's scope), which decides the create call the narration names.
+    garbage_collector: bool | None = None
 
     @property
     def duration(self) -> float | None:
@@ -112,6 +119,7 @@ class FrameBuilder:
         self.running: dict[tuple[str, str], Narration] = {}
         self.latest: Narration | None = None
         self.narration_seq = 0
+        self.logs: dict[str, deque[Obj]] = {}  # controller -> its newest controller.log lines
         # -- logs -----------------------------------------------------------------------------
         self.trace_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
         self.api_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
@@ -174,7 +182,14 @@ class FrameBuilder:
         self.dirty.add(panels.workers_id(controller))
         if kind == "sync.start":
             self.narration_seq += 1
-            narration = Narration(self.narration_seq, controller, key, record["worker"], record["time"])
+            narration = Narration(
+                self.narration_seq,
+                controller,
+                key,
+                record["worker"],
+                record["time"],
+                version=record.get("version") or "v1.36",
+            )
             self.running[ident] = narration
             history = self.narrations.setdefault(ident, deque(maxlen=SYNCS_PER_KEY))
             history.append(narration)
@@ -187,6 +202,8 @@ class FrameBuilder:
         if kind == "sync.stage":
             fields = {k: v for k, v in record.items() if k not in ("kind", "seq", "controller", "key", "worker")}
             narration.stages.append(fields)
+            if fields["stage"] == "list" and "scope" in fields:
+                narration.garbage_collector = fields["scope"] == "namespace"
         elif kind == "sync.request":
             if record["verb"] == "create":
                 narration.creates += 1
@@ -323,6 +340,12 @@ class FrameBuilder:
 
     def _on_controller(self, record: Obj) -> None:
         self.dirty.update(("owners", "faults"))
+        if record["kind"] == "controller.log":
+            # The lines a reader of upstream looks for (v1.5's "user error! more than one
+            # replication controller is selecting pods"): the newest few, for the lookup cache.
+            logs = self.logs.setdefault(record["controller"], deque(maxlen=LOGS_KEPT))
+            logs.append({"time": record["time"], "level": record.get("level"), "message": record["message"]})
+            self.dirty.add(panels.lookupcache_id(record["controller"]))
 
     def _on_informer(self, record: Obj) -> None:
         if record["kind"] == "informer.event" and record["informer"].endswith("/pods"):
@@ -363,6 +386,7 @@ class FrameBuilder:
         ids = list(panels.ALWAYS)
         for controller in self.sim.controllers:
             ids += [panels.queue_id(controller), panels.workers_id(controller), panels.expectations_id(controller)]
+            ids.append(panels.lookupcache_id(controller))
         return ids
 
     def _render(self, panel_id: str) -> str:

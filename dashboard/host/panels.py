@@ -19,11 +19,13 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
+from controlplane.informers import NAMESPACE_INDEX
 from controlplane.labels import selector_from_label_selector, selector_from_set
 from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
 from controlplane.scenario import default_config
+from controlplane.simulation import DEFAULT_CONTROLLER_VERSION, REPLICATION_MANAGER_COMMIT, SYNC_STAGES
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation
@@ -53,6 +55,51 @@ STAGES = {
     "status": ("calculateStatus + updateReplicaSetStatus", UPSTREAM + "pkg/controller/replicaset/replica_set_utils.go"),
     "requeue": ("syncReplicaSet: queue.AddAfter / AddRateLimited", RS_GO),
 }
+# The v1.5 ReplicationManager (config.controllerVersion.replicationcontroller: v1.5): its stages
+# as the engine names them (controlplane.replication.STAGES, each with its upstream line), and
+# the lines within a sync its narration links to besides, at the pinned commit K15 (the
+# verified anchors docs/versions.md cites).
+K15 = f"https://github.com/kubernetes/kubernetes/blob/{REPLICATION_MANAGER_COMMIT}/"
+_K15_RC = K15 + "pkg/controller/replication/replication_controller.go"
+_K15_RC_UTILS = K15 + "pkg/controller/replication/replication_controller_utils.go"
+_K15_UTILS = K15 + "pkg/controller/controller_utils.go"
+_K15_REF = K15 + "pkg/controller/controller_ref_manager.go"
+_K15_CACHE = K15 + "pkg/controller/lookup_cache.go"
+K15_LINES = {
+    "worker": f"{_K15_RC}#L461",
+    "forget": f"{_K15_RC}#L471",
+    "add_rate_limited": f"{_K15_RC}#L475",
+    "sleep": f"{_K15_RC}#L624",
+    "requeue_not_synced": f"{_K15_RC}#L626",
+    "delete_expectations": f"{_K15_RC}#L633",
+    "satisfied_expectations": f"{_K15_UTILS}#L139",
+    "list_everything": f"{_K15_RC}#L660",
+    "list_selector": f"{_K15_RC}#L698",
+    "filter_active_pods": f"{_K15_RC}#L704",
+    "adopt_pod": f"{_K15_REF}#L106",
+    "release_pod": f"{_K15_REF}#L121",
+    "release_requeue": f"{_K15_RC}#L694",
+    "manage_call": f"{_K15_RC}#L708",
+    "expect_creations": f"{_K15_RC}#L510",
+    "create_with_ref": f"{_K15_RC}#L527",
+    "create_pods": f"{_K15_RC}#L529",
+    "creation_observed": f"{_K15_RC}#L534",
+    "created_by": f"{_K15_UTILS}#L399",
+    "active_pods": f"{_K15_RC}#L563",
+    "active_pods_less": f"{_K15_UTILS}#L647",
+    "expect_deletions": f"{_K15_RC}#L579",
+    "delete_pod": f"{_K15_RC}#L585",
+    "deletion_observed": f"{_K15_RC}#L589",
+    "calculate_status": f"{_K15_RC_UTILS}#L87",
+    "calculate_status_call": f"{_K15_RC}#L713",
+    "update_status": f"{_K15_RC_UTILS}#L33",
+    "get_pod_controller": f"{_K15_RC}#L238",
+    "is_cache_valid": f"{_K15_RC}#L278",
+    "overlapping": f"{_K15_RC_UTILS}#L80",
+    "matching_cache": f"{_K15_CACHE}#L56",
+    "invalidate_all": f"{_K15_CACHE}#L88",
+    "update_rc": f"{_K15_RC}#L303",
+}
 LIST_LIMIT = 50  # entries a list panel shows before "+N more"
 TRUTH_LIMIT = 60
 
@@ -67,6 +114,10 @@ def workers_id(controller: str) -> str:
 
 def expectations_id(controller: str) -> str:
     return f"expectations-{controller}"
+
+
+def lookupcache_id(controller: str) -> str:
+    return f"lookupcache-{controller}"
 
 
 def inspector_id(controller: str, key: str) -> str:
@@ -88,10 +139,10 @@ def template_of(panel_id: str) -> str:
 
 def context(hosted: HostedSimulation, panel_id: str) -> Obj:
     base, _, rest = panel_id.partition(":")
-    if base.startswith(("queue-", "workers-", "expectations-")):
+    if base.startswith(("queue-", "workers-", "expectations-", "lookupcache-")):
         kind, controller = base.split("-", 1)
-        builder = {"queue": queue, "workers": workers, "expectations": expectations}[kind]
-        return {"panel_id": panel_id, "sim": hosted, **builder(hosted, controller)}
+        builder = {"queue": queue, "workers": workers, "expectations": expectations, "lookupcache": lookupcache}[kind]
+        return {"panel_id": panel_id, "sim": hosted, **version(hosted, controller), **builder(hosted, controller)}
     if base in ("inspector", "truth"):
         controller, key = rest.split(":", 1)
         builder = inspector if base == "inspector" else truth
@@ -125,7 +176,17 @@ def status(hosted: HostedSimulation) -> Obj:
         "restored": hosted.restored_note,
         # Exact, for the page's way back to where a step came from (dashboard/host/past.py).
         "position": sim.position().to_json(),
+        # Each running controller's version (config.controllerVersion), for the status line,
+        # the controller tabs and the breakpoint form's stage list.
+        "versions": {name: c.version for name, c in sim.controllers.items()},
+        "garbageCollector": bool(sim.config["enableGarbageCollector"]),
     }
+
+
+def version(hosted: HostedSimulation, name: str) -> Obj:
+    """What every controller panel's heading says of the version the controller runs."""
+    running = hosted.sim.controllers[name].version
+    return {"version": running, "v15": running != DEFAULT_CONTROLLER_VERSION}
 
 
 # -- the controller side --------------------------------------------------------------------------
@@ -229,6 +290,30 @@ def expectations(hosted: HostedSimulation, name: str) -> Obj:
     }
 
 
+def lookupcache(hosted: HostedSimulation, name: str) -> Obj:
+    """The v1.5 ReplicationManager's MatchingCache (pod labels → RC): its newest entries and
+    counters, with the controller's last `controller.log` lines (overlapping RCs). Empty for a
+    version without one (the page then hides the panel)."""
+    c = hosted.sim.controllers[name]
+    cache = getattr(c, "lookup_cache", None)
+    if cache is None:
+        return {"controller": name, "cache": None}
+    snap = cache.snapshot()
+    lookups = snap["hits"] + snap["misses"]
+    return {
+        "controller": name,
+        "cache": snap,
+        "entries": [
+            {**e, "selector": ",".join(f"{k}={v}" for k, v in e["labels"].items())} for e in snap["entries"]
+        ],
+        "entries_more": max(0, snap["size"] - len(snap["entries"])),
+        "hit_pct": 100.0 * snap["hits"] / lookups if lookups else None,
+        "fill_pct": 100.0 * snap["size"] / snap["capacity"],
+        "logs": list(reversed(hosted.frames.logs.get(name, ()))),
+        "k15": K15_LINES,
+    }
+
+
 def _rv_gt(a: str, b: str) -> bool:
     try:
         return bool(b) and int(a) > int(b)
@@ -253,6 +338,7 @@ def informers(hosted: HostedSimulation) -> Obj:
 def owners(hosted: HostedSimulation) -> Obj:
     sim = hosted.sim
     tiles = hosted.frames.tiles
+    versions = {name: c.version for name, c in sim.controllers.items()}
     rows = []
     for resource, kind in (("replicasets", "ReplicaSet"), ("replicationcontrollers", "ReplicationController")):
         controller = "replicaset" if kind == "ReplicaSet" else "replicationcontroller"
@@ -272,6 +358,7 @@ def owners(hosted: HostedSimulation) -> Obj:
                     "kind": kind,
                     "short": "rs" if kind == "ReplicaSet" else "rc",
                     "controller": controller,
+                    "version": versions.get(controller),
                     "namespace": meta.get("namespace"),
                     "name": meta["name"],
                     "key": f"{meta.get('namespace')}/{meta['name']}",
@@ -336,6 +423,11 @@ def faults(hosted: HostedSimulation) -> Obj:
         for key, value in sim.config[group].items():
             if value != defaults[group][key]:
                 what_ifs.append({"group": group, "key": key, "value": value, "default": defaults[group][key]})
+    versions = [
+        {"controller": name, "value": chosen, "default": defaults["controllerVersion"][name]}
+        for name, chosen in sim.config["controllerVersion"].items()
+        if chosen != defaults["controllerVersion"][name]
+    ]
     tuned = []
     for key in ("workers", "burstReplicas", "kubeApiQPS", "kubeApiBurst", "watchLatency", "apiLatency"):
         if sim.config[key] != defaults[key]:
@@ -347,6 +439,8 @@ def faults(hosted: HostedSimulation) -> Obj:
         "down": down,
         "what_ifs": what_ifs,
         "tuned": tuned,
+        "versions": versions,
+        "gc_off": not sim.config["enableGarbageCollector"],
         "manual": list(sim.config["manualWorkers"]),
         "config": sim.config,
         "controllers": list(sim.controllers),
@@ -387,11 +481,32 @@ def inspector(hosted: HostedSimulation, controller: str | None, key: str | None)
     return {
         "narration": narration,
         "history": history,
-        "stages": STAGES,
+        **narration_tables(),
         "key": key,
         "controller": controller,
         "follow": controller is None,
     }
+
+
+def stage_groups() -> list[Obj]:
+    """The sync stages of each controller version, for the breakpoint form (the page shows the
+    groups of the versions that run): `versions` (space-separated), `stages` [(name, function)]."""
+    v15 = [v for v, stages in SYNC_STAGES.items() if stages is SYNC_STAGES["v1.5"]]
+    return [
+        {"versions": DEFAULT_CONTROLLER_VERSION, "stages": [(name, fn) for name, (fn, _) in STAGES.items()]},
+        {"versions": " ".join(v15), "stages": [(stage.name, stage.function) for stage in SYNC_STAGES["v1.5"]]},
+    ]
+
+
+def stage_names() -> tuple[str, ...]:
+    """Every stage name a `sync.stage` record may carry, in the versions' order, once each."""
+    return tuple(dict.fromkeys(name for group in stage_groups() for name, _ in group["stages"]))
+
+
+def narration_tables() -> Obj:
+    """What the inspector links each version's stages to: v1.36's (function, release-1.36 file)
+    by stage, v1.5's `Stage`s by name and the K15 lines within a v1.5 sync."""
+    return {"stages": STAGES, "stages15": {stage.name: stage for stage in SYNC_STAGES["v1.5"]}, "k15": K15_LINES}
 
 
 def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
@@ -412,10 +527,14 @@ def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
     except ValueError:
         selector = None
 
+    v15 = c.version != DEFAULT_CONTROLLER_VERSION
+    # v1.5 with the garbage collector off lists by selector alone, ownerReferences unread (R7.f).
+    refs_read = not v15 or bool(getattr(c, "garbage_collector_enabled", True))
+
     def word(pod: Obj, meta: Obj) -> str | None:
         """The pod's word if this key's controller would consider it (its own, or an orphan
         its selector matches), else None."""
-        for ref in meta.get("ownerReferences") or ():
+        for ref in (meta.get("ownerReferences") or ()) if refs_read else ():
             if ref.get("controller"):
                 return _pod_word(pod) if ref.get("uid") == uid else None
         if selector is not None and selector.matches(meta.get("labels")):
@@ -431,12 +550,16 @@ def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
             if w is not None:
                 server[meta["name"]] = w
     # The controller's cache, through the index its own sync uses (its pods, and the orphans
-    # of the namespace), so that a 10,000-pod cache is not walked for one key.
+    # of the namespace), so that a 10,000-pod cache is not walked for one key. The v1.5
+    # manager's cache has its own indexes: read its namespace.
     cache: dict[str, str] = {}
     indexer = c.pod_informer.indexer
     own = pod_controller_index_key(namespace, {"kind": c.kind.kind, "name": name, "uid": uid})
-    for index_value in (own, namespace):
-        for pod in indexer.by_index(POD_CONTROLLER_INDEX, index_value):
+    lookups = [(POD_CONTROLLER_INDEX, own), (POD_CONTROLLER_INDEX, namespace)]
+    if v15:
+        lookups = [(NAMESPACE_INDEX, namespace)]
+    for index_name, index_value in lookups:
+        for pod in indexer.by_index(index_name, index_value):
             meta = pod["metadata"]
             w = word(pod, meta)
             if w is not None:

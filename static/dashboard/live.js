@@ -176,7 +176,7 @@
     for (const [id, html] of Object.entries(panels || {})) {
       state.panels.set(id, html);
       if (id === "owners") ownersChanged = true;
-      const ctl = /^(queue|workers|expectations)-(.+)$/.exec(id);
+      const ctl = /^(queue|workers|expectations|lookupcache)-(.+)$/.exec(id);
       if (ctl) ensureController(ctl[2]);
       if (id.startsWith("inspector:") || id.startsWith("truth:") || id === "inspector-latest") continue;
       place(document.getElementById(id), id, html);
@@ -265,6 +265,7 @@
     const btn = document.createElement("button");
     btn.textContent = name;
     btn.dataset.controller = name;
+    btn.dataset.name = name;
     btn.setAttribute("role", "tab");
     btn.addEventListener("click", () => showController(name));
     tabs.appendChild(btn);
@@ -272,7 +273,7 @@
     box.className = "controller";
     box.id = "controller-" + name;
     box.hidden = true;
-    for (const kind of ["workers", "queue", "expectations"]) {
+    for (const kind of ["workers", "queue", "expectations", "lookupcache"]) {
       const s = document.createElement("section");
       s.id = `${kind}-${name}`;
       s.className = "panel";
@@ -375,11 +376,41 @@
       hit.className = "";
       hit.textContent = "";
     }
+    showVersions(st.versions || {}, st.garbageCollector);
     const sel = document.getElementById("speed");
     const want = st.mode === "fast" ? "max" : String(st.speed);
     if (document.activeElement !== sel && SPEEDS.includes(want)) sel.value = want;
     document.getElementById("btn-run").disabled = running && !st.goal;
     document.getElementById("btn-pause").disabled = !running && !st.goal;
+  }
+
+  // Which version each controller runs: the status line, the controller tabs, the breakpoint
+  // form's stages (only the running versions'), and the version switch's GC box (until touched).
+  function showVersions(versions, gc) {
+    const names = Object.keys(versions);
+    const line = document.getElementById("st-versions");
+    const text = names.map((n) => `${n} ${versions[n]}`).join(" · ") + (gc === false ? " · garbage collector off" : "");
+    if (line.textContent !== text) line.textContent = text;
+    for (const b of document.querySelectorAll("#controller-tabs button")) {
+      const label = versions[b.dataset.name] ? `${b.dataset.name} ${versions[b.dataset.name]}` : b.dataset.name;
+      if (b.textContent !== label) b.textContent = label;
+    }
+    const running = new Set(Object.values(versions));
+    const stage = document.getElementById("bp-stage");
+    if (stage) {
+      for (const group of stage.querySelectorAll("optgroup")) {
+        const shown = group.dataset.versions.split(" ").some((v) => running.has(v));
+        group.hidden = !shown;
+        group.disabled = !shown;
+      }
+      const current = stage.selectedOptions[0];
+      if (!current || current.parentElement.disabled) {
+        const first = stage.querySelector("optgroup:not([disabled]) option");
+        if (first) stage.value = first.value;
+      }
+    }
+    const gcBox = document.getElementById("version-gc");
+    if (gcBox && !gcBox.dataset.touched && typeof gc === "boolean") gcBox.checked = gc;
   }
 
   function showResult(result, where) {
