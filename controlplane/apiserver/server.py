@@ -128,6 +128,9 @@ class Request:
     body: Any = None
     options: dict[str, Any] = field(default_factory=dict)
     sent_at: float | None = None
+    # Trace seqs of its api.request and api.response records (None while nobody traces).
+    request_seq: int | None = None
+    answer_seq: int | None = None
 
 
 def query_options(**params: Any) -> dict[str, Any]:
@@ -273,7 +276,10 @@ class APIServer:
         )
         trace = self.trace
         if trace.enabled:
-            trace.emit(
+            # The request is the cause of everything it does: its writes (and so their watch
+            # events), its answer, and what the sender does on hearing it (`answer_seq`).
+            outer = trace.cause
+            req.request_seq = trace.begin(
                 "api.request",
                 id=index,
                 client=req.client,
@@ -282,6 +288,14 @@ class APIServer:
                 namespace=req.namespace,
                 name=req.name,
             )
+            try:
+                return self._handle(req, index, resource, malformed, record)
+            finally:
+                trace.cause = outer
+        return self._handle(req, index, resource, malformed, record)
+
+    def _handle(self, req: Request, index: int, resource: str, malformed: bool, record: Any) -> Any:
+        trace = self.trace
         try:
             if malformed:
                 raise errors.bad_request("the namespace and the name of a request must be strings")
@@ -296,7 +310,14 @@ class APIServer:
         except ApiError as err:
             record["code"] = err.code
             if trace.enabled:
-                trace.emit("api.response", id=index, code=err.code, reason=err.reason)
+                if err.fault is not None:
+                    req.answer_seq = trace.emit(
+                        "api.response", req.request_seq, id=index, code=err.code, reason=err.reason, fault=err.fault
+                    )
+                else:
+                    req.answer_seq = trace.emit(
+                        "api.response", req.request_seq, id=index, code=err.code, reason=err.reason
+                    )
             raise
         record["code"] = code
         if req.verb == "create" and isinstance(result, dict) and req.subresource is None:
@@ -306,7 +327,7 @@ class APIServer:
             if record["namespace"] is None and meta.get("namespace"):
                 record["namespace"] = meta["namespace"]
         if trace.enabled:
-            trace.emit("api.response", id=index, code=code)
+            req.answer_seq = trace.emit("api.response", req.request_seq, id=index, code=code)
         return result
 
     # -- convenience methods ----------------------------------------------------------------
@@ -1247,6 +1268,8 @@ class APIServer:
         """Write `obj` (whose metadata dict the server owns) at the next revision and fan the
         event out to the watches. This is the hot path."""
         self.revision = rv = self.revision + 1
+        if self.trace.enabled:
+            self.trace.note_revision(rv)
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace") or ""
