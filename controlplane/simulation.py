@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.apiserver.errors import resource_expired as resource_expired
 from controlplane.apiserver.errors import too_many_requests as too_many_requests
-from controlplane.causes import MAX_RECORDS, RecordLog
+from controlplane.causes import FILTER_FIELDS, MAX_RECORDS, RecordLog
 from controlplane.compare import DEFAULT_PAIR as DEFAULT_PAIR
 from controlplane.compare import describe_block as describe_block
 from controlplane.compare import diff_reports as diff_reports
@@ -121,6 +121,8 @@ KUBELET_STEPS = {
 STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
 MAX_ERRORS_KEPT = 1000  # `errors` keeps the first ones; `errors_dropped` counts the rest
 
+
+RECORD_FILTERS = FILTER_FIELDS  # what `records` filters on (the trace view's inputs)
 
 class Position(NamedTuple):
     """A point of a run: `events` kernel events have run, the last trace record is `seq`, the
