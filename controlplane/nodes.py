@@ -601,10 +601,13 @@ class NodeSimulator:
     def _on_node_events(self, events: list[tuple[str, Obj]]) -> None:
         handle = self._handle_node
         trace = self.trace
+        if not trace.enabled:
+            for kind, node in events:
+                handle(kind, node)
+            return
         outer = trace.cause
         for kind, node in events:
-            if trace.enabled:
-                trace.cause = trace.revision_cause(node["metadata"].get("resourceVersion"))
+            trace.cause = trace.revision_cause(node["metadata"].get("resourceVersion"))
             handle(kind, node)
         trace.cause = outer
 

@@ -39,7 +39,8 @@ Kinds (the vocabulary; fields after the colon):
   informer.relist: informer, reason           informer.synced: informer, items
   watch.fault: resource, fault, informers
   api.request: id, client, verb, resource, namespace, name
-  api.response: id, code [, reason]
+  api.response: id, code [, reason, fault (the seq of the action.start of the apiFault that
+              injected this answer: a side cause, see Causes)]
   expectations: controller, key, op, add, del [, uids, pod, clobbered, age]
               (op: set, expect_deletions, creation_observed, deletion_observed, raise, lower,
               delete, expired)
@@ -66,7 +67,10 @@ Kinds (the vocabulary; fields after the colon):
   pod.transition: namespace, name, node, owner ("Kind/name" of its controller or None), from, to
   node.transition: name, from, to
   event: component, type, reason, object, message (a Kubernetes Event was recorded)
-  action: action, ok, ... (a user or scenario action was applied, with its result)
+  action.start: action, source (an action is about to be applied: a root of the causes, and the
+              cause of everything the action does; written before it acts)
+  action: action, ok, ... (a user or scenario action was applied, with its result; caused by its
+              action.start)
   error: where, error [, controller, key, worker | action | task] (something raised where it
               should not have and was contained: `where` is sync (a sync raised: it counts as
               failed and its key is requeued rate-limited), action (an action raised: logged as

@@ -275,6 +275,7 @@ class APIServer:
             req.name,
         )
         trace = self.trace
+        outer = None
         if trace.enabled:
             # The request is the cause of everything it does: its writes (and so their watch
             # events), its answer, and what the sender does on hearing it (`answer_seq`).
@@ -288,47 +289,48 @@ class APIServer:
                 namespace=req.namespace,
                 name=req.name,
             )
-            try:
-                return self._handle(req, index, resource, malformed, record)
-            finally:
-                trace.cause = outer
-        return self._handle(req, index, resource, malformed, record)
-
-    def _handle(self, req: Request, index: int, resource: str, malformed: bool, record: Any) -> Any:
-        trace = self.trace
         try:
-            if malformed:
-                raise errors.bad_request("the namespace and the name of a request must be strings")
-            for interceptor in self.interceptors:
-                refusal = interceptor(req)
-                if refusal is not None:
-                    raise refusal
-            handler = self._handlers.get(req.verb)
-            if handler is None:
-                raise errors.method_not_allowed(resource, req.verb)
-            result, code = handler(req)
-        except ApiError as err:
-            record["code"] = err.code
+            try:
+                if malformed:
+                    raise errors.bad_request("the namespace and the name of a request must be strings")
+                for interceptor in self.interceptors:
+                    refusal = interceptor(req)
+                    if refusal is not None:
+                        raise refusal
+                handler = self._handlers.get(req.verb)
+                if handler is None:
+                    raise errors.method_not_allowed(resource, req.verb)
+                result, code = handler(req)
+            except ApiError as err:
+                record["code"] = err.code
+                if trace.enabled:
+                    if err.fault is not None:
+                        req.answer_seq = trace.emit(
+                            "api.response",
+                            req.request_seq,
+                            id=index,
+                            code=err.code,
+                            reason=err.reason,
+                            fault=err.fault,
+                        )
+                    else:
+                        req.answer_seq = trace.emit(
+                            "api.response", req.request_seq, id=index, code=err.code, reason=err.reason
+                        )
+                raise
+            record["code"] = code
+            if req.verb == "create" and isinstance(result, dict) and req.subresource is None:
+                # generateName: the record names the object the server created.
+                meta = result.get("metadata") or {}
+                record["name"] = meta.get("name")
+                if record["namespace"] is None and meta.get("namespace"):
+                    record["namespace"] = meta["namespace"]
             if trace.enabled:
-                if err.fault is not None:
-                    req.answer_seq = trace.emit(
-                        "api.response", req.request_seq, id=index, code=err.code, reason=err.reason, fault=err.fault
-                    )
-                else:
-                    req.answer_seq = trace.emit(
-                        "api.response", req.request_seq, id=index, code=err.code, reason=err.reason
-                    )
-            raise
-        record["code"] = code
-        if req.verb == "create" and isinstance(result, dict) and req.subresource is None:
-            # generateName: the record names the object the server created.
-            meta = result.get("metadata") or {}
-            record["name"] = meta.get("name")
-            if record["namespace"] is None and meta.get("namespace"):
-                record["namespace"] = meta["namespace"]
-        if trace.enabled:
-            req.answer_seq = trace.emit("api.response", req.request_seq, id=index, code=code)
-        return result
+                req.answer_seq = trace.emit("api.response", req.request_seq, id=index, code=code)
+            return result
+        finally:
+            if req.request_seq is not None:
+                trace.cause = outer
 
     # -- convenience methods ----------------------------------------------------------------
     def create(

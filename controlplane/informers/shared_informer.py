@@ -160,8 +160,8 @@ class SharedInformer:
     def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
         self.notifications += 1
         trace = self.trace
-        outer = trace.cause
         if trace.enabled:
+            outer = trace.cause
             trace.begin(
                 "informer.event",
                 trace.revision_cause(obj["metadata"].get("resourceVersion")),
@@ -169,10 +169,15 @@ class SharedInformer:
                 type="add",
                 key=meta_namespace_key(obj),
             )
+            self._notify_add(obj)
+            trace.cause = outer
+            return
+        self._notify_add(obj)
+
+    def _notify_add(self, obj: Obj) -> None:
         for h in self._handlers:
             if h.add_func is not None:
                 h.add_func(obj)
-        trace.cause = outer
 
     def on_update(self, old: Obj, new: Obj) -> None:
         is_sync = old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion")
@@ -182,8 +187,8 @@ class SharedInformer:
             return
         self.notifications += 1
         trace = self.trace
-        outer = trace.cause
         if trace.enabled:
+            outer = trace.cause
             trace.begin(
                 "informer.event",
                 trace.revision_cause(new["metadata"].get("resourceVersion")),
@@ -191,15 +196,20 @@ class SharedInformer:
                 type="update",
                 key=meta_namespace_key(new),
             )
+            self._notify_update(old, new)
+            trace.cause = outer
+            return
+        self._notify_update(old, new)
+
+    def _notify_update(self, old: Obj, new: Obj) -> None:
         for h in self._handlers:
             if h.update_func is not None:
                 h.update_func(old, new)
-        trace.cause = outer
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         self.notifications += 1
         trace = self.trace
-        outer = trace.cause
+        outer = trace.cause if trace.enabled else None
         if trace.enabled:
             tombstone = isinstance(obj, DeletedFinalStateUnknown)
             key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(obj)
@@ -211,7 +221,8 @@ class SharedInformer:
         for h in self._handlers:
             if h.delete_func is not None:
                 h.delete_func(obj)
-        trace.cause = outer
+        if trace.enabled:
+            trace.cause = outer
 
     def on_resync(self, objs: list[Obj]) -> None:
         targets, self._syncing = self._syncing or [], None
