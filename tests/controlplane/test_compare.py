@@ -306,7 +306,8 @@ def test_cli_prints_json_and_is_deterministic(capsys):
 def test_cli_table_is_readable(capsys):
     assert main(["compare", "quota-slow-start", "--until", "10", "--table"]) == 0
     out = capsys.readouterr().out
-    assert "A: controllerVersion.replicationcontroller: v1.5" in out and "B: controllerVersion.replicationcontroller: v1.36" in out
+    assert "A: controllerVersion.replicationcontroller: v1.5" in out
+    assert "B: controllerVersion.replicationcontroller: v1.36" in out
     assert "divergences (where A and B start to differ)" in out
     assert "Live pods over time" in out and "ReplicaSet/default/web" in out
 
