@@ -60,6 +60,9 @@ class ApiFaultRule:
         self._rng = sim.kernel.rng
         self.matched = 0
         self.failed = 0
+        # The action that injected the rule (its action.start record): each answer it fails
+        # names it as the api.response's `fault` (controlplane.trace).
+        self.cause = sim.trace.cause
 
     def matches(self, req: Any) -> bool:
         if self.verb != "*" and req.verb != self.verb:
@@ -89,7 +92,9 @@ class ApiFaultRule:
             return None
         self.failed += 1
         details = {"name": req.name or "", "kind": req.resource}
-        return ApiError(self.code, self.reason, self.message, details)
+        err = ApiError(self.code, self.reason, self.message, details)
+        err.fault = self.cause
+        return err
 
     def extra_latency(self, req: Any) -> float:
         return self.latency if self.latency and not self.lifted and self.matches(req) else 0.0

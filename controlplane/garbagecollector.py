@@ -193,7 +193,13 @@ class GarbageCollector:
 
     def _on_events(self, resource: str, events: list[tuple[str, Obj]]) -> None:
         listing = self._listing.get(resource)
+        trace = self.trace
+        traced = trace.enabled
+        outer = trace.cause if traced else None
         for event_type, obj in events:
+            if traced:
+                # What the collector does about this change is caused by the request that made it.
+                trace.cause = trace.revision_cause(obj["metadata"].get("resourceVersion"))
             uid = obj["metadata"]["uid"]
             if event_type == DELETED:
                 self._observe_deleted(uid)
@@ -205,6 +211,8 @@ class GarbageCollector:
                 if listing[0] <= 0:
                     self._end_listing(resource, listing[1])
                     listing = None
+        if traced:
+            trace.cause = outer
 
     def _end_listing(self, resource: str, seen: set[str]) -> None:
         self._listing.pop(resource, None)

@@ -23,7 +23,7 @@ Guarantees
   live at `t` and the same action replayed from a file at `t` see the same world.
 
 This is the hot loop of every benchmark: entries are `Timer`s, lists `[time, seq, fn, args,
-lane]` (a list so the heap compares them natively and a timer can be cancelled in place by
+lane, cause]` (a list so the heap compares them natively and a timer can be cancelled in place by
 clearing `fn`; the entry is the handle callers get back, so scheduling allocates one object, not
 two). Two kinds of entries skip the heap's O(log n) push and pop, and the loop merges them back
 so that the order is exactly the one a single heap gives:
@@ -33,6 +33,16 @@ so that the order is exactly the one a single heap gives:
   the client's latency, every pod start the kubelet's start-up delay): the clock never goes
   back, so a lane is in `(time, seq)` order too, and only its head is in the heap. The heap
   then holds a few dozen entries instead of one per pending timer of a 100,000-pod run.
+
+Causality (the trace's `cause`, see controlplane.trace)
+-------------------------------------------------------
+`kernel.cause` is the *current cause*: the `seq` of the trace record that caused whatever runs
+now, or None. It flows like an async context: every entry captures it when it is scheduled and
+the loop restores it when the entry runs; a task captures it when it awaits (and when it is
+spawned) and gets it back when it resumes, whoever woke it. Code that starts a causal step (an
+action applied, a request handled, a queue item taken) sets it; everything the step schedules or
+emits then carries it. The kernel only carries the number: one list slot per entry and one
+attribute store per callback, paid whether anyone traces or not (docs/performance.md measures it).
 """
 
 from __future__ import annotations
@@ -104,7 +114,7 @@ class _Lane(deque["Timer"]):
 
 class Timer(list[Any]):
     """A scheduled callback; `cancel()` makes the kernel skip it. It is the kernel's own queue
-    entry `[time, seq, fn, args, lane]` (see the module docstring): do not use it as a list."""
+    entry `[time, seq, fn, args, lane, cause]` (see the module docstring): do not use it as a list."""
 
     __slots__ = ()
 
@@ -239,11 +249,14 @@ class Task(Future):
     `state` is for display: "ready", "waiting", "sleeping", "done", "failed" or "cancelled".
     """
 
-    __slots__ = ("_awaiting", "_cancel_requested", "_timer", "coro", "name", "state")
+    __slots__ = ("_awaiting", "_cancel_requested", "_cause", "_timer", "coro", "name", "state")
 
     def __init__(self, kernel: Kernel, coro: Coroutine[Any, Any, Any], name: str) -> None:
         super().__init__(kernel)
         self.coro = coro
+        # The task's own current cause (see the module docstring): the spawner's, then whatever
+        # the task itself set when it last yielded.
+        self._cause: int | None = kernel.cause
         self.name = name
         self.state = "ready"
         self._awaiting: Future | None = None
@@ -279,6 +292,9 @@ class Task(Future):
         self.state = "ready"
         kernel = self.kernel
         kernel._task_depth += 1
+        # The task's context, not its waker's; the caller's comes back afterwards (a task can be
+        # resumed inline by `set_result_inline`).
+        outer, kernel.cause = kernel.cause, self._cause
         try:
             if self._cancel_requested:
                 self._cancel_requested = False
@@ -289,21 +305,25 @@ class Task(Future):
                 yielded = self.coro.send(fut._result if fut is not None else None)
         except StopIteration as stop:
             kernel._task_depth -= 1
+            self._cause, kernel.cause = kernel.cause, outer
             self.state = "done"
             self.set_result(stop.value)
             return
         except Cancelled as exc:
             kernel._task_depth -= 1
+            self._cause, kernel.cause = kernel.cause, outer
             self.state = "cancelled"
             self.set_exception(exc)
             return
         except Exception as exc:
             kernel._task_depth -= 1
+            self._cause, kernel.cause = kernel.cause, outer
             self.state = "failed"
             self.set_exception(exc)
             self.kernel.task_failed(self, exc)
             return
         kernel._task_depth -= 1
+        self._cause, kernel.cause = kernel.cause, outer
         if type(yielded) is _Sleep:
             self.state = "sleeping"
             self._timer = self.kernel.call_later(yielded.delay, Task._resume, self, None)
@@ -345,6 +365,7 @@ class Kernel:
         self._seq = 0
         self.failures: list[tuple[Task, BaseException]] = []
         self._task_depth = 0  # > 0 while a task's coroutine is running
+        self.cause: int | None = None  # the current cause (see the module docstring)
         self.events = 0  # callbacks run so far (cancelled entries are not events)
         # A ceiling on `events`: once reached, step() runs nothing and returns False, and
         # run_until()/advance() return early with the clock at the last event run.
@@ -358,10 +379,10 @@ class Kernel:
         self._seq += 1
         when = round(when * NS_PER_SECOND) / NS_PER_SECOND  # vtime, inlined (hot path)
         if when > self.now:
-            timer = Timer((when, self._seq, fn, args, None))
+            timer = Timer((when, self._seq, fn, args, None, self.cause))
             heapq.heappush(self._heap, timer)
         else:
-            timer = Timer((self.now, self._seq, fn, args, None))
+            timer = Timer((self.now, self._seq, fn, args, None, self.cause))
             self._ready.append(timer)
         return timer
 
@@ -373,12 +394,12 @@ class Kernel:
                 lane = self._lanes.get(delay)
                 if lane is None:
                     lane = self._lanes[delay] = _Lane(delay)
-                timer = Timer((when, self._seq, fn, args, lane))
+                timer = Timer((when, self._seq, fn, args, lane, self.cause))
                 if not lane:
                     heapq.heappush(self._heap, timer)  # the lane's new head
                 lane.append(timer)
                 return timer
-        timer = Timer((self.now, self._seq, fn, args, None))
+        timer = Timer((self.now, self._seq, fn, args, None, self.cause))
         self._ready.append(timer)
         return timer
 
@@ -390,13 +411,13 @@ class Kernel:
         self._seq += 1
         # The same heap, with a sequence number above every regular one: (time, seq) order puts
         # the entry after all regular entries of its instant, and the hot loop pays nothing.
-        timer = Timer((max(vtime(when), self.now), END_OF_INSTANT + self._seq, fn, args, None))
+        timer = Timer((max(vtime(when), self.now), END_OF_INSTANT + self._seq, fn, args, None, self.cause))
         heapq.heappush(self._heap, timer)
         return timer
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> Timer:
         self._seq += 1
-        timer = Timer((self.now, self._seq, fn, args, None))
+        timer = Timer((self.now, self._seq, fn, args, None, self.cause))
         self._ready.append(timer)
         return timer
 
@@ -471,12 +492,16 @@ class Kernel:
         if self.limit_reached:
             return False
         while self._first() is not None:
-            when, _, fn, args, _ = self._remove_first()
+            when, _, fn, args, _, cause = self._remove_first()
             if fn is None:
                 continue
             self.now = when
             self.events += 1
-            fn(*args)
+            self.cause = cause
+            try:
+                fn(*args)
+            finally:
+                self.cause = None  # outside the loop nothing caused what runs next
             return True
         return False
 
@@ -490,32 +515,36 @@ class Kernel:
         heap, ready, lanes = self._heap, self._ready, self._lanes
         pop, push, popleft = heapq.heappop, heapq.heappush, ready.popleft
         limit = math.inf if self.event_limit is None else self.event_limit
-        while True:
-            if self.events >= limit:
-                return  # the clock stays at the last event run
-            # The earlier of the two heads in (time, seq) order: `_first` and `_pop_heap`,
-            # inlined (hot loop).
-            if ready and (not heap or ready[0] < heap[0]):
-                if ready[0][0] > t:
+        try:
+            while True:
+                if self.events >= limit:
+                    return  # the clock stays at the last event run
+                # The earlier of the two heads in (time, seq) order: `_first` and `_pop_heap`,
+                # inlined (hot loop).
+                if ready and (not heap or ready[0] < heap[0]):
+                    if ready[0][0] > t:
+                        break
+                    entry = popleft()
+                elif heap and heap[0][0] <= t:
+                    entry = pop(heap)
+                    lane = entry[4]
+                    if lane is not None:
+                        lane.popleft()
+                        if lane:
+                            push(heap, lane[0])
+                        else:
+                            del lanes[lane.delay]
+                else:
                     break
-                entry = popleft()
-            elif heap and heap[0][0] <= t:
-                entry = pop(heap)
-                lane = entry[4]
-                if lane is not None:
-                    lane.popleft()
-                    if lane:
-                        push(heap, lane[0])
-                    else:
-                        del lanes[lane.delay]
-            else:
-                break
-            fn = entry[2]
-            if fn is None:
-                continue
-            self.now = entry[0]
-            self.events += 1
-            fn(*entry[3])
+                fn = entry[2]
+                if fn is None:
+                    continue
+                self.now = entry[0]
+                self.events += 1
+                self.cause = entry[5]
+                fn(*entry[3])
+        finally:
+            self.cause = None  # outside the loop nothing caused what runs next
         if t > self.now:
             self.now = t
 

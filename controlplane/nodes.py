@@ -591,13 +591,31 @@ class NodeSimulator:
     # -- event dispatch -----------------------------------------------------------------------
     def _on_pod_events(self, events: list[tuple[str, Obj]]) -> None:
         handle = self._handle_pod
+        trace = self.trace
+        if trace.enabled:
+            # Each event's handling (the pod.transition, the kubelet's and the scheduler's steps
+            # it starts) is caused by the request that wrote it (controlplane.trace).
+            outer = trace.cause
+            for kind, pod in events:
+                trace.cause = trace.revision_cause(pod["metadata"].get("resourceVersion"))
+                handle(kind, pod)
+            trace.cause = outer
+            return
         for kind, pod in events:
             handle(kind, pod)
 
     def _on_node_events(self, events: list[tuple[str, Obj]]) -> None:
         handle = self._handle_node
+        trace = self.trace
+        if not trace.enabled:
+            for kind, node in events:
+                handle(kind, node)
+            return
+        outer = trace.cause
         for kind, node in events:
+            trace.cause = trace.revision_cause(node["metadata"].get("resourceVersion"))
             handle(kind, node)
+        trace.cause = outer
 
     def _handle_pod(self, kind: str, pod: Obj) -> None:
         key = pod_key(pod)

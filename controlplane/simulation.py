@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.apiserver.errors import resource_expired as resource_expired
 from controlplane.apiserver.errors import too_many_requests as too_many_requests
+from controlplane.causes import FILTER_FIELDS, MAX_RECORDS, RecordLog
 from controlplane.compare import DEFAULT_PAIR as DEFAULT_PAIR
 from controlplane.compare import default_pair as default_pair
 from controlplane.compare import describe_block as describe_block
@@ -127,6 +128,8 @@ STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
 MAX_ERRORS_KEPT = 1000  # `errors` keeps the first ones; `errors_dropped` counts the rest
 
 
+RECORD_FILTERS = FILTER_FIELDS  # what `records` filters on (the trace view's inputs)
+
 class Position(NamedTuple):
     """A point of a run: `events` kernel events have run, the last trace record is `seq`, the
     clock reads `time`. Several positions share an instant (one per event run at it)."""
@@ -170,6 +173,7 @@ class Simulation:
         self.kernel = Kernel(self.seed)
         self.kernel.event_limit = self.limits.events
         self.trace = Trace(self.kernel)
+        self.record_log: RecordLog | None = None  # keep_records
         self.recent: deque[Record] = deque(maxlen=trace_buffer)
         self.history = RunHistory()
         self.syncs: list[Obj] = self.history.syncs
@@ -381,6 +385,21 @@ class Simulation:
                 self.trace.emit("action", action=action, ok=False, error=problem)
             return {"ok": False, "error": problem}
         verb = next(k for k in action if k != "at")
+        trace = self.trace
+        if not trace.enabled:
+            return self._apply(action, verb, source)
+        # A root of the causes (controlplane.trace): everything the action does is caused by its
+        # action.start record, written before it acts; the action record after it has the result.
+        outer = trace.cause
+        trace.begin(
+            "action.start", None, action={k: v for k, v in action.items() if k != "at"}, source=source
+        )
+        try:
+            return self._apply(action, verb, source)
+        finally:
+            trace.cause = outer
+
+    def _apply(self, action: Obj, verb: str, source: str | None) -> Obj:
         try:
             result = getattr(self, f"_do_{verb}")(action[verb])
         except ApiError as exc:
@@ -876,6 +895,28 @@ class Simulation:
 
     def subscribe(self, fn: Callable[[Record], None]) -> Callable[[], None]:
         return self.trace.subscribe(fn)
+
+    # -- causes (controlplane.causes) ---------------------------------------------------------
+    def keep_records(self, limit: int = MAX_RECORDS) -> RecordLog:
+        """Keep every later trace record (compactly, at most `limit` with their fields) so that
+        `why` and `records` can answer; idempotent. Call it before `start` to keep them all."""
+        if self.record_log is None:
+            self.record_log = RecordLog(limit)
+            self.trace.subscribe(self.record_log)
+        return self.record_log
+
+    def why(self, seq: int) -> list[Obj]:
+        """The chain of causes of trace record `seq`, newest first (`RecordLog.why`): each link
+        `{seq, time, kind, text}`. ValueError when records are not kept or `seq` is not."""
+        if self.record_log is None:
+            raise ValueError("seq: this simulation keeps no trace records (keep_records)")
+        return self.record_log.why(seq)
+
+    def records(self, filters: dict[str, str] | None = None, offset: int = 0, limit: int = 200) -> Obj:
+        """A page of the kept trace records matching `filters` (`RecordLog.records`)."""
+        if self.record_log is None:
+            return {"first": 0, "last": -1, "compactedBefore": 0, "total": 0, "offset": 0, "rows": []}
+        return self.record_log.records(filters, offset, limit)
 
     # -- views ------------------------------------------------------------------------------
     def snapshot(self, recent: int = 200) -> Obj:

@@ -1,8 +1,32 @@
 """The trace: every internal step of the simulation as one structured record.
 
-A record is a plain dict: ``{"time": <virtual s>, "seq": <n>, "kind": <str>, ...fields}``.
-`seq` numbers records in emission order, so two records at the same instant keep their order.
-The UI and the report draw from records, never from private fields of the core.
+A record is a plain dict: ``{"time": <virtual s>, "seq": <n>, "kind": <str>, "cause": <seq |
+None>, ...fields}``. `seq` numbers records in emission order, so two records at the same instant
+keep their order. The UI and the report draw from records, never from private fields of the core.
+
+Causes
+------
+`cause` is the `seq` of the record that caused this one, always an earlier record, or None for a
+root (the scenario's starting objects, a user's or the scenario's action, a timer nobody caused).
+It is set when the record is written, never reconstructed from timing: the kernel carries a
+*current cause* through callbacks and tasks like an async context (controlplane.kernel), and
+the few points that start a causal step make their record the current cause (`Trace.begin`):
+
+  action                   a root; what the action does (its requests, faults, pod transitions)
+                           is caused by it
+  api.request              caused by whoever sent it (a sync.request, a kubelet or scheduler step,
+                           an action); the server's write, and so the watch event and every
+                           informer.deliver / informer.event / pod.transition / node.transition
+                           it brings, carry the request's seq (through `revision_cause`)
+  api.response             caused by its api.request
+  informer.event           the handlers run with it as the current cause: queue.add is caused by it
+  queue.get                caused by the queue.add that made the key dirty (or the add_after /
+                           add_rate_limited whose timer added it); the worker's step starts here
+  sync.start               caused by the queue.get that handed the key out
+  sync.stage, sync.end     caused by their sync.start
+  sync.request             caused by the stage that issued it; its api.request by it
+  event                    caused by the step that recorded it (the api.request answered, a sync)
+  expectations, error, controller.*  caused by the current step
 
 Emitting is free when nobody listens: hot paths test ``trace.enabled`` before building fields.
 
@@ -15,7 +39,8 @@ Kinds (the vocabulary; fields after the colon):
   informer.relist: informer, reason           informer.synced: informer, items
   watch.fault: resource, fault, informers
   api.request: id, client, verb, resource, namespace, name
-  api.response: id, code [, reason]
+  api.response: id, code [, reason, fault (the seq of the action.start of the apiFault that
+              injected this answer: a side cause, see Causes)]
   expectations: controller, key, op, add, del [, uids, pod, clobbered, age]
               (op: set, expect_deletions, creation_observed, deletion_observed, raise, lower,
               delete, expired)
@@ -42,7 +67,10 @@ Kinds (the vocabulary; fields after the colon):
   pod.transition: namespace, name, node, owner ("Kind/name" of its controller or None), from, to
   node.transition: name, from, to
   event: component, type, reason, object, message (a Kubernetes Event was recorded)
-  action: action, ok, ... (a user or scenario action was applied, with its result)
+  action.start: action, source (an action is about to be applied: a root of the causes, and the
+              cause of everything the action does; written before it acts)
+  action: action, ok, ... (a user or scenario action was applied, with its result; caused by its
+              action.start)
   error: where, error [, controller, key, worker | action | task] (something raised where it
               should not have and was contained: `where` is sync (a sync raised: it counts as
               failed and its key is requeued rate-limited), action (an action raised: logged as
@@ -52,25 +80,55 @@ Kinds (the vocabulary; fields after the colon):
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
+from types import EllipsisType
 from typing import Any, Protocol
 
 Record = dict[str, Any]
 Subscriber = Callable[[Record], None]
+
+MAX_REVISION_CAUSES = 4_000_000  # revisions whose cause is remembered (8 bytes each); oldest forgotten
 
 
 class Clock(Protocol):
     now: float
 
 
+class _Context:
+    """Where the current cause lives when the clock is not a Kernel (a test's fake clock)."""
+
+    __slots__ = ("cause",)
+
+    def __init__(self) -> None:
+        self.cause: int | None = None
+
+
 class Trace:
-    """Fan-out of records to subscribers. `enabled` is True while anyone subscribes."""
+    """Fan-out of records to subscribers. `enabled` is True while anyone subscribes.
+
+    `cause` is the current cause (see the module docstring); it lives on the kernel when the
+    clock is one, so that it flows through kernel callbacks and tasks.
+    """
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
+        self._context: Any = clock if hasattr(clock, "cause") else _Context()
         self._subscribers: list[Subscriber] = []
         self.seq = 0
         self.enabled = False
+        # The cause of each committed revision (0: none), from `_revision_base` on: a watch
+        # event carries its revision, so whoever receives it finds the request that wrote it.
+        self._revision_causes = array("q")
+        self._revision_base = 0
+
+    @property
+    def cause(self) -> int | None:
+        return self._context.cause  # type: ignore[no-any-return]
+
+    @cause.setter
+    def cause(self, seq: int | None) -> None:
+        self._context.cause = seq
 
     def subscribe(self, fn: Subscriber) -> Callable[[], None]:
         """Deliver every later record to `fn`; returns a function that unsubscribes."""
@@ -84,14 +142,61 @@ class Trace:
 
         return unsubscribe
 
-    def emit(self, kind: str, **fields: Any) -> None:
+    def emit(self, kind: str, cause: int | EllipsisType | None = ..., /, **fields: Any) -> int | None:
+        """Record one step; returns its `seq` (None when nobody listens). `cause` defaults to the
+        current cause; pass it when the record's cause is known otherwise (a queue item's add)."""
         if not self.enabled:
-            return
+            return None
         self.seq += 1
-        record: Record = {"time": self._clock.now, "seq": self.seq, "kind": kind}
+        seq = self.seq
+        record: Record = {
+            "time": self._clock.now,
+            "seq": seq,
+            "kind": kind,
+            "cause": self._context.cause if cause is ... else cause,
+        }
         record.update(fields)
         for fn in list(self._subscribers):
             fn(record)
+        return seq
+
+    def begin(self, kind: str, cause: int | EllipsisType | None = ..., /, **fields: Any) -> int | None:
+        """`emit`, and the record becomes the current cause: a causal step starts here (an action
+        applied, a request handled, a queue item taken). Returns the seq."""
+        seq = self.emit(kind, cause, **fields)
+        if seq is not None:
+            self._context.cause = seq
+        return seq
+
+    # -- revisions --------------------------------------------------------------------------
+    def note_revision(self, revision: int) -> None:
+        """The current cause wrote `revision` (the API server calls this on each commit while
+        the trace is on)."""
+        causes = self._revision_causes
+        if not causes:
+            self._revision_base = revision
+        index = revision - self._revision_base
+        if index < len(causes):
+            return  # not a new revision (cannot happen with one server; kept total)
+        if index > len(causes):
+            causes.extend([0] * (index - len(causes)))  # revisions committed while nobody traced
+        causes.append(self._context.cause or 0)
+        if len(causes) > MAX_REVISION_CAUSES:
+            drop = MAX_REVISION_CAUSES // 4
+            del causes[:drop]
+            self._revision_base += drop
+
+    def revision_cause(self, resource_version: Any) -> int | None:
+        """The seq of the record that caused the write of `resource_version` (an int or the
+        string of `metadata.resourceVersion`), or None when unknown (forgotten, or not traced)."""
+        try:
+            index = int(resource_version) - self._revision_base
+        except (TypeError, ValueError):
+            return None
+        causes = self._revision_causes
+        if 0 <= index < len(causes):
+            return causes[index] or None
+        return None
 
 
 class _NullClock:

@@ -14,6 +14,8 @@ urlpatterns = [
     path("sim/<slug:sim_id>/scenario.yaml", views.sim_export, name="sim-export"),
     path("sim/<slug:sim_id>/report.json", views.sim_report, name="sim-report"),
     path("sim/<slug:sim_id>/status.json", views.sim_status, name="sim-status"),
+    path("sim/<slug:sim_id>/why/<int:seq>", views.sim_why, name="sim-why"),
+    path("sim/<slug:sim_id>/records.json", views.sim_records, name="sim-records"),
     path("sim/<slug:sim_id>/pod/<str:namespace>/<str:name>", views.pod_detail, name="pod-detail"),
     path(
         "sim/<slug:sim_id>/syncs/<str:controller>/<str:namespace>/<str:name>",

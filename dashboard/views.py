@@ -486,3 +486,57 @@ async def sim_status(request: HttpRequest, sim_id: str) -> HttpResponse:
     await _record(sim_id)
     result = await _ask(sim_id, {"op": "status"})
     return JsonResponse(result["status"])
+
+
+# -- causes: why? and the complete trace (docs/dashboard.md, docs/time-travel.md) ---------------------
+MAX_OFFSET = 100_000_000  # beyond any session's records (the record log keeps at most 8,000,000)
+
+
+@require_safe
+@_answers_busy
+async def sim_why(request: HttpRequest, sim_id: str, seq: int) -> HttpResponse:
+    """The chain of causes of trace record `seq`, newest first: the why? panel (an HTML partial),
+    or `?format=json` → {"seq", "links": [{seq, time, kind, text[, side]}]}."""
+    await _record(sim_id)
+    result = await _ask(sim_id, {"op": "why", "seq": seq})
+    if not result.get("ok"):
+        return _status(400, "BadRequest", str(result.get("error", "bad request")))
+    links = result["links"]
+    if request.GET.get("format") == "json":
+        return JsonResponse({"seq": seq, "links": links})
+    return render(request, "dashboard/_why.html", {"seq": seq, "links": links})
+
+
+def _whole(request: HttpRequest, name: str, default: int, low: int, high: int) -> int:
+    raw = request.GET.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isdigit() or len(raw) > 12:
+        raise BadTime(f"{name}: must be a whole number from {low} to {high}")
+    value = int(raw)
+    if not low <= value <= high:
+        raise BadTime(f"{name}: must be a whole number from {low} to {high}")
+    return value
+
+
+@require_safe
+@_answers_busy
+async def sim_records(request: HttpRequest, sim_id: str) -> HttpResponseBase:
+    """A page of the complete trace (the trace view scrolls through it): `offset`, `limit`
+    (≤ 1000) and filters `kind` (a prefix), `controller`, `key`, `name`, `text`. Every record of
+    the session is there; none is dropped (controlplane.causes says what is compacted when)."""
+    await _record(sim_id)
+    try:
+        offset = _whole(request, "offset", 0, 0, MAX_OFFSET)
+        limit = _whole(request, "limit", 200, 0, 1000)
+    except BadTime as exc:
+        return _status(400, "BadRequest", str(exc))
+    filters: dict[str, str] = {}
+    for name in ("kind", "controller", "key", "name", "text"):
+        value = request.GET.get(name, "")
+        if len(value) > 100:
+            return _status(400, "BadRequest", f"{name}: at most 100 characters")
+        if value.strip():
+            filters[name] = value.strip()
+    cmd = {"op": "records", "filters": filters, "offset": offset, "limit": limit}
+    return await _streamed(request, sim_id, cmd, "application/json")

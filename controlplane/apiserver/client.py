@@ -11,6 +11,9 @@ Guarantees
   answer (object or `ApiError`) reaches the awaiting coroutine at that same instant. The latency
   path costs one kernel callback per request.
 * `qps`, `burst` and `latency` may be changed at any time; a change applies to later calls.
+* Causes (controlplane.trace): the request carries the caller's current cause to the server
+  (its api.request is caused by it), and once the answer is back the caller's current cause is
+  the api.response, so an Event recorded about a failed create is caused by the 403.
 * A Client never mutates the objects it returns (they are the server's shared dicts: callers
   must not mutate them either).
 """
@@ -162,7 +165,12 @@ class Client:
             delay += extra
         future = kernel.create_future()
         kernel.call_later(delay, self._deliver_callback, req, future)
-        return await future
+        try:
+            return await future
+        finally:
+            # What the caller does next is caused by the answer it heard (controlplane.trace).
+            if req.answer_seq is not None:
+                kernel.cause = req.answer_seq
 
     def _deliver(self, req: Request, future: Future) -> None:
         try:

@@ -40,6 +40,10 @@ OPTIMISTIC_LOCK_ERROR_MSG = (
 class ApiError(Exception):
     """A failed API request: what the server answers with a non-2xx Status."""
 
+    # The seq of the trace record of the action that injected this answer (an apiFault), None
+    # for an answer the server made itself: the api.response record's `fault` (its side cause).
+    fault: int | None = None
+
     def __init__(self, code: int, reason: str, message: str, details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code

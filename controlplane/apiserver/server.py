@@ -128,6 +128,9 @@ class Request:
     body: Any = None
     options: dict[str, Any] = field(default_factory=dict)
     sent_at: float | None = None
+    # Trace seqs of its api.request and api.response records (None while nobody traces).
+    request_seq: int | None = None
+    answer_seq: int | None = None
 
 
 def query_options(**params: Any) -> dict[str, Any]:
@@ -272,8 +275,12 @@ class APIServer:
             req.name,
         )
         trace = self.trace
+        outer = None
         if trace.enabled:
-            trace.emit(
+            # The request is the cause of everything it does: its writes (and so their watch
+            # events), its answer, and what the sender does on hearing it (`answer_seq`).
+            outer = trace.cause
+            req.request_seq = trace.begin(
                 "api.request",
                 id=index,
                 client=req.client,
@@ -283,31 +290,47 @@ class APIServer:
                 name=req.name,
             )
         try:
-            if malformed:
-                raise errors.bad_request("the namespace and the name of a request must be strings")
-            for interceptor in self.interceptors:
-                refusal = interceptor(req)
-                if refusal is not None:
-                    raise refusal
-            handler = self._handlers.get(req.verb)
-            if handler is None:
-                raise errors.method_not_allowed(resource, req.verb)
-            result, code = handler(req)
-        except ApiError as err:
-            record["code"] = err.code
+            try:
+                if malformed:
+                    raise errors.bad_request("the namespace and the name of a request must be strings")
+                for interceptor in self.interceptors:
+                    refusal = interceptor(req)
+                    if refusal is not None:
+                        raise refusal
+                handler = self._handlers.get(req.verb)
+                if handler is None:
+                    raise errors.method_not_allowed(resource, req.verb)
+                result, code = handler(req)
+            except ApiError as err:
+                record["code"] = err.code
+                if trace.enabled:
+                    if err.fault is not None:
+                        req.answer_seq = trace.emit(
+                            "api.response",
+                            req.request_seq,
+                            id=index,
+                            code=err.code,
+                            reason=err.reason,
+                            fault=err.fault,
+                        )
+                    else:
+                        req.answer_seq = trace.emit(
+                            "api.response", req.request_seq, id=index, code=err.code, reason=err.reason
+                        )
+                raise
+            record["code"] = code
+            if req.verb == "create" and isinstance(result, dict) and req.subresource is None:
+                # generateName: the record names the object the server created.
+                meta = result.get("metadata") or {}
+                record["name"] = meta.get("name")
+                if record["namespace"] is None and meta.get("namespace"):
+                    record["namespace"] = meta["namespace"]
             if trace.enabled:
-                trace.emit("api.response", id=index, code=err.code, reason=err.reason)
-            raise
-        record["code"] = code
-        if req.verb == "create" and isinstance(result, dict) and req.subresource is None:
-            # generateName: the record names the object the server created.
-            meta = result.get("metadata") or {}
-            record["name"] = meta.get("name")
-            if record["namespace"] is None and meta.get("namespace"):
-                record["namespace"] = meta["namespace"]
-        if trace.enabled:
-            trace.emit("api.response", id=index, code=code)
-        return result
+                req.answer_seq = trace.emit("api.response", req.request_seq, id=index, code=code)
+            return result
+        finally:
+            if req.request_seq is not None:
+                trace.cause = outer
 
     # -- convenience methods ----------------------------------------------------------------
     def create(
@@ -1247,6 +1270,8 @@ class APIServer:
         """Write `obj` (whose metadata dict the server owns) at the next revision and fan the
         event out to the watches. This is the hot path."""
         self.revision = rv = self.revision + 1
+        if self.trace.enabled:
+            self.trace.note_revision(rv)
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace") or ""

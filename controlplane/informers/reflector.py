@@ -187,6 +187,7 @@ class Reflector:
         if self.trace.enabled:
             self.trace.emit(
                 "informer.deliver",
+                self.trace.revision_cause(self.last_sync_resource_version) if events else ...,
                 informer=self.name,
                 events=len(events),
                 resourceVersion=self.last_sync_resource_version,

@@ -12,6 +12,9 @@ Guarantees
 * Handlers run synchronously inside the FIFO's processing callback, one after another in
   registration order (upstream runs one goroutine per listener; relative order between listeners
   is undefined there, spec §18, and fixed here).
+* Causes (controlplane.trace): an informer.event is caused by the request that wrote the object
+  at that resourceVersion, and the handlers run with the informer.event as the current cause, so
+  the keys they enqueue say which notification enqueued them.
 """
 
 from __future__ import annotations
@@ -156,8 +159,22 @@ class SharedInformer:
     # -- DeltaHandler (called by the FIFO while processing) ----------------------------------
     def on_add(self, obj: Obj, is_in_initial_list: bool) -> None:
         self.notifications += 1
-        if self.trace.enabled:
-            self.trace.emit("informer.event", informer=self.name, type="add", key=meta_namespace_key(obj))
+        trace = self.trace
+        if trace.enabled:
+            outer = trace.cause
+            trace.begin(
+                "informer.event",
+                trace.revision_cause(obj["metadata"].get("resourceVersion")),
+                informer=self.name,
+                type="add",
+                key=meta_namespace_key(obj),
+            )
+            self._notify_add(obj)
+            trace.cause = outer
+            return
+        self._notify_add(obj)
+
+    def _notify_add(self, obj: Obj) -> None:
         for h in self._handlers:
             if h.add_func is not None:
                 h.add_func(obj)
@@ -169,26 +186,43 @@ class SharedInformer:
             # due at that moment (periodic resyncs arrive through on_resync).
             return
         self.notifications += 1
-        if self.trace.enabled:
-            self.trace.emit("informer.event", informer=self.name, type="update", key=meta_namespace_key(new))
+        trace = self.trace
+        if trace.enabled:
+            outer = trace.cause
+            trace.begin(
+                "informer.event",
+                trace.revision_cause(new["metadata"].get("resourceVersion")),
+                informer=self.name,
+                type="update",
+                key=meta_namespace_key(new),
+            )
+            self._notify_update(old, new)
+            trace.cause = outer
+            return
+        self._notify_update(old, new)
+
+    def _notify_update(self, old: Obj, new: Obj) -> None:
         for h in self._handlers:
             if h.update_func is not None:
                 h.update_func(old, new)
 
     def on_delete(self, obj: Obj | DeletedFinalStateUnknown) -> None:
         self.notifications += 1
-        if self.trace.enabled:
+        trace = self.trace
+        outer = trace.cause if trace.enabled else None
+        if trace.enabled:
+            tombstone = isinstance(obj, DeletedFinalStateUnknown)
             key = obj.key if isinstance(obj, DeletedFinalStateUnknown) else meta_namespace_key(obj)
-            self.trace.emit(
-                "informer.event",
-                informer=self.name,
-                type="delete",
-                key=key,
-                tombstone=isinstance(obj, DeletedFinalStateUnknown),
+            # A tombstone's last state is unknown: the relist that found it gone is the cause.
+            cause = outer if isinstance(obj, DeletedFinalStateUnknown) else trace.revision_cause(
+                obj["metadata"].get("resourceVersion")
             )
+            trace.begin("informer.event", cause, informer=self.name, type="delete", key=key, tombstone=tombstone)
         for h in self._handlers:
             if h.delete_func is not None:
                 h.delete_func(obj)
+        if trace.enabled:
+            trace.cause = outer
 
     def on_resync(self, objs: list[Obj]) -> None:
         targets, self._syncing = self._syncing or [], None

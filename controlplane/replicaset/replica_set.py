@@ -144,6 +144,10 @@ class SyncContext:
     # How the sync itself requeues its key when it succeeds: {"decision": "after", "delay": s}
     # (minReadySeconds) or {"decision": "none"}. A failed sync is the worker's to requeue.
     requeue: dict[str, Any] | None = None
+    # Trace seqs (controlplane.trace): the sync.start record, which causes every stage, and the
+    # latest stage, which causes the sync.requests issued under it.
+    start_seq: int | None = None
+    stage_seq: int | None = None
 
 
 class ReplicaSetController:
@@ -542,7 +546,9 @@ class ReplicaSetController:
         if self.trace.enabled:
             record = {"stage": stage, **fields}
             ctx.stages.append({"time": self.kernel.now, **record})
-            self.trace.emit("sync.stage", controller=self.kind.name, key=ctx.key, worker=ctx.worker, **record)
+            ctx.stage_seq = self.trace.emit(
+                "sync.stage", ctx.start_seq, controller=self.kind.name, key=ctx.key, worker=ctx.worker, **record
+            )
 
     def _yield(self) -> Any:
         """A point where other goroutines may run (a zero-delay kernel sleep): after the dequeue,
@@ -556,8 +562,10 @@ class ReplicaSetController:
         n-th of this sync, before the API server has it (breakpoints stop here)."""
         ctx.requests += 1
         if self.trace.enabled:
-            self.trace.emit(
+            # The write that follows (in this goroutine) is caused by this request record.
+            self.trace.begin(
                 "sync.request",
+                ctx.stage_seq,
                 controller=self.kind.name,
                 key=ctx.key,
                 worker=ctx.worker,
@@ -581,7 +589,8 @@ class ReplicaSetController:
         if self.trace.enabled:
             self.last_syncs[key] = ctx
         if self.trace.enabled:
-            self.trace.emit(
+            # Caused by the queue.get that handed the key to this worker (the current cause).
+            ctx.start_seq = ctx.stage_seq = self.trace.emit(
                 "sync.start",
                 controller=self.kind.name,
                 key=key,
@@ -597,8 +606,10 @@ class ReplicaSetController:
         except Exception as exc:
             err = self._sync_crashed(key, worker, exc)
         if self.trace.enabled:
-            self.trace.emit(
+            # What the worker does after the sync (forget, requeue, done) is caused by its end.
+            self.trace.begin(
                 "sync.end",
+                ctx.start_seq,
                 controller=self.kind.name,
                 key=key,
                 worker=worker,

@@ -22,6 +22,7 @@ Guarantees
 from __future__ import annotations
 
 import heapq
+from types import EllipsisType
 from typing import Any
 
 from controlplane.kernel import vtime
@@ -50,8 +51,9 @@ class DelayingQueue(Queue[T]):
         if clock is None:
             raise TypeError("DelayingQueue needs a clock (anything with .now)")
         super().__init__(clock, name, trace=trace, metrics_provider=metrics_provider)
-        # Min-heap of [readyAt, seq, item]; `item` is _SUPERSEDED when an earlier entry replaced
-        # it. `_waiting_entries` maps each waiting item to its live entry.
+        # Min-heap of [readyAt, seq, item, cause (the add_after record's seq)]; `item` is
+        # _SUPERSEDED when an earlier entry replaced it. `_waiting_entries` maps each waiting
+        # item to its live entry.
         self._waiting: list[list[Any]] = []
         self._waiting_entries: dict[T, list[Any]] = {}
         self._seq = 0
@@ -60,9 +62,9 @@ class DelayingQueue(Queue[T]):
         self._timer: Any = None
 
     # -- public methods: each first promotes what is due ------------------------------------
-    def add(self, item: T) -> None:
+    def add(self, item: T, *, cause: int | EllipsisType | None = ...) -> None:
         self._promote()
-        Queue.add(self, item)
+        Queue.add(self, item, cause=cause)
 
     def get(self, *, worker: str | None = None) -> tuple[T | None, bool]:
         self._promote()
@@ -104,21 +106,23 @@ class DelayingQueue(Queue[T]):
         if self._shutting_down:
             return
         seconds = vtime(seconds)  # an exact virtual duration
+        cause = None
         if self._trace.enabled:
-            self._trace.emit("queue.add_after", queue=self.name, key=item, delay=seconds)
-        self._add_after(item, seconds)
+            cause = self._trace.emit("queue.add_after", queue=self.name, key=item, delay=seconds)
+        self._add_after(item, seconds, cause)
 
     # -- the waiting heap -------------------------------------------------------------------
-    def _add_after(self, item: T, seconds: float) -> None:
+    def _add_after(self, item: T, seconds: float, cause: int | None = None) -> None:
+        """`cause`: the add_after / add_rate_limited record; the add it leads to is caused by it."""
         self.metrics.retry()
         if seconds <= 0:
-            Queue.add(self, item)
+            Queue.add(self, item, cause=cause if cause is not None else ...)
             return
         ready_at = vtime(self._clock.now + seconds)
         if ready_at <= self._clock.now:
             # A delay too small to move a float clock is already due (upstream: an entry whose
             # readyAt is not after now when received is added immediately).
-            Queue.add(self, item)
+            Queue.add(self, item, cause=cause if cause is not None else ...)
             return
         entry = self._waiting_entries.get(item)
         if entry is not None:
@@ -126,7 +130,7 @@ class DelayingQueue(Queue[T]):
                 return  # earlier wins: never push a waiting item back
             entry[2] = _SUPERSEDED
         self._seq += 1
-        entry = [ready_at, self._seq, item]
+        entry = [ready_at, self._seq, item, cause]
         heapq.heappush(self._waiting, entry)
         self._waiting_entries[item] = entry
         if self._waiting[0] is entry:
@@ -140,11 +144,13 @@ class DelayingQueue(Queue[T]):
         now = self._clock.now
         entries = self._waiting_entries
         while heap and heap[0][0] <= now:
-            item = heapq.heappop(heap)[2]
+            entry = heapq.heappop(heap)
+            item = entry[2]
             if item is _SUPERSEDED:
                 continue
             del entries[item]
-            Queue.add(self, item)
+            # Caused by the add_after that put it here, not by whoever promotes it now.
+            Queue.add(self, item, cause=entry[3] if entry[3] is not None else ...)
         self._arm()
 
     def _arm(self) -> None:

@@ -13,6 +13,9 @@ Guarantees
   queued and then reports `shutdown=True`; `done` still re-queues a dirty item.
 * Deterministic: no wall clock, no set-order dependence (the FIFO is a deque; `processing`
   is an insertion-ordered dict, so "start order" is well defined).
+* Causes (controlplane.trace): while traced, a dirty item remembers the queue.add record that
+  made it dirty; the queue.get that hands it out is caused by that add, and becomes the current
+  cause of the worker that took it.
 
 Invariant (upstream's, kept verbatim): every element of the FIFO is in `dirty` and not in
 `processing`.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Hashable
+from types import EllipsisType
 from typing import Any, Generic, TypeVar
 
 from controlplane.trace import NULL_TRACE, Clock, Trace
@@ -58,6 +62,7 @@ class Queue(Generic[T]):
     """
 
     __slots__ = (
+        "_add_causes",
         "_clock",
         "_dirty",
         "_drain",
@@ -98,11 +103,14 @@ class Queue(Generic[T]):
         self._drain_future: Any = None
         # Futures of workers parked in `get_async`, oldest first.
         self._waiters: deque[Any] = deque()
+        # Dirty item -> seq of the queue.add that made it dirty (kept only while traced).
+        self._add_causes: dict[T, int] = {}
         self.metrics = QueueMetrics(self._clock, self._processing, name, metrics_provider)
 
     # -- the upstream interface ------------------------------------------------------------
-    def add(self, item: T) -> None:
-        """Mark `item` as needing processing. Dropped silently after shut down."""
+    def add(self, item: T, *, cause: int | EllipsisType | None = ...) -> None:
+        """Mark `item` as needing processing. Dropped silently after shut down. `cause`: the
+        trace record that caused the add when it is not the current cause (a delayed add)."""
         if self._shutting_down:
             return
         dirty = self._dirty
@@ -115,7 +123,9 @@ class Queue(Generic[T]):
         if self._trace.enabled:
             # `depth`: queued items once this add has taken effect (a deferred add queues nothing).
             depth = len(self._queue) + (item not in self._processing)
-            self._trace.emit("queue.add", queue=self.name, key=item, depth=depth)
+            seq = self._trace.emit("queue.add", cause, queue=self.name, key=item, depth=depth)
+            if seq is not None:
+                self._add_causes[item] = seq
         if item in self._processing:
             # Deferred: `done` queues it, so one worker never races another on the same key.
             return
@@ -144,7 +154,7 @@ class Queue(Generic[T]):
         self._dirty.discard(item)
         self.metrics.get(item, now)
         if self._trace.enabled:
-            self._emit_with_worker("queue.get", item, worker, len(queue))
+            self._emit_taken(item, worker, len(queue))
         return item, False
 
     def take(self, item: T, *, worker: str | None = None) -> bool:
@@ -159,7 +169,7 @@ class Queue(Generic[T]):
         self._dirty.discard(item)
         self.metrics.get(item, now)
         if self._trace.enabled:
-            self._emit_with_worker("queue.get", item, worker, len(self._queue))
+            self._emit_taken(item, worker, len(self._queue))
         return True
 
     def done(self, item: T, *, worker: str | None = None) -> None:
@@ -256,6 +266,15 @@ class Queue(Generic[T]):
             fut.set_result(None)
 
     # -- observation -----------------------------------------------------------------------
+    def _emit_taken(self, item: T, worker: str | None, depth: int) -> None:
+        """queue.get, caused by the add that made `item` dirty; the taker's step starts here."""
+        cause = self._add_causes.pop(item, None)
+        trace = self._trace
+        if worker is None:
+            trace.begin("queue.get", cause, queue=self.name, key=item, depth=depth)
+        else:
+            trace.begin("queue.get", cause, queue=self.name, key=item, worker=worker, depth=depth)
+
     def _emit_with_worker(self, kind: str, item: T, worker: str | None, depth: int) -> None:
         """`depth`: queued items once the step has taken effect (the queue depth gauge)."""
         if worker is None:

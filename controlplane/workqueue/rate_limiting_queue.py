@@ -59,15 +59,16 @@ class RateLimitingQueue(DelayingQueue[T]):
         delay = vtime(self.rate_limiter.when(item))  # an exact virtual duration (kernel.vtime)
         if self._shutting_down:
             return None
+        cause = None
         if self._trace.enabled:
-            self._trace.emit(
+            cause = self._trace.emit(
                 "queue.add_rate_limited",
                 queue=self.name,
                 key=item,
                 delay=delay,
                 requeues=self.rate_limiter.num_requeues(item),
             )
-        self._add_after(item, delay)
+        self._add_after(item, delay, cause)
         return delay
 
     def forget(self, item: T) -> None:

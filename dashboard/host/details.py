@@ -28,6 +28,9 @@ def _name(cmd: Obj, key: str) -> str:
     return value
 
 
+MAX_TRANSITIONS_SHOWN = 200  # a pod's transitions in its detail (a crash-looping pod has many)
+
+
 def pod(hosted: HostedSimulation, cmd: Obj) -> Obj:
     namespace = cmd.get("namespace") or "default"
     name = _name(cmd, "name")
@@ -38,7 +41,15 @@ def pod(hosted: HostedSimulation, cmd: Obj) -> Obj:
     key = f"{namespace}/{name}"
     pod_id = frames.pod_ids.get(key)
     history = []
-    if pod_id is not None:
+    if sim.record_log is not None:
+        # From the kept records, so that each transition has its seq: its why? and its moment.
+        page = sim.records({"kind": "pod.transition", "key": key}, 0, MAX_TRANSITIONS_SHOWN)
+        for row in page["rows"]:
+            if row["subject"] == key:
+                record = sim.record_log.get(row["seq"]) or {}
+                owner_of = record.get("owner") or ""
+                history.append({"time": row["time"], "owner": owner_of, "state": record.get("to"), "seq": row["seq"]})
+    elif pod_id is not None:
         for t, pid, owner, state in frames.transitions:
             if pid == pod_id:
                 history.append({"time": t, "owner": frames.owners[owner], "state": POD_STATES[state]})

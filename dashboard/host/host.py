@@ -23,6 +23,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import json
 import logging
 import math
 import re
@@ -39,7 +40,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.gcpolicy import GcHold, simulation_gc
 from controlplane.scenario import Scenario
-from controlplane.simulation import Simulation
+from controlplane.simulation import RECORD_FILTERS, Simulation
 from dashboard.host import k8s_ops, past, reads, recording
 from dashboard.host.hosted import CommandError, HostedSimulation
 
@@ -513,6 +514,45 @@ def _read_report(hosted: HostedSimulation, cmd: Obj) -> Obj:
     return {"report": hosted.report()}
 
 
+MAX_FILTER_CHARS = 100  # a trace-view filter value is a short string
+
+
+def _read_why(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    """`{"op": "why", "seq": n}`: the chain of causes of record n (controlplane.causes)."""
+    seq = cmd.get("seq")
+    if type(seq) is not int or not 1 <= seq <= hosted.sim.trace.seq:
+        raise CommandError(f"seq: must be the number of a trace record, 1 to {hosted.sim.trace.seq}")
+    try:
+        links = hosted.sim.why(seq)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    for link in links:
+        link["time"] = None if link["time"] is None else round(link["time"], 6)
+    return {"links": links}
+
+
+def _read_records(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    """`{"op": "records", "filters": {...}, "offset": n, "limit": n}`: a page of the complete
+    trace (controlplane.causes), as JSON text in `body` (a streamed read: filters scan)."""
+    filters = cmd.get("filters") or {}
+    if not isinstance(filters, dict):
+        raise CommandError("filters: must be an object")
+    clean: dict[str, str] = {}
+    for key, value in filters.items():
+        if key not in RECORD_FILTERS or not isinstance(value, str) or len(value) > MAX_FILTER_CHARS:
+            raise CommandError(
+                f"{key}: not a filter of the trace view (kind, controller, key, name or text, at most "
+                f"{MAX_FILTER_CHARS} characters)"
+            )
+        if value.strip():
+            clean[key] = value.strip()
+    offset, limit = cmd.get("offset", 0), cmd.get("limit", 200)
+    if type(offset) is not int or offset < 0 or type(limit) is not int or not 0 <= limit <= 1000:
+        raise CommandError("offset, limit: must be whole numbers, offset >= 0 and 0 <= limit <= 1000")
+    page = hosted.sim.records(clean, offset, limit)
+    return {"body": json.dumps(page, separators=(",", ":"), allow_nan=False, default=str)}
+
+
 def _read_status(hosted: HostedSimulation, cmd: Obj) -> Obj:
     from dashboard.host import panels
 
@@ -525,6 +565,8 @@ READS = {
     "export": _read_export,
     "report": _read_report,
     "status": _read_status,
+    "why": _read_why,
+    "records": _read_records,
     **k8s_ops.READS,  # the Kubernetes API's reads, dry runs and watches
 }
 

@@ -97,6 +97,8 @@ class HostedSimulation:
         self.saturated = False  # the last slice ran out of time with work left
         self.restored_note: str | None = None  # "restored after a restart at t=…; replayed N actions"
         self.frames = FrameBuilder(self)
+        # Every record of the session, for why? and the complete trace view (controlplane.causes).
+        sim.keep_records()
         sim.subscribe(self._on_record)
         sim.start()
 

@@ -52,7 +52,7 @@ SEND_WAIT = 10.0  # seconds the host waits for room in a reply channel before gi
 ABANDONED_FOR = 120.0  # seconds an abandoned reply channel is remembered
 MAX_QUEUED = 256  # expensive reads waiting in one simulation's host queue (from all processes) ...
 MAX_QUEUED_EACH = 2  # ... and from one requester (a websocket viewer's channel asks without a gate)
-STREAMED = frozenset({"report", "export", "k8s_list"})  # answered by `answer`, as text in chunks
+STREAMED = frozenset({"report", "export", "k8s_list", "records"})  # answered by `answer`, as text in chunks
 
 
 class Busy(Exception):
@@ -112,7 +112,14 @@ def gate(op: str) -> Gate | None:
         # server process at a time (the machine's cores are the simulations'), 4 waiting.
         past = Gate("report of the past", slots=1, queue=4, wait=30.0, retry_after=5)
         GATES.update(
-            {"report": reports, "export": reports, "k8s_list": Gate("list", 4, 256, 30.0, 1), "report_at": past}
+            {
+                "report": reports,
+                "export": reports,
+                "k8s_list": Gate("list", 4, 256, 30.0, 1),
+                "report_at": past,
+                # The complete trace view scrolls by pages: a filter's first page scans the log.
+                "records": Gate("trace records", 2, 32, 30.0, 1),
+            }
         )
     return GATES.get(op)
 

@@ -38,9 +38,9 @@ def test_scrub_to_before_a_crash_and_see_the_pod_ready_again(page: Page, live_se
     page.keyboard.press("End")
     expect(page.locator("#past-banner")).to_be_hidden()
     wait_pods(page, f"s['{victim}'] !== 'Ready'")
-    # A row's time is a link to its moment (the oldest trace row the page has).
+    # A row's time is a link to its moment (the top row of the complete trace view).
     page.click("#drawer-tabs [data-tab=tab-trace]")
-    link = page.locator("#rows-trace a.jump").first
+    link = page.locator("#trace-all a.jump").first  # the complete trace view (test_causes.py)
     t, seq = float(link.get_attribute("data-jump-t")), int(link.get_attribute("data-jump-seq"))
     link.click()
     expect(page.locator("#past-at")).to_have_text(f"t={t:.3f}", timeout=PAST)

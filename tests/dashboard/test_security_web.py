@@ -50,6 +50,7 @@ VALID = {
     "controller": "replicaset",
     "a_id": "demo",
     "b_id": "demo",
+    "seq": "1",
 }
 
 pytestmark = pytest.mark.django_db(transaction=True)
