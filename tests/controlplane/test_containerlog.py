@@ -47,7 +47,8 @@ def test_a_running_container_tells_when_it_started_and_became_ready():
     sim, pod = _sim()
     log = sim.container_log("default", pod, None, False)
     assert not log.finished and log.container_id.startswith("containerd://")
-    assert texts(log)[0].startswith('ctrlscope: container "nginx" started at 2026-01-01T00:00:02Z (image docker.io/library/nginx:1.27')
+    started = 'ctrlscope: container "nginx" started at 2026-01-01T00:00:02Z (image docker.io/library/nginx:1.27'
+    assert texts(log)[0].startswith(started)
     assert "runs no process" in texts(log)[0]
     assert texts(log)[1] == 'ctrlscope: container "nginx" is ready at 2026-01-01T00:00:02Z'
     assert [t for t, _ in log.lines] == [2.0, 2.0]
