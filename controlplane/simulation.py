@@ -40,6 +40,8 @@ from controlplane.compare import describe_block as describe_block
 from controlplane.compare import diff_reports as diff_reports
 from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
+from controlplane.containerlog import ContainerLog as ContainerLog
+from controlplane.containerlog import container_log
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -731,6 +733,15 @@ class Simulation:
                 controller.set_resync_period(new.resync_period)
             if new.manual_workers != controller.config.manual_workers:
                 controller.set_manual_workers(new.manual_workers)
+
+    # -- reads ------------------------------------------------------------------------------
+    def container_log(self, namespace: str, name: str, container: str | None, previous: bool) -> ContainerLog:
+        """The log of a container of pod `namespace/name` (`container` None: its only one; the
+        instance before the current one when `previous`): what the kubelet did with it, read from
+        the stored pod (`controlplane.containerlog`). A read: nothing is recorded or changed.
+        Raises ApiError as kube-apiserver answers (404 for an unknown pod, 400 for the rest)."""
+        pod = self.server.read(Request("kubectl", "get", "pods", None, namespace, name))
+        return container_log(pod, container, previous, self.now)
 
     # -- time -------------------------------------------------------------------------------
     @property

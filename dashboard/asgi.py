@@ -18,6 +18,7 @@ django_asgi_app = get_asgi_application()
 from dashboard.access import SameOriginWebsocket  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, StartHost  # noqa: E402
 from dashboard.k8s.api import KubernetesAPI  # noqa: E402
+from dashboard.k8s.endpoints import RefuseWebsocket  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = StartHost(
@@ -25,7 +26,8 @@ application = StartHost(
         {
             "http": BodyLimit(KubernetesAPI(django_asgi_app)),
             # Only the dashboard's own pages (or a client that is no browser) may open a websocket.
-            "websocket": SameOriginWebsocket(SessionMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            # Streams into a pod (exec, attach, port-forward) go nowhere: see RefuseWebsocket.
+            "websocket": RefuseWebsocket(SameOriginWebsocket(SessionMiddlewareStack(URLRouter(websocket_urlpatterns)))),
         }
     )
 )

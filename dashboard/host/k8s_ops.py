@@ -642,6 +642,32 @@ def _metrics(hosted: HostedSimulation, cmd: Obj) -> Obj:
     }
 
 
+def _log(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    """A container's log (`Simulation.container_log`): `lines` of [virtual time, text], the
+    instance's `containerID`, `finished` once it stopped, and the virtual `now`."""
+    try:
+        log = hosted.sim.container_log(
+            str(_text(cmd, "namespace") or ""),
+            str(_text(cmd, "name") or ""),
+            _text(cmd, "container"),
+            bool(cmd.get("previous")),
+        )
+    except ApiError as err:
+        return _status_answer(err)
+    return {
+        "code": 200,
+        "lines": [[t, text] for t, text in log.lines],
+        "containerID": log.container_id,
+        "finished": log.finished,
+        "now": hosted.sim.now,
+    }
+
+
+def _health(hosted: HostedSimulation, cmd: Obj) -> Obj:
+    """The `etcd` health check: the simulation's store answers (this op reached its host)."""
+    return {"code": 200, "now": hosted.sim.now}
+
+
 READS: dict[str, Callable[[HostedSimulation, Obj], Obj]] = {
     "k8s_get": _get,
     "k8s_list": _list,
@@ -650,4 +676,6 @@ READS: dict[str, Callable[[HostedSimulation, Obj], Obj]] = {
     "k8s_unwatch": _unwatch,
     "k8s_renew": _renew,
     "k8s_metrics": _metrics,
+    "k8s_log": _log,
+    "k8s_health": _health,
 }

@@ -39,7 +39,7 @@ from controlplane.apiserver.resources import RESOURCES, ResourceInfo
 from controlplane.simulation import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES, nested_deeper_than
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
-from dashboard.k8s import discovery
+from dashboard.k8s import discovery, endpoints
 
 Obj = dict[str, Any]
 Scope = dict[str, Any]
@@ -87,6 +87,8 @@ def route(path: str) -> tuple[str, str, str, str | None] | None:
         prefix = path[: match.start("rest")] if match["rest"] else path
         return match["id"], prefix, match["rest"] or "/", match["token"]
     if path == "/version" or path in ("/api", "/apis") or path.startswith(("/api/", "/apis/", "/openapi/")):
+        return DEMO, "", path, None
+    if endpoints.is_health_path(path):
         return DEMO, "", path, None
     return None
 
@@ -145,7 +147,10 @@ class Call:
     async def run(self) -> None:
         try:
             authorized = token_matches(self.path_token) if self.path_token is not None else _authorized(self.headers)
-            if self.segments != ["version"] and not authorized:
+            # Health is anonymous as on a cluster, but a wrong token presented is still refused.
+            presented = self.path_token is not None or "authorization" in self.headers
+            anonymous = endpoints.is_health(self.segments) and not presented
+            if self.segments != ["version"] and not authorized and not anonymous:
                 raise Failure(401, "Unauthorized", "Unauthorized")
             await self.dispatch()
         except Failure as failure:
@@ -175,6 +180,15 @@ class Call:
         segs = self.segments
         if self.method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
             raise Failure(405, "MethodNotAllowed", f"{self.method} is not supported")
+        if endpoints.is_health(segs):
+            await endpoints.health(self, segs)
+            return
+        if segs == ["metrics"]:
+            await endpoints.metrics(self)
+            return
+        if segs[:1] == ["apis"] and len(segs) > 1 and segs[1] in endpoints.REVIEWS:
+            await endpoints.reviews(self, segs)
+            return
         if segs[:2] == ["api", "v1"] and len(segs) > 2:
             await self.resource_request("", segs[2:])
             return
@@ -219,6 +233,11 @@ class Call:
                 "/openapi/v2",
                 "/openapi/v3",
                 "/version",
+                *(f"/apis/{group}" for group in endpoints.REVIEWS),
+                *(f"/apis/{group}/{version}" for group, (version, _) in endpoints.REVIEWS.items()),
+                *(f"/{name}" for name in endpoints.HEALTH),
+                *(f"/{name}/{check}" for name, checks in endpoints.HEALTH.items() for check in checks),
+                "/metrics",
             ]
             await self.reply({"paths": paths})
         else:
@@ -237,6 +256,9 @@ class Call:
         info = RESOURCES.get(plural)
         if info is None or info.group != group or (namespace is not None and not info.namespaced):
             raise not_found()
+        if plural == "pods" and subresource in endpoints.POD_SUBRESOURCES:
+            await endpoints.pod_subresource(self, namespace, name, subresource)
+            return
         method = self.method
         if method == "GET":
             if name is not None:

@@ -97,11 +97,13 @@ def api_versions(server_address: str) -> Obj:
 
 
 def api_group_list() -> Obj:
+    from dashboard.k8s.endpoints import review_group_versions
+
     version = {"groupVersion": "apps/v1", "version": "v1"}
     return {
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [{"name": "apps", "versions": [version], "preferredVersion": version}],
+        "groups": [{"name": "apps", "versions": [version], "preferredVersion": version}, *review_group_versions()],
     }
 
 
@@ -158,9 +160,16 @@ def aggregated(group: str, accept: str) -> tuple[str, Obj] | None:
         "kind": "APIGroupDiscoveryList",
         "apiVersion": f"apidiscovery.k8s.io/{version}",
         "metadata": {},
-        "items": [_aggregated_group(group)],
+        "items": [_aggregated_group(group), *(_review_groups() if group else [])],
     }
     return (AGGREGATED_V2 if version == "v2" else AGGREGATED_V2BETA1), body
+
+
+def _review_groups() -> list[Obj]:
+    """`/apis` also lists the review groups (authorization.k8s.io, authentication.k8s.io)."""
+    from dashboard.k8s.endpoints import review_aggregated_groups
+
+    return review_aggregated_groups()
 
 
 # -- OpenAPI -------------------------------------------------------------------------------------------

@@ -99,11 +99,12 @@ class SimulationCollector:
         yield from (ratio, skips, requests)
 
 
-async def exposition() -> tuple[str, str]:
-    """(content type, text) of `/metrics`: every simulation alive in any process."""
+async def exposition(only: str | None = None) -> tuple[str, str]:
+    """(content type, text) of `/metrics`: every simulation alive in any process, or only the
+    simulation `only` (its own API's `/metrics`)."""
     from dashboard.host import get_host, request
 
-    ids = set(get_host().sims) | set(await _alive_ids())
+    ids = {only} if only is not None else set(get_host().sims) | set(await _alive_ids())
     snapshots: dict[str, Obj] = {}
     for sim_id in sorted(ids):
         try:

@@ -36,6 +36,8 @@ async def test_a_read_only_viewer_gets_an_error_for_every_kubernetes_verb(runnin
         "k8s_unwatch",
         "k8s_renew",
         "k8s_metrics",
+        "k8s_log",
+        "k8s_health",
     }
     for n, op in enumerate(sorted(k8s_ops.READS)):
         assert await command(comm, {"op": op, **arguments}, msg_id=n) == {"ok": False, "error": READ_ONLY}, op
