@@ -335,6 +335,9 @@ def test_a_thousand_pods_stay_readable(page: Page, live_server_url: str, errors)
 def test_a_frame_replaces_only_the_parts_of_a_panel_that_changed(page: Page, live_server_url: str, errors):
     sim = start(page, live_server_url)
     run_to(page, 20)
+    # The world of t=20 on every card (a loaded server may send the status frame first).
+    for k, n in (("ReplicaSet/api/available", "3"), ("ReplicationController/legacy/ready", "2")):
+        expect(page.locator(f'#owners [data-k="{k}"]')).to_have_text(n)
     settled(page, "#owners")
     # Mark every owner card with a property (an attribute would itself make it differ) and
     # remember its HTML; then change one ReplicaSet.
