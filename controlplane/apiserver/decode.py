@@ -441,6 +441,20 @@ SCALE = _kind(
     },
 )
 BINDING = _kind("Binding", {"target": OBJECT_REFERENCE})
+DELETE_OPTIONS = _struct(
+    "DeleteOptions",
+    {
+        "apiVersion": STRING,
+        "kind": STRING,
+        "gracePeriodSeconds": INT64,
+        "preconditions": _struct("Preconditions", {"uid": STRING, "resourceVersion": STRING}),
+        "orphanDependents": BOOL,
+        "propagationPolicy": STRING,
+        "dryRun": STRINGS,
+        "ignoreStoreReadErrorWithClusterBreakingPotential": BOOL,
+    },
+)
+EVICTION = _kind("Eviction", {"deleteOptions": DELETE_OPTIONS})  # policy/v1
 
 
 # -- checking ------------------------------------------------------------------------------
@@ -988,6 +1002,8 @@ def type_of(info: ResourceInfo, subresource: str | None = None) -> GoType:
         return SCALE
     if subresource == "binding":
         return BINDING
+    if subresource == "eviction":
+        return EVICTION
     return KINDS[info.plural]
 
 

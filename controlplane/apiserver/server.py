@@ -182,7 +182,6 @@ class _History:
         return events
 
 
-
 def selection_predicate(resource: str, options: dict[str, Any]) -> Callable[[Obj], bool] | None:
     """The test a list or watch of `resource` applies for its `labelSelector` and
     `fieldSelector` options (None: everything matches); BadRequest for a malformed selector."""
@@ -202,6 +201,7 @@ def selection_predicate(resource: str, options: dict[str, Any]) -> Callable[[Obj
     if field_predicate is None:
         return lambda obj: matches(obj["metadata"].get("labels"))
     return lambda obj: matches(obj["metadata"].get("labels")) and field_predicate(obj)
+
 
 class APIServer:
     """The store, the request handler and the watch hub. See the module docstring."""
@@ -558,6 +558,8 @@ class APIServer:
         info = lookup(req.resource)
         if req.subresource == "binding" and info.plural == "pods":
             return self._bind(req), 201
+        if req.subresource == "eviction" and info.plural == "pods":
+            return self._evict(req), 201
         if req.subresource is not None:
             self._check_subresource(info, req.subresource, "create")
             raise errors.method_not_allowed(info.subresource_group_resource(req.subresource), "create")
@@ -978,6 +980,44 @@ class APIServer:
         return self._scale_of(info, self._update_existing(info, existing, new, False, dry_run))
 
     # -- pods/binding ---------------------------------------------------------------------
+    def _evict(self, req: Request) -> Obj:
+        """pods/eviction (pkg/registry/core/pod/storage/eviction.go): with no
+        PodDisruptionBudget served, every eviction is allowed and is the pod's graceful deletion
+        with the Eviction's DeleteOptions; the answer is a Success Status (201, as upstream's
+        create handler fills the code in)."""
+        info = RESOURCES["pods"]
+        eviction = req.body if isinstance(req.body, dict) else {}
+        decode.check_body(info, eviction, "eviction")
+        kind, api_version = eviction.get("kind"), eviction.get("apiVersion")
+        if kind and kind != "Eviction":
+            raise errors.bad_request(
+                f"the kind of the object ({kind}) does not match the kind served at this endpoint (Eviction)"
+            )
+        if api_version and api_version not in ("policy/v1", "policy/v1beta1"):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version (policy/v1)"
+            )
+        meta = eviction.get("metadata") or {}
+        namespace = self._namespace(info, req.namespace, named=True, body=eviction)
+        name = _required_name(req)
+        if meta.get("name") and meta["name"] != name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        if meta.get("namespace") and meta["namespace"] != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        delete_options = eviction.get("deleteOptions") or {}
+        options: dict[str, Any] = {
+            key: delete_options[key]
+            for key in ("gracePeriodSeconds", "preconditions", "propagationPolicy")
+            if delete_options.get(key) is not None
+        }
+        if "All" in (delete_options.get("dryRun") or ()) or _dry_run(req.options):
+            options["dryRun"] = "All"
+        existing = self._existing(info, namespace, name)
+        self._delete_object(info, existing, options)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
     def _bind(self, req: Request) -> Obj:
         info = RESOURCES["pods"]
         binding = req.body if isinstance(req.body, dict) else {}
@@ -1323,7 +1363,7 @@ class APIServer:
             return
         if subresource not in info.subresources:
             raise ApiError(404, errors.REASON_NOT_FOUND, "the server could not find the requested resource")
-        allowed = ("create",) if subresource == "binding" else ("get", "update", "patch")
+        allowed = ("create",) if subresource in ("binding", "eviction") else ("get", "update", "patch")
         if verb not in allowed:
             raise errors.method_not_allowed(info.subresource_group_resource(subresource), verb)
 

@@ -39,7 +39,7 @@ from controlplane.apiserver.resources import RESOURCES, ResourceInfo
 from controlplane.simulation import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES, nested_deeper_than
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
-from dashboard.k8s import discovery
+from dashboard.k8s import discovery, protobuf
 
 Obj = dict[str, Any]
 Scope = dict[str, Any]
@@ -57,6 +57,11 @@ PATCH_CONTENT_TYPES = {
     "application/apply-patch+yaml": "apply",
     "application/apply-patch+cbor": None,
 }
+# What a POST or PUT body (and a DELETE's DeleteOptions) may be; no Content-Type means JSON, as
+# the official Python client sends it.
+BODY_CONTENT_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
+# The kinds a protobuf body may carry, by (resource, subresource) of a POST or PUT.
+PROTOBUF_KINDS = {("namespaces", None): ("Namespace",), ("pods", "eviction"): ("Eviction",)}
 
 
 class Failure(Exception):
@@ -249,9 +254,11 @@ class Call:
         if method == "POST":
             if name is not None and subresource is None:
                 raise Failure(405, "MethodNotAllowed", f'create is not supported on resources of kind "{plural}"')
-            await self.write(info, "create", namespace, name, subresource, await self.body())
+            body = await self.body(protobuf_kinds=PROTOBUF_KINDS.get((plural, subresource), ()))
+            await self.write(info, "create", namespace, name, subresource, body)
         elif method == "PUT":
-            await self.write(info, "update", namespace, _named(name, info), subresource, await self.body())
+            body = await self.body(protobuf_kinds=PROTOBUF_KINDS.get((plural, subresource), ()))
+            await self.write(info, "update", namespace, _named(name, info), subresource, body)
         elif method == "PATCH":
             content_type = self.headers.get("content-type", "").split(";")[0].strip()
             patch_type = PATCH_CONTENT_TYPES.get(content_type)
@@ -270,7 +277,9 @@ class Call:
                     405, "MethodNotAllowed", f'delete is not supported on resources of kind "{plural}/{subresource}"'
                 )
             raw = await self.read_body()
-            delete_options: Any = _decode(raw, yaml_ok=False) if raw.strip() else {}
+            delete_options: Any = {}
+            if raw.strip():
+                delete_options = self.decode_body(raw, protobuf_kinds=("DeleteOptions",), yaml_ok=False)
             if not isinstance(delete_options, dict):
                 raise Failure(400, "BadRequest", "the body of the request must be a DeleteOptions object")
             await self.write(
@@ -548,14 +557,55 @@ class Call:
                 break
         return b"".join(chunks)
 
-    async def body(self, *, yaml_ok: bool = False) -> Any:
+    async def body(self, *, yaml_ok: bool = False, protobuf_kinds: tuple[str, ...] | None = None) -> Any:
+        """The request's body as JSON data. `protobuf_kinds`: a POST/PUT body, which may be JSON,
+        YAML or protobuf (of these kinds), any other Content-Type is 415; None: a patch (its
+        Content-Type is the patch type, checked by the caller)."""
         raw = await self.read_body()
-        if len(raw) > MAX_REQUEST_BYTES:  # kube-apiserver reads at most 3 MiB of a body
-            raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
         if not raw.strip():
             raise Failure(400, "BadRequest", "the body of the request was empty")
-        content_type = self.headers.get("content-type", "")
-        return _decode(raw, yaml_ok=yaml_ok or "yaml" in content_type)
+        if protobuf_kinds is None:
+            return _decode(self.limited(raw), yaml_ok=yaml_ok or "yaml" in self.headers.get("content-type", ""))
+        return self.decode_body(raw, protobuf_kinds=protobuf_kinds, yaml_ok=True)
+
+    def limited(self, raw: bytes) -> bytes:
+        if len(raw) > MAX_REQUEST_BYTES:  # kube-apiserver reads at most 3 MiB of a body
+            raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
+        return raw
+
+    def decode_body(self, raw: bytes, *, protobuf_kinds: tuple[str, ...], yaml_ok: bool) -> Any:
+        """A body negotiated by its Content-Type (upstream's negotiation of the request's
+        serializer): JSON, YAML or Kubernetes protobuf; 415 listing the accepted types otherwise."""
+        raw = self.limited(raw)
+        media_type = self.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type in ("", "application/json", "*/*"):
+            return _decode(raw, yaml_ok=False)
+        if media_type == "application/yaml" and yaml_ok:
+            return _decode(raw, yaml_ok=True)
+        if media_type == protobuf.MEDIA_TYPE:
+            if not protobuf_kinds:
+                raise Failure(
+                    415,
+                    "UnsupportedMediaType",
+                    "ctrlscope decodes protobuf bodies of Namespace, DeleteOptions and Eviction only; "
+                    "send this one as application/json",
+                )
+            try:
+                return protobuf.decode(raw, protobuf_kinds)[2]
+            except protobuf.ProtobufError as exc:
+                raise Failure(400, "BadRequest", f"the body of the request could not be decoded: {exc}") from None
+            except protobuf.UnsupportedKind as exc:
+                raise Failure(
+                    415,
+                    "UnsupportedMediaType",
+                    f"ctrlscope does not decode {exc} from protobuf; send it as application/json",
+                ) from None
+        accepted = ", ".join(t for t in BODY_CONTENT_TYPES if yaml_ok or t != "application/yaml")
+        raise Failure(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: {accepted}",
+        )
 
 
 def _headless(send: Any) -> Any:
