@@ -50,6 +50,7 @@ ROOT_PREFIXES = ("/api", "/apis", "/openapi/")
 RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LEASE is 90)
 BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
 MAX_CLIENT = 512
+MAX_WARNINGS = 20  # Warning headers on one answer (decode.MAX_CAUSES unknown fields at most)
 PATCH_CONTENT_TYPES = {
     "application/merge-patch+json": "merge",
     "application/strategic-merge-patch+json": "strategic",
@@ -355,7 +356,10 @@ class Call:
         if response is None:
             raise Failure(400, "BadRequest", str(result.get("error") or "the request was refused"))
         code, answer = response
-        await self.reply(answer, int(code))
+        # KEP-2885: fieldValidation=Warn's unknown fields come back as `Warning: 299 - "…"`
+        # headers, which kubectl prints as `Warning: unknown field "spec.replcas"`.
+        warnings = [(b"warning", f"299 - {json.dumps(str(text))}".encode()) for text in result.get("warnings") or ()]
+        await respond(self.send, int(code), answer, headers=tuple(warnings[:MAX_WARNINGS]))
 
     def write_options(self, verb: str, delete_options: Obj) -> tuple[Obj, bool]:
         q = self.query
@@ -368,6 +372,8 @@ class Call:
                 options["fieldManager"] = q["fieldManager"][:128]
             if q.get("force"):
                 options["force"] = q["force"].lower() == "true"
+            if q.get("fieldValidation"):
+                options["fieldValidation"] = q["fieldValidation"][:64]
         if verb in ("delete", "deletecollection"):
             policy = q.get("propagationPolicy") or delete_options.get("propagationPolicy")
             if policy:
@@ -685,7 +691,13 @@ def _authorized(headers: dict[str, str]) -> bool:
     return scheme.lower() == "bearer" and token_matches(token.strip())
 
 
-async def respond(send: Any, code: int, body: Any, content_type: str = "application/json") -> None:
+async def respond(
+    send: Any,
+    code: int,
+    body: Any,
+    content_type: str = "application/json",
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
     data = (body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))).encode()
     await send(
         {
@@ -694,6 +706,7 @@ async def respond(send: Any, code: int, body: Any, content_type: str = "applicat
             "headers": [
                 (b"content-type", content_type.encode()),
                 (b"content-length", str(len(data)).encode()),
+                *headers,
             ],
         }
     )

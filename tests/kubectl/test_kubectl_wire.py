@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from tests.kubectl.test_kubectl import lines, ready
+import json
+
+from tests.kubectl.test_kubectl import lines, ready, write
 
 
 def test_create_namespace_sends_protobuf_and_works(kubectl):
@@ -35,3 +37,41 @@ def test_drain_cordons_evicts_and_the_controllers_replace_the_pods_elsewhere(kub
 
     kubectl.until(replaced, "get", "pods", "-o", "wide")
     assert kubectl("uncordon", "node-1").strip() == "node/node-1 uncordoned"
+
+
+TYPO = """\
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: typo}
+spec:
+  replcas: 8
+  selector: {matchLabels: {app: typo}}
+  template:
+    metadata: {labels: {app: typo}}
+    spec: {containers: [{name: c, image: nginx, imagePullPolicy: Always}]}
+"""
+
+
+def test_apply_with_a_typo_is_refused_under_strict_as_on_a_cluster(kubectl):
+    path = write(kubectl, "typo.yaml", TYPO)
+    for verb in ("apply", "create"):
+        refused = kubectl.run(verb, "-f", path, check=False)
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == (
+            'Error from server (BadRequest): error when creating "' + path + '": ReplicaSet in version "v1" '
+            'cannot be handled as a ReplicaSet: strict decoding error: unknown field "spec.replcas"'
+        )
+    assert kubectl.run("get", "rs", "typo", check=False).returncode == 1  # nothing stored
+
+
+def test_validate_warn_stores_without_the_field_and_validate_false_drops_it_silently(kubectl):
+    path = write(kubectl, "typo.yaml", TYPO)
+    warned = kubectl.run("apply", "-f", path, "--validate=warn")
+    assert warned.stdout.strip() == "replicaset.apps/typo created"
+    assert warned.stderr.strip() == 'Warning: unknown field "spec.replcas"'
+    stored = json.loads(kubectl("get", "rs", "typo", "-o", "json"))
+    assert "replcas" not in stored["spec"] and stored["spec"]["replicas"] == 1
+    kubectl("delete", "rs", "typo")
+    quiet = kubectl.run("apply", "-f", path, "--validate=false")
+    assert quiet.stdout.strip() == "replicaset.apps/typo created" and quiet.stderr == ""
+    assert "replcas" not in json.loads(kubectl("get", "rs", "typo", "-o", "json"))["spec"]
