@@ -146,3 +146,33 @@ def test_an_apply_action_with_an_unknown_field_is_refused_and_the_run_goes_on():
     assert result["ok"] is False and 'unknown field "spec.replcas"' in result["error"]
     assert sim.server.peek("replicasets", "default", "web") is before
     sim.run_until(10)
+
+
+def test_enumerated_and_ranged_container_fields_are_422_field_causes_as_upstream():
+    _kernel, server = make_server()
+    rs = rs_manifest("web")
+    container = rs["spec"]["template"]["spec"]["containers"][0]
+    container["imagePullPolicy"] = "Sometimes"
+    container["ports"] = [
+        {"containerPort": 70000, "protocol": "ICMP"},
+        {"containerPort": 80, "hostPort": -1},
+        {"name": "metrics"},
+    ]
+    with pytest.raises(ApiError) as err:
+        create(server, rs, "Strict")
+    assert err.value.code == 422
+    path = "spec.template.spec.containers[0]"
+    assert [(c["field"], c["message"]) for c in err.value.details["causes"]] == [
+        (
+            f"{path}.imagePullPolicy",
+            'Unsupported value: "Sometimes": supported values: "Always", "IfNotPresent", "Never"',
+        ),
+        (f"{path}.ports[0].containerPort", "Invalid value: 70000: must be between 1 and 65535, inclusive"),
+        (f"{path}.ports[0].protocol", 'Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"'),
+        (f"{path}.ports[1].hostPort", "Invalid value: -1: must be between 1 and 65535, inclusive"),
+        (f"{path}.ports[2].containerPort", "Required value"),
+    ]
+    assert server.peek("replicasets", "default", "web") is None
+    container["imagePullPolicy"] = "IfNotPresent"
+    container["ports"] = [{"containerPort": 8080, "protocol": "UDP", "hostPort": 8080}]
+    create(server, rs, "Strict")  # valid values pass
