@@ -468,7 +468,7 @@ def check_verb(verb: str, body: Any, path: str) -> None:
 
 
 REQUEST_VERBS = ("create", "update", "patch", "delete", "deletecollection")
-REQUEST_SUBRESOURCES = ("status", "scale", "binding")
+REQUEST_SUBRESOURCES = ("status", "scale", "binding", "eviction")
 REQUEST_PATCH_TYPES = ("merge", "strategic", "json", "apply")
 # option: (type checker name, choices)
 REQUEST_OPTIONS: dict[str, str] = {

@@ -200,6 +200,7 @@ class Simulation:
         self.started = False
         # The HTTP answer to the last `request` action: (code, object / List / Status).
         self.last_response: tuple[int, Obj] | None = None
+        self.last_warnings: list[str] = []  # the Warning headers of the last `request` action's answer
         self._timeline_pending: set[int] = set()  # indexes of the file's actions not yet applied
         self._timeline_logged: set[int] = set()  # indexes in `actions` of the file's own actions
 
@@ -418,6 +419,8 @@ class Simulation:
             return self._done(action, {"ok": False, "error": f"internal error: {text}"}, source)
         logged = self._done(action, {"ok": "error" not in result, **result}, source)
         if verb == "request":
+            if self.last_warnings:
+                return {**logged, "response": self.last_response, "warnings": self.last_warnings}
             return {**logged, "response": self.last_response}
         return logged
 
@@ -566,7 +569,7 @@ class Simulation:
         except ApiError:
             # Not JSON (too deep, too big, NaN ...): not safe to deep-copy. Sent as it is, for
             # the API server to refuse and log like any bad request.
-            return dict(self.server.create(resource, namespace, manifest, client="user"))
+            return dict(self.server.create(resource, namespace, manifest, client="user", field_validation="Strict"))
         name = meta.get("name")
         if name and isinstance(name, str) and (namespace is not None or resource in CLUSTER_SCOPED):
             try:
@@ -579,11 +582,13 @@ class Simulation:
                 body["metadata"] = {**body["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}
                 if namespace:
                     body["metadata"]["namespace"] = namespace
-                return dict(self.server.update(resource, namespace, name, body, client="user"))
+                return dict(
+                    self.server.update(resource, namespace, name, body, client="user", field_validation="Strict")
+                )
         body = copy.deepcopy(manifest)
         if namespace:
             body["metadata"] = {**body["metadata"], "namespace": namespace}
-        return dict(self.server.create(resource, namespace, body, client="user"))
+        return dict(self.server.create(resource, namespace, body, client="user", field_validation="Strict"))
 
     def _with_owner_uids(self, manifest: Obj, namespace: Any) -> Obj:
         """Owner references without a `uid` get the uid (and apiVersion) of the live object
@@ -641,9 +646,11 @@ class Simulation:
         API): replayed through the API server's `handle`, with the client's user agent."""
         req = request_of(body)
         self.last_response = None
+        self.last_warnings = []
         answer = self.server.handle(req)
         code = int(self.server.requests[-1]["code"])
         self.last_response = (code, answer)
+        self.last_warnings = req.warnings
         result: Obj = {"code": code}
         if isinstance(answer, dict) and isinstance(answer.get("metadata"), dict) and answer["metadata"].get("name"):
             result["object"] = f"{answer.get('kind')}/{answer['metadata']['name']}"

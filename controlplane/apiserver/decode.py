@@ -14,8 +14,13 @@ Guarantees
   into Go struct field ReplicaSetSpec.spec.replicas of type int32`, with one cause per field
   (`reason: FieldValueTypeInvalid`, `field: spec.replicas` with list indexes) — upstream's
   decode errors carry no causes; ctrlscope adds them so a UI can point at every bad field.
-* Every value, typed or not (fields the simulator does not model are kept as sent, like an
-  object with `x-kubernetes-preserve-unknown-fields`), is JSON: string keys, finite numbers,
+* Unknown fields (strict decoding, sigs.k8s.io/json): a key that is not a field of its Go struct
+  is not a cause; `check_body` / `check_patched` return their paths in document order
+  (`spec.replcas`, `spec.template.spec.containers[0].imagePullPolcy`) for the API server to
+  refuse, warn about or drop (`fieldValidation`), and `prune` returns the body without them, so
+  an unknown field is never stored. Inside a struct the simulator does not model
+  (`map[string]interface {}`: probes, affinity, …) every key is kept as sent.
+* Every value, typed or not, is JSON: string keys, finite numbers,
   integers within 64 bits, nesting of at most `MAX_OBJECT_DEPTH`, and about
   `MAX_REQUEST_BYTES` of JSON at most (413 RequestEntityTooLarge beyond, as kube-apiserver's
   body limit). The walk is iterative and stops at the first limit, so a body that is deep,
@@ -441,6 +446,20 @@ SCALE = _kind(
     },
 )
 BINDING = _kind("Binding", {"target": OBJECT_REFERENCE})
+DELETE_OPTIONS = _struct(
+    "DeleteOptions",
+    {
+        "apiVersion": STRING,
+        "kind": STRING,
+        "gracePeriodSeconds": INT64,
+        "preconditions": _struct("Preconditions", {"uid": STRING, "resourceVersion": STRING}),
+        "orphanDependents": BOOL,
+        "propagationPolicy": STRING,
+        "dryRun": STRINGS,
+        "ignoreStoreReadErrorWithClusterBreakingPotential": BOOL,
+    },
+)
+EVICTION = _kind("Eviction", {"deleteOptions": DELETE_OPTIONS})  # policy/v1
 
 
 # -- checking ------------------------------------------------------------------------------
@@ -520,7 +539,10 @@ class _Problem(Exception):
         self.error = error
 
 
-_MEMO_END = GoType(-1, "")  # a frame popped once a memoised value's whole subtree is checked
+_MEMO_END = GoType(-1, "")
+# A value under a key its struct does not have: its path is noted, then it is checked as JSON.
+_UNKNOWN_CODE = -3
+_UNKNOWN = GoType(_UNKNOWN_CODE, "")  # a frame popped once a memoised value's whole subtree is checked
 # A null map value or list element of a typed map or list. Go would store the zero value ("",
 # an empty struct); ctrlscope refuses it instead (400), so no code meets a None there.
 _NOT_NULL_CODE = -2
@@ -554,10 +576,11 @@ def _paths(trail: Trail) -> tuple[str, str, str]:
 class _Walk:
     """One body's check: an explicit stack (no recursion), causes in document order."""
 
-    __slots__ = ("causes", "size")
+    __slots__ = ("causes", "size", "unknown")
 
     def __init__(self) -> None:
         self.causes: list[Obj] = []
+        self.unknown: list[str] = []  # paths of unknown fields, in document order
         self.size = 0  # JSON bytes, roughly
 
     def mismatch(self, trail: Trail, value: Any, type_name: str) -> None:
@@ -594,6 +617,10 @@ class _Walk:
             while stack:
                 value, go_type, trail, depth, old = pop()
                 code = go_type.code
+                if code == _UNKNOWN_CODE:
+                    if len(self.unknown) < MAX_CAUSES:
+                        self.unknown.append(_paths(trail)[1])
+                    go_type, code = ANY, ANY.code
                 if depth > MAX_OBJECT_DEPTH or size > MAX_REQUEST_BYTES:
                     self.limit(trail, depth)
                 if value is None:
@@ -611,7 +638,7 @@ class _Walk:
                         if known is not None:
                             size += known
                             continue
-                        push(((value, len(self.causes), size), _MEMO_END, trail, depth, None))
+                        push(((value, len(self.causes) + len(self.unknown), size), _MEMO_END, trail, depth, None))
                     fields = go_type.fields
                     name = go_type.name
                     old_fields = old if type(old) is dict else None
@@ -622,7 +649,10 @@ class _Walk:
                             push((_BadKey(key), ANY, trail, depth, None))
                             continue
                         size += len(key) + 4
-                        field_type = fields.get(key, ANY)  # unknown fields are kept, as JSON
+                        field_type = fields.get(key, _UNKNOWN)
+                        if field_type is _UNKNOWN:
+                            push((item, _UNKNOWN, (trail, key, name), depth + 1, None))
+                            continue
                         item_kind = type(item)
                         field_code = field_type.code
                         # Inline: the well-typed scalars that make up most of an object.
@@ -725,7 +755,7 @@ class _Walk:
                     self._quantity(value, trail)
                 elif code < 0:  # _MEMO_END: `value` is (the value, causes before, size before)
                     memoised, causes_before, size_before = value
-                    if len(self.causes) == causes_before:
+                    if len(self.causes) + len(self.unknown) == causes_before:
                         _memo.remember(memoised, size - size_before)
                 else:  # _ANY (or _OBJECT given a scalar): a scalar
                     if code == _OBJECT:
@@ -851,7 +881,9 @@ def _accept(value: Any, go_type: GoType, old: Any) -> int:
             if type(key) is not str:
                 return -1
             size += len(key) + 4
-            field_type = fields.get(key, ANY)
+            field_type = fields.get(key)
+            if field_type is None:
+                return -1  # an unknown field: the walk notes it
             item_kind = type(item)
             field_code = field_type.code
             if field_code == _STRING and item_kind is str:
@@ -988,21 +1020,25 @@ def type_of(info: ResourceInfo, subresource: str | None = None) -> GoType:
         return SCALE
     if subresource == "binding":
         return BINDING
+    if subresource == "eviction":
+        return EVICTION
     return KINDS[info.plural]
 
 
-def check_body(info: ResourceInfo, body: Any, subresource: str | None = None, stored: Obj | None = None) -> None:
+def check_body(info: ResourceInfo, body: Any, subresource: str | None = None, stored: Obj | None = None) -> list[str]:
     """400 unless `body` decodes into the Go type (413 if too large); see the module docstring.
-    `stored`: the object an update replaces (its parts the body shares are not checked again)."""
+    `stored`: the object an update replaces (its parts the body shares are not checked again).
+    Returns the paths of the body's unknown fields (empty for most bodies)."""
     go_type = type_of(info, subresource)
     if _accepted(body, go_type, stored):
-        return
+        return []
     walk = _walk(body, go_type, stored)
     if walk.causes:
         kind = go_type.name
         version = info.version if subresource is None else "v1"
         first = walk.causes[0]["message"]
         raise _bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {first}', walk.causes)
+    return walk.unknown
 
 
 def check_json(value: Any, what: str = "body") -> None:
@@ -1023,10 +1059,40 @@ def check_patch_body(body: Any) -> None:
     check_json(body, "patch")
 
 
-def check_patched(info: ResourceInfo, obj: Any, subresource: str | None = None, stored: Obj | None = None) -> None:
+def check_patched(info: ResourceInfo, obj: Any, subresource: str | None = None, stored: Obj | None = None) -> list[str]:
     """The patched object must decode too: upstream's patch handler answers 422 with one cause
-    on the field `patch`, the patched JSON as its value (kind and name left empty, as upstream)."""
+    on the field `patch`, the patched JSON as its value (kind and name left empty, as upstream).
+    Returns the paths of its unknown fields (a stored object has none: they came with the patch)."""
     walk = _walk(obj, type_of(info, subresource), stored)
     if walk.causes:
         text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
         raise invalid("", "", [invalid_cause("patch", text, walk.causes[0]["message"])])
+    return walk.unknown
+
+
+def prune(value: Any, go_type: GoType) -> Any:
+    """`value` without the fields its Go types do not have (what a typed decode keeps); parts
+    with nothing to drop are the very same objects. Call it on a checked body: the recursion
+    follows the Go types, a dozen levels at most."""
+    code = go_type.code
+    kind = type(value)
+    if code == _STRUCT and kind is dict:
+        fields = go_type.fields
+        out: Obj = {}
+        changed = False
+        for key, item in value.items():
+            field_type = fields.get(key)
+            if field_type is None:
+                changed = True
+                continue
+            kept = prune(item, field_type)
+            changed = changed or kept is not item
+            out[key] = kept
+        return out if changed else value
+    if code == _LIST and kind is list and go_type.item is not None:
+        items = [prune(item, go_type.item) for item in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    if code == _MAP and kind is dict and go_type.item is not None:
+        entries = {key: prune(item, go_type.item) for key, item in value.items()}
+        return entries if any(entries[key] is not item for key, item in value.items()) else value
+    return value

@@ -65,7 +65,7 @@ VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update
 RESOURCES: dict[str, ResourceInfo] = {
     info.plural: info
     for info in (
-        ResourceInfo("pods", "pod", "Pod", "", "v1", True, ("po",), ("all",), ("status", "binding")),
+        ResourceInfo("pods", "pod", "Pod", "", "v1", True, ("po",), ("all",), ("status", "binding", "eviction")),
         ResourceInfo(
             "replicationcontrollers",
             "replicationcontroller",

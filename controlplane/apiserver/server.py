@@ -26,6 +26,11 @@ Guarantees
   finalizers; Background deletes at once and leaves dependents to the garbage collector; v1
   ReplicationControllers orphan by default), delete preconditions, validation (422 with causes),
   namespace lifecycle (404 in a missing namespace, 403 in a terminating one).
+* Field validation (`fieldValidation` of a create, update or patch; KEP-2885): a body's fields
+  that its kind's Go type (decode.py) does not have are refused under `Strict` (400 `strict
+  decoding error: unknown field "spec.replcas"`), reported in `Request.warnings` under `Warn`
+  (the default, as upstream's) and dropped silently under `Ignore`. Whatever the directive, an
+  unknown field is never stored: the body is pruned before anything reads it.
 * Lists are in key order (`namespace/name`, as etcd keys sort), carry the current revision as
   `metadata.resourceVersion`, and never scan other namespaces when one is given.
 * Stored objects are shared with every reader (lists, watches, clients): nobody may mutate
@@ -131,6 +136,8 @@ class Request:
     # Trace seqs of its api.request and api.response records (None while nobody traces).
     request_seq: int | None = None
     answer_seq: int | None = None
+    # Filled by the server: the `Warning` headers of the answer (`unknown field "spec.replcas"`).
+    warnings: builtins.list[str] = field(default_factory=builtins.list)
 
 
 def query_options(**params: Any) -> dict[str, Any]:
@@ -148,7 +155,10 @@ _OPTION_NAMES = {
     "grace_period_seconds": "gracePeriodSeconds",
     "preconditions": "preconditions",
     "latency": "latency",
+    "field_validation": "fieldValidation",
 }
+FIELD_VALIDATION = ("Ignore", "Strict", "Warn")  # metav1.FieldValidation*
+_OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 
 
 class _History:
@@ -185,7 +195,6 @@ class _History:
         return events
 
 
-
 def selection_predicate(resource: str, options: dict[str, Any]) -> Callable[[Obj], bool] | None:
     """The test a list or watch of `resource` applies for its `labelSelector` and
     `fieldSelector` options (None: everything matches); BadRequest for a malformed selector."""
@@ -205,6 +214,7 @@ def selection_predicate(resource: str, options: dict[str, Any]) -> Callable[[Obj
     if field_predicate is None:
         return lambda obj: matches(obj["metadata"].get("labels"))
     return lambda obj: matches(obj["metadata"].get("labels")) and field_predicate(obj)
+
 
 class APIServer:
     """The store, the request handler and the watch hub. See the module docstring."""
@@ -334,13 +344,21 @@ class APIServer:
 
     # -- convenience methods ----------------------------------------------------------------
     def create(
-        self, resource: str, namespace: str | None, body: Obj, *, subresource: str | None = None, client: str = "user"
+        self,
+        resource: str,
+        namespace: str | None,
+        body: Obj,
+        *,
+        subresource: str | None = None,
+        client: str = "user",
+        field_validation: str | None = None,
     ) -> Any:
         name = None
         if isinstance(body, dict) and isinstance(body.get("metadata"), dict):
             found = body["metadata"].get("name")
             name = found if isinstance(found, str) and found else None  # a bad name: the body's to refuse
-        return self.handle(Request(client, "create", resource, subresource, namespace, name, body))
+        options = query_options(field_validation=field_validation)
+        return self.handle(Request(client, "create", resource, subresource, namespace, name, body, options))
 
     def get(
         self, resource: str, namespace: str | None, name: str, *, subresource: str | None = None, client: str = "user"
@@ -369,8 +387,10 @@ class APIServer:
         *,
         subresource: str | None = None,
         client: str = "user",
+        field_validation: str | None = None,
     ) -> Any:
-        return self.handle(Request(client, "update", resource, subresource, namespace, name, body))
+        options = query_options(field_validation=field_validation)
+        return self.handle(Request(client, "update", resource, subresource, namespace, name, body, options))
 
     def patch(
         self,
@@ -581,13 +601,18 @@ class APIServer:
         info = lookup(req.resource)
         if req.subresource == "binding" and info.plural == "pods":
             return self._bind(req), 201
+        if req.subresource == "eviction" and info.plural == "pods":
+            return self._evict(req), 201
         if req.subresource is not None:
             self._check_subresource(info, req.subresource, "create")
             raise errors.method_not_allowed(info.subresource_group_resource(req.subresource), "create")
         body = req.body
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
-        decode.check_body(info, body)
+        directive = _field_validation(req)
+        unknown = decode.check_body(info, body)
+        if unknown:
+            body = self._unknown_fields(req, directive, info, body, unknown, decode.type_of(info))
         namespace = self._namespace(info, req.namespace, body=body)
         return self._create_object(info, namespace, body, dry_run=_dry_run(req.options)), 201
 
@@ -600,7 +625,11 @@ class APIServer:
         body = req.body
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
-        decode.check_body(info, body, req.subresource if req.subresource == "scale" else None, existing)
+        directive = _field_validation(req)
+        body_type = req.subresource if req.subresource == "scale" else None
+        unknown = decode.check_body(info, body, body_type, existing)
+        if unknown:
+            body = self._unknown_fields(req, directive, info, body, unknown, decode.type_of(info, body_type))
         dry_run = _dry_run(req.options)
         if req.subresource == "scale":
             return self._update_scale(info, existing, body, dry_run), 200
@@ -633,6 +662,7 @@ class APIServer:
         if patch_type is None:
             raise errors.unsupported_media_type()
         decode.check_patch_body(req.body)
+        directive = _field_validation(req)
         dry_run = _dry_run(req.options)
         existing = self._store[info.plural].get(namespace, {}).get(name)
         if existing is None:
@@ -645,7 +675,9 @@ class APIServer:
                         f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
                     )
                 meta["name"] = name
-                decode.check_body(info, {**body, "metadata": meta})
+                unknown = decode.check_body(info, {**body, "metadata": meta})
+                if unknown:
+                    body = self._unknown_fields(req, directive, info, body, unknown, decode.type_of(info))
                 manager = _field_manager(req.options)
                 applied = server_side_apply.apply(None, body, manager, info.api_version, self._timestamp(), force=True)
                 managed = applied["metadata"]["managedFields"]
@@ -656,7 +688,11 @@ class APIServer:
             raise errors.not_found(info.group_resource, name)
         if req.subresource == "scale":
             patched_scale = self._apply_patch(patch_type, self._scale_of(info, existing), req.body)
-            decode.check_patched(info, patched_scale, "scale")
+            unknown = decode.check_patched(info, patched_scale, "scale")
+            if unknown:
+                patched_scale = self._unknown_fields(
+                    req, directive, info, patched_scale, unknown, decode.SCALE, patched=True
+                )
             return self._update_scale(info, existing, patched_scale, dry_run), 200
         if patch_type == "apply" and req.subresource is None:
             if not isinstance(req.body, dict):
@@ -673,7 +709,9 @@ class APIServer:
             patched = self._apply_patch(patch_type, existing, req.body)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patched object is not a JSON object")
-        decode.check_patched(info, patched, None, existing)
+        unknown = decode.check_patched(info, patched, None, existing)
+        if unknown:
+            patched = self._unknown_fields(req, directive, info, patched, unknown, decode.type_of(info), patched=True)
         status = req.subresource == "status"
         new = self._decode(info, patched, namespace, name, status)
         self._check_resource_version(info, existing, new)
@@ -713,6 +751,33 @@ class APIServer:
             },
             200,
         )
+
+    def _unknown_fields(
+        self,
+        req: Request,
+        directive: str,
+        info: ResourceInfo,
+        body: Obj,
+        unknown: builtins.list[str],
+        go_type: decode.GoType,
+        *,
+        patched: bool = False,
+    ) -> Obj:
+        """The body without its unknown fields, after refusing it (Strict) or noting a warning per
+        field (Warn), as upstream's strict decoding and KEP-2885's fieldValidation do."""
+        found = ", ".join(f'unknown field "{path}"' for path in unknown)
+        if directive == "Strict":
+            if patched:  # the patch handler names no type
+                raise errors.bad_request(f"strict decoding error: {found}")
+            kind = go_type.name
+            version = info.version if go_type is decode.type_of(info) else "v1"
+            raise errors.bad_request(
+                f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: {found}'
+            )
+        if directive == "Warn":
+            req.warnings.extend(f'unknown field "{path}"' for path in unknown)
+        pruned: Obj = decode.prune(body, go_type)
+        return pruned
 
     # -- create ---------------------------------------------------------------------------
     def _create_object(
@@ -1001,6 +1066,44 @@ class APIServer:
         return self._scale_of(info, self._update_existing(info, existing, new, False, dry_run))
 
     # -- pods/binding ---------------------------------------------------------------------
+    def _evict(self, req: Request) -> Obj:
+        """pods/eviction (pkg/registry/core/pod/storage/eviction.go): with no
+        PodDisruptionBudget served, every eviction is allowed and is the pod's graceful deletion
+        with the Eviction's DeleteOptions; the answer is a Success Status (201, as upstream's
+        create handler fills the code in)."""
+        info = RESOURCES["pods"]
+        eviction = req.body if isinstance(req.body, dict) else {}
+        decode.check_body(info, eviction, "eviction")
+        kind, api_version = eviction.get("kind"), eviction.get("apiVersion")
+        if kind and kind != "Eviction":
+            raise errors.bad_request(
+                f"the kind of the object ({kind}) does not match the kind served at this endpoint (Eviction)"
+            )
+        if api_version and api_version not in ("policy/v1", "policy/v1beta1"):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version (policy/v1)"
+            )
+        meta = eviction.get("metadata") or {}
+        namespace = self._namespace(info, req.namespace, named=True, body=eviction)
+        name = _required_name(req)
+        if meta.get("name") and meta["name"] != name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        if meta.get("namespace") and meta["namespace"] != namespace:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        delete_options = eviction.get("deleteOptions") or {}
+        options: dict[str, Any] = {
+            key: delete_options[key]
+            for key in ("gracePeriodSeconds", "preconditions", "propagationPolicy")
+            if delete_options.get(key) is not None
+        }
+        if "All" in (delete_options.get("dryRun") or ()) or _dry_run(req.options):
+            options["dryRun"] = "All"
+        existing = self._existing(info, namespace, name)
+        self._delete_object(info, existing, options)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
     def _bind(self, req: Request) -> Obj:
         info = RESOURCES["pods"]
         binding = req.body if isinstance(req.body, dict) else {}
@@ -1348,7 +1451,7 @@ class APIServer:
             return
         if subresource not in info.subresources:
             raise ApiError(404, errors.REASON_NOT_FOUND, "the server could not find the requested resource")
-        allowed = ("create",) if subresource == "binding" else ("get", "update", "patch")
+        allowed = ("create",) if subresource in ("binding", "eviction") else ("get", "update", "patch")
         if verb not in allowed:
             raise errors.method_not_allowed(info.subresource_group_resource(subresource), verb)
 
@@ -1418,6 +1521,18 @@ def _field_manager(options: dict[str, Any]) -> str:
             ],
         )
     return manager
+
+
+def _field_validation(req: Request) -> str:
+    """The request's fieldValidation directive (Warn when absent, as upstream); 422 naming the
+    option when it is none of them (ValidateFieldValidation)."""
+    value = req.options.get("fieldValidation")
+    if value is None or value == "":
+        return "Warn"
+    if value not in FIELD_VALIDATION:
+        kind = f"{_OPTIONS_KIND.get(req.verb, 'CreateOptions')}.meta.k8s.io"
+        raise errors.invalid(kind, "", [v.not_supported("fieldValidation", value, ["", *FIELD_VALIDATION])])
+    return str(value)
 
 
 def _dry_run(options: dict[str, Any]) -> bool:

@@ -381,6 +381,43 @@ def _validate_containers(containers: Any, path: str, seen: set[str], required_li
             seen.add(name)
         if not container.get("image"):
             causes.append(required(f"{idx}.image"))
+        causes.extend(_validate_container_enums(container, idx))
+    return causes
+
+
+# validatePullPolicy, validateContainerPorts, the terminationMessagePolicy switch of
+# validateContainers (pkg/apis/core/validation/validation.go). Defaulting (strategy.py) fills
+# the enums first, so an empty one never reaches here from a create or an update.
+PULL_POLICIES = ["Always", "IfNotPresent", "Never"]
+PORT_PROTOCOLS = ["SCTP", "TCP", "UDP"]
+TERMINATION_MESSAGE_POLICIES = ["FallbackToLogsOnError", "File"]
+PORT_RANGE = "must be between 1 and 65535, inclusive"  # validation.IsValidPortNum
+
+
+def _validate_container_enums(container: Obj, idx: str) -> list[Cause]:
+    causes: list[Cause] = []
+    pull = container.get("imagePullPolicy")
+    if pull and pull not in PULL_POLICIES:
+        causes.append(not_supported(f"{idx}.imagePullPolicy", pull, PULL_POLICIES))
+    message_policy = container.get("terminationMessagePolicy")
+    if message_policy and message_policy not in TERMINATION_MESSAGE_POLICIES:
+        causes.append(not_supported(f"{idx}.terminationMessagePolicy", message_policy, TERMINATION_MESSAGE_POLICIES))
+    ports = container.get("ports") or []
+    for j, port in enumerate(ports if isinstance(ports, list) else ()):
+        if not isinstance(port, dict):
+            continue
+        where = f"{idx}.ports[{j}]"
+        container_port = port.get("containerPort") or 0
+        if not container_port:
+            causes.append(required(f"{where}.containerPort"))
+        elif not 1 <= container_port <= 65535:
+            causes.append(invalid(f"{where}.containerPort", container_port, PORT_RANGE))
+        host_port = port.get("hostPort") or 0
+        if host_port and not 1 <= host_port <= 65535:
+            causes.append(invalid(f"{where}.hostPort", host_port, PORT_RANGE))
+        protocol = port.get("protocol")
+        if protocol and protocol not in PORT_PROTOCOLS:
+            causes.append(not_supported(f"{where}.protocol", protocol, PORT_PROTOCOLS))
     return causes
 
 

@@ -39,7 +39,7 @@ from controlplane.apiserver.resources import RESOURCES, ResourceInfo
 from controlplane.simulation import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES, nested_deeper_than
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
-from dashboard.k8s import discovery, endpoints
+from dashboard.k8s import discovery, endpoints, protobuf
 
 Obj = dict[str, Any]
 Scope = dict[str, Any]
@@ -50,6 +50,7 @@ ROOT_PREFIXES = ("/api", "/apis", "/openapi/")
 RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LEASE is 90)
 BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
 MAX_CLIENT = 512
+MAX_WARNINGS = 20  # Warning headers on one answer (decode.MAX_CAUSES unknown fields at most)
 PATCH_CONTENT_TYPES = {
     "application/merge-patch+json": "merge",
     "application/strategic-merge-patch+json": "strategic",
@@ -57,6 +58,11 @@ PATCH_CONTENT_TYPES = {
     "application/apply-patch+yaml": "apply",
     "application/apply-patch+cbor": None,
 }
+# What a POST or PUT body (and a DELETE's DeleteOptions) may be; no Content-Type means JSON, as
+# the official Python client sends it.
+BODY_CONTENT_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
+# The kinds a protobuf body may carry, by (resource, subresource) of a POST or PUT.
+PROTOBUF_KINDS = {("namespaces", None): ("Namespace",), ("pods", "eviction"): ("Eviction",)}
 
 
 class Failure(Exception):
@@ -271,9 +277,11 @@ class Call:
         if method == "POST":
             if name is not None and subresource is None:
                 raise Failure(405, "MethodNotAllowed", f'create is not supported on resources of kind "{plural}"')
-            await self.write(info, "create", namespace, name, subresource, await self.body())
+            body = await self.body(protobuf_kinds=PROTOBUF_KINDS.get((plural, subresource), ()))
+            await self.write(info, "create", namespace, name, subresource, body)
         elif method == "PUT":
-            await self.write(info, "update", namespace, _named(name, info), subresource, await self.body())
+            body = await self.body(protobuf_kinds=PROTOBUF_KINDS.get((plural, subresource), ()))
+            await self.write(info, "update", namespace, _named(name, info), subresource, body)
         elif method == "PATCH":
             content_type = self.headers.get("content-type", "").split(";")[0].strip()
             patch_type = PATCH_CONTENT_TYPES.get(content_type)
@@ -292,7 +300,9 @@ class Call:
                     405, "MethodNotAllowed", f'delete is not supported on resources of kind "{plural}/{subresource}"'
                 )
             raw = await self.read_body()
-            delete_options: Any = _decode(raw, yaml_ok=False) if raw.strip() else {}
+            delete_options: Any = {}
+            if raw.strip():
+                delete_options = self.decode_body(raw, protobuf_kinds=("DeleteOptions",), yaml_ok=False)
             if not isinstance(delete_options, dict):
                 raise Failure(400, "BadRequest", "the body of the request must be a DeleteOptions object")
             await self.write(
@@ -368,7 +378,10 @@ class Call:
         if response is None:
             raise Failure(400, "BadRequest", str(result.get("error") or "the request was refused"))
         code, answer = response
-        await self.reply(answer, int(code))
+        # KEP-2885: fieldValidation=Warn's unknown fields come back as `Warning: 299 - "…"`
+        # headers, which kubectl prints as `Warning: unknown field "spec.replcas"`.
+        warnings = [(b"warning", f"299 - {json.dumps(str(text))}".encode()) for text in result.get("warnings") or ()]
+        await respond(self.send, int(code), answer, headers=tuple(warnings[:MAX_WARNINGS]))
 
     def write_options(self, verb: str, delete_options: Obj) -> tuple[Obj, bool]:
         q = self.query
@@ -381,6 +394,8 @@ class Call:
                 options["fieldManager"] = q["fieldManager"][:128]
             if q.get("force"):
                 options["force"] = q["force"].lower() == "true"
+            if q.get("fieldValidation"):
+                options["fieldValidation"] = q["fieldValidation"][:64]
         if verb in ("delete", "deletecollection"):
             policy = q.get("propagationPolicy") or delete_options.get("propagationPolicy")
             if policy:
@@ -570,14 +585,55 @@ class Call:
                 break
         return b"".join(chunks)
 
-    async def body(self, *, yaml_ok: bool = False) -> Any:
+    async def body(self, *, yaml_ok: bool = False, protobuf_kinds: tuple[str, ...] | None = None) -> Any:
+        """The request's body as JSON data. `protobuf_kinds`: a POST/PUT body, which may be JSON,
+        YAML or protobuf (of these kinds), any other Content-Type is 415; None: a patch (its
+        Content-Type is the patch type, checked by the caller)."""
         raw = await self.read_body()
-        if len(raw) > MAX_REQUEST_BYTES:  # kube-apiserver reads at most 3 MiB of a body
-            raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
         if not raw.strip():
             raise Failure(400, "BadRequest", "the body of the request was empty")
-        content_type = self.headers.get("content-type", "")
-        return _decode(raw, yaml_ok=yaml_ok or "yaml" in content_type)
+        if protobuf_kinds is None:
+            return _decode(self.limited(raw), yaml_ok=yaml_ok or "yaml" in self.headers.get("content-type", ""))
+        return self.decode_body(raw, protobuf_kinds=protobuf_kinds, yaml_ok=True)
+
+    def limited(self, raw: bytes) -> bytes:
+        if len(raw) > MAX_REQUEST_BYTES:  # kube-apiserver reads at most 3 MiB of a body
+            raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
+        return raw
+
+    def decode_body(self, raw: bytes, *, protobuf_kinds: tuple[str, ...], yaml_ok: bool) -> Any:
+        """A body negotiated by its Content-Type (upstream's negotiation of the request's
+        serializer): JSON, YAML or Kubernetes protobuf; 415 listing the accepted types otherwise."""
+        raw = self.limited(raw)
+        media_type = self.headers.get("content-type", "").split(";")[0].strip().lower()
+        if media_type in ("", "application/json", "*/*"):
+            return _decode(raw, yaml_ok=False)
+        if media_type == "application/yaml" and yaml_ok:
+            return _decode(raw, yaml_ok=True)
+        if media_type == protobuf.MEDIA_TYPE:
+            if not protobuf_kinds:
+                raise Failure(
+                    415,
+                    "UnsupportedMediaType",
+                    "ctrlscope decodes protobuf bodies of Namespace, DeleteOptions and Eviction only; "
+                    "send this one as application/json",
+                )
+            try:
+                return protobuf.decode(raw, protobuf_kinds)[2]
+            except protobuf.ProtobufError as exc:
+                raise Failure(400, "BadRequest", f"the body of the request could not be decoded: {exc}") from None
+            except protobuf.UnsupportedKind as exc:
+                raise Failure(
+                    415,
+                    "UnsupportedMediaType",
+                    f"ctrlscope does not decode {exc} from protobuf; send it as application/json",
+                ) from None
+        accepted = ", ".join(t for t in BODY_CONTENT_TYPES if yaml_ok or t != "application/yaml")
+        raise Failure(
+            415,
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types include: {accepted}",
+        )
 
 
 def _headless(send: Any) -> Any:
@@ -657,7 +713,13 @@ def _authorized(headers: dict[str, str]) -> bool:
     return scheme.lower() == "bearer" and token_matches(token.strip())
 
 
-async def respond(send: Any, code: int, body: Any, content_type: str = "application/json") -> None:
+async def respond(
+    send: Any,
+    code: int,
+    body: Any,
+    content_type: str = "application/json",
+    headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> None:
     data = (body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))).encode()
     await send(
         {
@@ -666,6 +728,7 @@ async def respond(send: Any, code: int, body: Any, content_type: str = "applicat
             "headers": [
                 (b"content-type", content_type.encode()),
                 (b"content-length", str(len(data)).encode()),
+                *headers,
             ],
         }
     )

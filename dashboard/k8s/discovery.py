@@ -8,7 +8,7 @@ Guarantees (see ../shared/spec/kubectl-surface.md §2 and §8)
 * Legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/apps/v1`) and aggregated discovery
   (`apidiscovery.k8s.io/v2` or `v2beta1`, only when the Accept header lists it, with its exact
   Content-Type) carry shortNames, `categories: [all]`, verbs and the `status` / `scale`
-  subresources.
+  subresources, and `pods/eviction` (policy/v1 Eviction, create).
 * `/openapi/v3` is an index of one small document per group/version, each declaring for every
   Kind a `patch` operation that takes `fieldValidation`: enough for kubectl's default
   `--validate=strict` (it then sends `fieldValidation=Strict`). No schemas: kubectl keeps its
@@ -57,7 +57,15 @@ def _verbs(info: ResourceInfo) -> list[str]:
 
 
 def _subresources(info: ResourceInfo) -> list[str]:
-    return [s for s in info.subresources if s in ("status", "scale")]
+    return [s for s in info.subresources if s in ("status", "scale", "eviction")]
+
+
+# Subresources whose kind is another group's (upstream discovery names it); `kubectl drain` looks
+# for `pods/eviction` with a group and version before it evicts instead of deleting.
+_SUBRESOURCE_KINDS = {
+    "scale": ({"group": "autoscaling", "version": "v1", "kind": "Scale"}, SUBRESOURCE_VERBS),
+    "eviction": ({"group": "policy", "version": "v1", "kind": "Eviction"}, ["create"]),
+}
 
 
 def resource_list(group: str) -> Obj:
@@ -79,11 +87,12 @@ def resource_list(group: str) -> Obj:
         resources.append(entry)
         for sub in _subresources(info):
             sub_entry: Obj = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced}
-            if sub == "scale":
-                sub_entry.update({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+            other, verbs = _SUBRESOURCE_KINDS.get(sub, (None, SUBRESOURCE_VERBS))
+            if other is not None:
+                sub_entry.update(other)
             else:
                 sub_entry["kind"] = info.kind
-            sub_entry["verbs"] = SUBRESOURCE_VERBS
+            sub_entry["verbs"] = verbs
             resources.append(sub_entry)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
@@ -128,12 +137,9 @@ def _aggregated_group(group: str) -> Obj:
             entry["categories"] = list(info.categories)
         subs = []
         for sub in _subresources(info):
-            kind = (
-                {"group": "autoscaling", "version": "v1", "kind": "Scale"}
-                if sub == "scale"
-                else {"group": group, "version": "v1", "kind": info.kind}
-            )
-            subs.append({"subresource": sub, "responseKind": kind, "verbs": SUBRESOURCE_VERBS})
+            other, verbs = _SUBRESOURCE_KINDS.get(sub, (None, SUBRESOURCE_VERBS))
+            kind = other if other is not None else {"group": group, "version": "v1", "kind": info.kind}
+            subs.append({"subresource": sub, "responseKind": kind, "verbs": verbs})
         if subs:
             entry["subresources"] = subs
         resources.append(entry)

@@ -547,3 +547,20 @@ def test_a_session_never_runs_past_the_bound_of_a_scenario_until():
     exported = h.export()
     assert exported["until"] <= MAX_SECONDS
     load_scenario(yaml.safe_dump(exported))  # the file format accepts it: the export replays
+
+
+def test_apply_yaml_refuses_a_typo_with_the_strict_field_error_and_changes_nothing():
+    # Issue 19 §5: `replcas: 8` was reported "applied" and scaled the ReplicaSet to 1.
+    h = hosted()
+    run_until(h, 3.0)
+    before = h.sim.server.peek("replicasets", "default", "web")
+    text = yaml.safe_dump({**before, "metadata": {"name": "web", "namespace": "default"}, "status": {}})
+    typo = text.replace("replicas:", "replcas:", 1).replace("replcas: 4", "replcas: 8")
+    assert "replcas: 8" in typo
+    answer = h.command({"op": "apply_yaml", "text": typo})
+    assert answer["ok"] is False
+    assert answer["results"][0]["error"] == (
+        'ReplicaSet in version "v1" cannot be handled as a ReplicaSet: '
+        'strict decoding error: unknown field "spec.replcas"'
+    )
+    assert h.sim.server.peek("replicasets", "default", "web") is before
