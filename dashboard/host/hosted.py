@@ -30,6 +30,7 @@ from controlplane.simulation import MAX_SECONDS, Simulation
 from dashboard.host import panels
 from dashboard.host.breakpoints import BreakpointError, Breakpoints, Hit
 from dashboard.host.frames import FrameBuilder
+from dashboard.timefmt import vtime
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ class HostedSimulation:
             nxt = kernel.peek()
             if nxt is None or nxt > self.goal.until:
                 if self.goal.kinds or self.goal.predicate is not None:
-                    self._finish_goal(f"{self.goal.label}: not reached by t={self.goal.until:.3f}")
+                    self._finish_goal(f"{self.goal.label}: not reached by t={vtime(self.goal.until)}")
                 else:
                     self._finish_goal(self.goal.label)
         if self.mode != "paused" and self.goal is None and sim.now >= MAX_SECONDS:

@@ -341,17 +341,14 @@
   }
 
   // -- status -----------------------------------------------------------------------------------
-  function clock(t) {
-    const ms = Math.round(t * 1000);
-    const h = Math.floor(ms / 3600000), m = Math.floor(ms / 60000) % 60, s = Math.floor(ms / 1000) % 60;
-    return `${h}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}.${String(ms % 1000).padStart(3, "0")}`;
-  }
+  // The page's one time format (time.js): the clock, the status line, the banners.
+  const fmtT = (t) => window.CtrlscopeTime.format(t);
 
   function applyStatus(st) {
     if (!st) return;
     state.status = st;
-    document.getElementById("st-time").textContent = clock(st.t);
-    document.getElementById("st-time").title = `${st.t.toFixed(3)} s of virtual time`;
+    document.getElementById("st-time").textContent = fmtT(st.t);
+    document.getElementById("st-time").title = `virtual time: ${st.t.toFixed(3)} seconds (what run to t= and view t= take)`;
     document.getElementById("st-seed").textContent = st.seed;
     document.getElementById("st-events").textContent = st.events.toLocaleString("en-US");
     const mode = document.getElementById("st-mode");
@@ -360,17 +357,17 @@
     mode.className = "mode mode-" + (st.goal ? "stepping" : st.mode);
     document.body.classList.toggle("is-paused", !running && !st.goal);
     document.getElementById("st-rate").textContent = running && st.rate != null ? `(${st.rate}× actual)` : "";
-    document.getElementById("st-next").textContent = st.next ? `next timer t=${st.next.t.toFixed(3)}: ${st.next.what}` : "no timer scheduled";
+    document.getElementById("st-next").textContent = st.next ? `next timer t=${fmtT(st.next.t)}: ${st.next.what}` : "no timer scheduled";
     const hit = document.getElementById("st-hit");
     if (st.error) {
       hit.className = "banner bad";
-      hit.textContent = `Stopped on an error at t=${st.t.toFixed(3)}: ${st.error}`;
+      hit.textContent = `Stopped on an error at t=${fmtT(st.t)}: ${st.error}`;
     } else if (st.hit && !running) {
       hit.className = "banner " + (st.hit.breakpoint ? "hit" : "info");
-      hit.textContent = (st.hit.breakpoint ? `❚❚ Breakpoint #${st.hit.breakpoint} fired at t=${st.hit.t.toFixed(3)}: ${st.hit.why}` : `❚❚ Paused at t=${st.hit.t.toFixed(3)}: ${st.hit.why}`) + (st.hit.detail ? ` — ${st.hit.detail}` : "");
+      hit.textContent = (st.hit.breakpoint ? `❚❚ Breakpoint #${st.hit.breakpoint} fired at t=${fmtT(st.hit.t)}: ${st.hit.why}` : `❚❚ Paused at t=${fmtT(st.hit.t)}: ${st.hit.why}`) + (st.hit.detail ? ` — ${st.hit.detail}` : "");
     } else if (!running && !st.goal) {
       hit.className = "banner info";
-      hit.textContent = `❚❚ Paused at t=${st.t.toFixed(3)}`;
+      hit.textContent = `❚❚ Paused at t=${fmtT(st.t)}`;
     } else {
       hit.className = "";
       hit.textContent = "";

@@ -164,7 +164,7 @@ async def test_junk_gets_an_error_and_changes_nothing(running_host):
 async def test_a_viewer_that_stops_acknowledging_is_skipped_then_resynchronised(running_host):
     hosted = running_host.sims["demo"]
     await asyncio.sleep(0)
-    hosted.command({"op": "run", "speed": "max"})
+    hosted.command({"op": "run", "speed": 100})  # (max pauses at idle: frames must keep coming)
     comm, _, _ = await connect()
     state = await receive(comm, "state")
     await comm.send_to(text_data=json.dumps({"type": "ack", "seq": state["seq"]}))

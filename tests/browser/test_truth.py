@@ -1,0 +1,56 @@
+"""Every number true, at once (issue #19 §2 time and speed, §4): one time format everywhere,
+a speed select that Run obeys, live object panels, frames that carry what a step changed,
+controls that show their state, and messages in upstream's words."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dashboard.timefmt import vtime
+
+from .test_dashboard import command, run_to, start, stop
+
+
+@pytest.fixture
+def errors(page: Page):
+    seen: list[str] = []
+    page.on("pageerror", lambda exc: seen.append(str(exc)))
+    yield seen
+    assert seen == []
+
+
+def test_one_time_format_from_seconds_to_days_and_the_inspector_never_overprints(
+    page: Page, live_server_url: str, errors
+):
+    sim = start(page, live_server_url)
+    # The page's JS writes what the server's filter writes, at every scale.
+    samples = [0, 0.005, 42.105, 59.9996, 184.567, 1000.5, 3784.567, 183845.678]
+    written = page.evaluate("ts => ts.map((t) => window.CtrlscopeTime.format(t))", samples)
+    assert written == [vtime(t) for t in samples]
+    run_to(page, 1000.5)
+    expect(page.locator("#st-time")).to_have_text("16:40.500")
+    expect(page.locator("#st-hit")).to_contain_text("Paused at t=16:40.500")
+    # A sync at t >= 1000 s: the inspector's time column is as wide as its widest time.
+    command(page, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 8}}})
+    page.click("#btn-sync")
+    inspector = page.locator("[data-slot=inspector]")
+    expect(inspector).to_contain_text("t=16:40.5")
+    overlaps = page.evaluate(
+        """() => [...document.querySelectorAll('[data-slot=inspector] li.stage')].filter((li) => {
+             const t = li.querySelector('.t'), say = li.querySelector('.say');
+             if (!t || !say || !t.textContent.trim()) return false;
+             const range = document.createRange(); range.selectNodeContents(t);
+             return range.getBoundingClientRect().right > say.getBoundingClientRect().left;
+           }).length"""
+    )
+    assert overlaps == 0
+    # Ages and countdowns, in the right column and the timers list, use the same format.
+    assert "s)" in page.locator("#timers").inner_text() or ":" in page.locator("#timers").inner_text()
+    # The timeline's axis: minutes past the first minute, never "16m40s".
+    page.click("#tl-all")
+    page.wait_for_timeout(300)
+    labels = page.evaluate("() => window.CtrlscopeTimeline.axisLabels()")
+    assert labels and all(("m" not in label) for label in labels)
+    assert any(":" in label for label in labels)
+    stop(page, live_server_url, sim)
