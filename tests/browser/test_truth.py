@@ -54,3 +54,38 @@ def test_one_time_format_from_seconds_to_days_and_the_inspector_never_overprints
     assert labels and all(("m" not in label) for label in labels)
     assert any(":" in label for label in labels)
     stop(page, live_server_url, sim)
+
+
+def test_the_frame_after_a_step_carries_what_it_changed(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    page.click("#manual-replicaset")
+    run_to(page, 1)
+    # One sync by hand, the inspector following the latest sync: each stage a step reaches is on
+    # the page at once (the latest sync's panel was rebuilt only when the next sync started).
+    page.click("#sync-next-replicaset")
+    page.check("#follow-latest")
+    page.evaluate("() => document.activeElement.blur()")  # keys go to the page
+    stages = page.locator("[data-slot=inspector] li.stage")
+    for _ in range(3):
+        before = stages.count()
+        page.keyboard.press(".")
+        page.wait_for_function("() => window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal")
+        page.wait_for_function(
+            f"() => document.querySelectorAll('[data-slot=inspector] li.stage').length > {before}", timeout=600
+        )
+    # Timer by timer: each countdown is counted from the new clock within a frame, not a second later.
+    for _ in range(4):
+        t0 = page.evaluate("() => window.ctrlscope.status.t")
+        page.keyboard.press("t")
+        page.wait_for_function(
+            f"() => window.ctrlscope.status.t > {t0} && window.ctrlscope.status.mode === 'paused' "
+            "&& !window.ctrlscope.status.goal"
+        )
+        page.wait_for_function(
+            """() => { const t = window.ctrlscope.status.t;
+                       const rows = [...document.querySelectorAll('#timers li[data-t]')];
+                       return rows.length > 0 && rows.every((li) =>
+                         Math.abs(parseFloat(li.dataset.t) - parseFloat(li.dataset.in) - t) < 0.0006); }""",
+            timeout=600,
+        )
+    stop(page, live_server_url, sim)
