@@ -26,6 +26,7 @@
     stopped: false,
     hooks: [], // functions called with each frame after it is applied (benchmarks, tests)
     past: null, // the moment of the past this page shows (past.js), or null: live
+    speedChoice: null, // the speed chosen in the select until a status shows the host has it
   };
   window.ctrlscope = state; // for the browser tests and the curious
 
@@ -355,6 +356,7 @@
     const running = st.mode !== "paused";
     mode.textContent = st.goal ? `stepping: ${st.goal}` : running ? (st.mode === "fast" ? "running at max" : `running ${st.speed}×`) : "paused";
     mode.className = "mode mode-" + (st.goal ? "stepping" : st.mode);
+    mode.title = mode.textContent;
     document.body.classList.toggle("is-paused", !running && !st.goal);
     document.getElementById("st-rate").textContent = running && st.rate != null ? `(${st.rate}× actual)` : "";
     document.getElementById("st-next").textContent = st.next ? `next timer t=${fmtT(st.next.t)}: ${st.next.what}` : "no timer scheduled";
@@ -372,9 +374,15 @@
       hit.className = "";
       hit.textContent = "";
     }
+    hit.title = hit.textContent; // the status line is one line: a long message reads in full on hover
+    document.getElementById("st-next").title = document.getElementById("st-next").textContent;
+    // The select shows the host's speed, except while the user's own choice is on its way: a
+    // frame built before the host took it must not put the old speed back (▶ Run sends the
+    // select's value).
     const sel = document.getElementById("speed");
     const want = st.mode === "fast" ? "max" : String(st.speed);
-    if (document.activeElement !== sel && SPEEDS.includes(want)) sel.value = want;
+    if (state.speedChoice === want) state.speedChoice = null;
+    if (state.speedChoice === null && document.activeElement !== sel && SPEEDS.includes(want)) sel.value = want;
     document.getElementById("btn-run").disabled = running && !st.goal;
     document.getElementById("btn-pause").disabled = !running && !st.goal;
   }
@@ -464,7 +472,10 @@
   });
 
   document.getElementById("speed").addEventListener("change", (ev) => {
-    run({ op: "speed", speed: ev.target.value });
+    const speed = ev.target.value;
+    state.speedChoice = speed;
+    ev.target.blur(); // Space runs and pauses again at once, instead of opening the select
+    run({ op: "speed", speed }).then((result) => { if (!result.ok && state.speedChoice === speed) state.speedChoice = null; });
   });
 
   function showTab(id) {

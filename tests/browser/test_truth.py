@@ -89,3 +89,39 @@ def test_the_frame_after_a_step_carries_what_it_changed(page: Page, live_server_
             timeout=600,
         )
     stop(page, live_server_url, sim)
+
+
+def test_the_speed_chosen_is_what_run_uses_space_works_and_nothing_moves(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    run_to(page, 2)
+    watched = ["#layout", "#btn-run", "#btn-pause", "#speed", "#st-time", "#btn-export", "#drawer"]
+
+    def boxes():
+        return page.evaluate(
+            "ids => ids.map((id) => { const r = document.querySelector(id).getBoundingClientRect(); "
+            "return [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)]; })",
+            watched,
+        )
+
+    paused = boxes()
+    page.focus("#speed")  # as a user does: the select takes the focus, then a choice
+    page.select_option("#speed", "5")
+    # A frame built before the host took the choice arrives in between: it says 1x.
+    page.evaluate(
+        "() => window.ctrlscope.show.applyStatus({...window.ctrlscope.status, speed: 1, mode: 'paused', goal: null})"
+    )
+    expect(page.locator("#speed")).to_have_value("5")
+    page.keyboard.press(" ")  # Space works right after using the select
+    expect(page.locator("#st-mode")).to_have_text("running 5×")  # noqa: RUF001
+    assert page.evaluate("() => window.ctrlscope.status.speed") == 5
+    page.wait_for_function("() => window.ctrlscope.status.rate != null", timeout=5000)
+    assert boxes() == paused  # running, with its actual rate shown: nothing moved
+    page.keyboard.press(" ")
+    expect(page.locator("#st-mode")).to_have_text("paused")
+    expect(page.locator("#st-hit")).to_contain_text("Paused at t=")
+    assert boxes() == paused
+    # A step with a long goal and a long reason to stop: still nothing moves.
+    page.keyboard.press(".")
+    expect(page.locator("#st-hit")).to_contain_text("Paused at t=")
+    assert boxes() == paused
+    stop(page, live_server_url, sim)
