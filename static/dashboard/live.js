@@ -387,13 +387,13 @@
     document.getElementById("btn-pause").disabled = !running && !st.goal;
   }
 
-  function showResult(result, where) {
+  function showResult(result, where, cmd) {
     const el = where || document.getElementById("st-result");
     if (!el) return;
     el.classList.remove("ok", "bad");
     if (result.ok) {
       el.classList.add("ok");
-      el.textContent = describeOk(result);
+      el.textContent = describeOk(result, cmd);
       clearTimeout(el._t);
       el._t = setTimeout(() => { el.textContent = ""; }, 4000);
     } else {
@@ -403,7 +403,7 @@
     }
   }
 
-  function describeOk(r) {
+  function describeOk(r, cmd) {
     if (r.object) return `applied ${r.object}`;
     if (r.key && r.worker !== undefined) return `worker ${r.worker} syncs ${r.key}`;
     if (r.pods) return `${r.pods.length} pod${r.pods.length === 1 ? "" : "s"}: ${r.pods.slice(0, 6).join(", ")}${r.pods.length > 6 ? "…" : ""}` + (r.skipped ? ` (skipped ${r.skipped.join(", ")})` : "");
@@ -411,7 +411,11 @@
     if (r.lifted) return `lifted API fault ${r.lifted.join(", ")}`;
     if (r.goal) return ""; // the status line tells the step's progress and where it stopped
     if (r.informers) return `informers: ${r.informers.join(", ")}`;
-    return "done";
+    // An action says which verb was applied; anything else (run, pause, speed, a breakpoint
+    // toggled) shows its effect where it belongs -- the clock, the mode, the panel -- and says
+    // nothing here rather than a vague "done".
+    if (cmd && cmd.op === "act" && cmd.action) return `${Object.keys(cmd.action)[0]} applied`;
+    return "";
   }
 
   // -- controls -----------------------------------------------------------------------------------
@@ -421,7 +425,7 @@
     if (window.CtrlscopePast && window.CtrlscopePast.intercept(cmd)) return { ok: false };
     if (!state.control) { showResult({ ok: false, error: "read-only: open the URL with the access token to control" }, where); return { ok: false }; }
     const result = await command(cmd);
-    showResult(result, where);
+    showResult(result, where, cmd);
     return result;
   }
   state.run = run;

@@ -125,3 +125,25 @@ def test_the_speed_chosen_is_what_run_uses_space_works_and_nothing_moves(page: P
     expect(page.locator("#st-hit")).to_contain_text("Paused at t=")
     assert boxes() == paused
     stop(page, live_server_url, sim)
+
+
+def test_the_inspector_says_expectations_expired_and_clicks_leave_no_stray_done(
+    page: Page, live_server_url: str, errors
+):
+    sim = start(page, live_server_url, scenario="lesson-leaked-expectations")
+    run_to(page, 359.9)
+    page.evaluate("() => document.activeElement.blur()")
+    inspector = page.locator("[data-slot=inspector]")
+    # The resync at t=360 finds the leaked record (add=1) older than five minutes.
+    for _ in range(8):
+        page.keyboard.press(".")
+        page.wait_for_function("() => window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal")
+        if "EXPIRED" in inspector.inner_text():
+            break
+    expect(inspector).to_contain_text("Expectations EXPIRED unfulfilled (still expecting add=1, del=0")
+    assert "Expectations satisfied" not in inspector.inner_text()
+    for button in ("#btn-run", "#btn-pause", "#btn-event"):
+        page.click(button)
+        page.wait_for_timeout(200)
+        assert "done" not in page.locator("#st-result").inner_text()
+    stop(page, live_server_url, sim)
