@@ -20,6 +20,9 @@ Guarantees
   del: the counts after the change). Calls that change nothing emit nothing, except that the
   first `satisfied_expectations` call to find an unfulfilled record expired emits op
   ``expired`` (with its `age`): the instant the record stops blocking syncs.
+* `satisfied_reason(key)` says, without side effects, which of upstream's cases answers:
+  ``fulfilled``, ``expired``, ``noRecord``, ``waiting`` or ``disabled``; the controllers put it in
+  their `expectations` sync stage as `why`.
 
 Time is virtual: the clock is anything with a float `.now` (the Kernel is one). Upstream reads
 the wall clock here (spec §18); the simulator drives it from the one virtual clock.
@@ -85,6 +88,22 @@ class ControllerExpectations:
     def get_expectations(self, key: str) -> tuple[ControlleeExpectations | None, bool]:
         record = self._records.get(key)
         return record, record is not None
+
+    def satisfied_reason(self, key: str) -> str:
+        """Why `satisfied_expectations(key)` answers as it does at this instant, as upstream's
+        `SatisfiedExpectations` logs it: ``fulfilled`` ("Controller expectations fulfilled"),
+        ``expired`` ("Controller expectations expired": unfulfilled, older than the timeout),
+        ``noRecord`` ("Controller either never recorded expectations, or the ttl expired"),
+        ``waiting`` ("Controller still waiting on expectations": not satisfied), or
+        ``disabled`` (the what-if that turns expectations off). A pure read: it emits nothing."""
+        if not self.enabled:
+            return "disabled"
+        record = self._records.get(key)
+        if record is None:
+            return "noRecord"
+        if record.fulfilled():
+            return "fulfilled"
+        return "expired" if record.expired(self.clock.now) else "waiting"
 
     def satisfied_expectations(self, key: str) -> bool:
         """Whether the controller may sync `key` now (see the module docstring)."""
@@ -211,6 +230,9 @@ class UIDTrackingControllerExpectations:
 
     def satisfied_expectations(self, key: str) -> bool:
         return self._expectations.satisfied_expectations(key)
+
+    def satisfied_reason(self, key: str) -> str:
+        return self._expectations.satisfied_reason(key)
 
     def set_expectations(self, key: str, add: int, dele: int) -> None:
         self._expectations.set_expectations(key, add, dele)

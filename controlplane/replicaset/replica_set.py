@@ -665,10 +665,11 @@ class ReplicaSetController:
         self._stage(ctx, "get", found=True, resourceVersion=rs["metadata"].get("resourceVersion"))
         await self._yield()
         # Evaluated before listing pods, so a pod appearing in between cannot cause an extra create.
+        why = self.expectations.satisfied_reason(key)  # the same instant: the case that answers
         rs_needs_sync = self.expectations.satisfied_expectations(key)
         record, _ = self.expectations.get_expectations(key)
         add, dele = record.get_expectations() if record is not None else (0, 0)
-        self._stage(ctx, "expectations", satisfied=rs_needs_sync, add=add, delete=dele)
+        self._stage(ctx, "expectations", satisfied=rs_needs_sync, why=why, add=add, delete=dele)
         await self._yield()
         try:
             selector = self.kind.selector(rs)

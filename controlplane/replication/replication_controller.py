@@ -478,10 +478,11 @@ class ReplicationManager(ReplicaSetController):
         self._stage(ctx, "get", found=True, resourceVersion=rc["metadata"].get("resourceVersion"))
         await self._yield()
         # R7.3: before listing, so a pod arriving in between cannot cause an extra create (R7.b).
+        why = self.expectations.satisfied_reason(key)  # the same instant: the case that answers
         rc_needs_sync = self.expectations.satisfied_expectations(key)
         record, _ = self.expectations.get_expectations(key)
         add, dele = record.get_expectations() if record is not None else (0, 0)
-        self._stage(ctx, "expectations", satisfied=rc_needs_sync, add=add, delete=dele)
+        self._stage(ctx, "expectations", satisfied=rc_needs_sync, why=why, add=add, delete=dele)
         await self._yield()
         selector = rc["spec"].get("selector") or {}
         indexer = self.pod_informer.indexer

@@ -22,9 +22,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.nodes import POD_STATES
 from controlplane.scenario import CONTROLLERS
 from dashboard.host.panels import stage_names
+from dashboard.timefmt import vtime
 
 Obj = dict[str, Any]
 
@@ -245,8 +247,8 @@ def _match(bp: Breakpoint, record: Obj) -> str | None:
         if kind == "expectations" and record["op"] == "expired" and s.get("key") in (None, record["key"]):
             age = record.get("age", math.nan)
             return (
-                f"{record['key']}: add={record['add']} del={record['del']} still expected after {age:.3f} s "
-                "(timeout 300 s); the sync goes ahead"
+                f"{record['key']}: add={record['add']} del={record['del']} still expected after {vtime(age)} "
+                f"(timeout {vtime(EXPECTATIONS_TIMEOUT)}); the sync goes ahead"
             )
     elif bp.kind == "podWrite":
         if kind == "sync.request" and record["verb"] == s["verb"] and s.get("n") in (None, record["n"]):

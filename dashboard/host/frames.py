@@ -133,6 +133,9 @@ class FrameBuilder:
         self._state_cache: tuple[Any, str] | None = None  # the last state() and what it was for
         self.cost: dict[str, float] = {}  # panel id -> seconds its last build took
         self.dirty_since: dict[str, float] = {}  # panel id -> when it became dirty (wall time)
+        # A frame left something out (an urgent frame's ages, a panel over the budget): the host
+        # owes the viewers a complete frame once the simulation holds still (`frame(complete=True)`).
+        self.owed = False
 
     # -- folding records ----------------------------------------------------------------------
     def fold(self, record: Obj) -> None:
@@ -233,6 +236,8 @@ class FrameBuilder:
                 self.sent_spans = max(0, self.sent_spans - drop)
             self.dirty.add(panels.truth_id(controller, key))
         self.dirty.add(panels.inspector_id(controller, key))
+        if narration is self.latest:
+            self.dirty.add("inspector-latest")  # "follow latest sync" shows this one, stage by stage
 
     def _on_pod(self, record: Obj) -> None:
         key = f"{record['namespace']}/{record['name']}"
@@ -392,11 +397,14 @@ class FrameBuilder:
     def _render(self, panel_id: str) -> str:
         return render_to_string(panels.template_of(panel_id), panels.context(self.hosted, panel_id))
 
-    def frame(self, *, urgent: bool = False) -> str | None:
+    def frame(self, *, urgent: bool = False, complete: bool = False) -> str | None:
         """The next frame as JSON text (rendered once, sent to every viewer), or None when
         nothing changed since the last one. `urgent`: a user waits for a command's effect, so
         only what fits the budget is built, cheapest first, and no panel jumps the queue for
-        having waited (an expensive one waits until the user's result is out)."""
+        having waited (an expensive one waits until the user's result is out). `complete`:
+        the simulation holds still (paused after a step), so every dirty panel and every panel
+        whose ages move with the clock is built, whatever the budget: the frame after a step
+        carries everything the step changed (issue #19 §4)."""
         self._refresh_owners()
         changed: dict[str, str] = {}
         focused = set(self.hosted.focused_panel_ids())
@@ -429,7 +437,7 @@ class FrameBuilder:
             return self.cost.get(p.split(":", 1)[0], 0.0)
 
         def eligible(p: str) -> bool:
-            return start >= self.built_at.get(p, 0.0) + PANEL_SHARE * cost(p)
+            return complete or start >= self.built_at.get(p, 0.0) + PANEL_SHARE * cost(p)
 
         def stale(p: str) -> float:
             return self.built_at.get(p, 0.0)
@@ -449,10 +457,12 @@ class FrameBuilder:
         # click and its result (the page's too: a frame every 15 ms of new ages to swap in).
         ticking = [] if urgent else sorted((p for p in every if p not in self.dirty and eligible(p)), key=stale)
         order = dirty + ticking
+        left_out = urgent or len(order) < len(self.dirty) + len([p for p in every if p not in self.dirty])
         for panel_id in order:
             now = time.perf_counter()
-            fits = now - start + cost(panel_id) <= FRAME_WORK
+            fits = complete or now - start + cost(panel_id) <= FRAME_WORK
             if not (fits or starving(panel_id) or (panel_id == order[0] and not urgent)):
+                left_out = True
                 continue  # it waits for a later frame, still dirty
             html = self._render(panel_id)
             self.built_at[panel_id] = now
@@ -475,6 +485,7 @@ class FrameBuilder:
             self.new_rows[log] = []
             self.skipped[log] = 0
         status = panels.status(self.hosted)
+        self.owed = left_out or bool(self.dirty)
         if not changed and not rows and not canvas and status == getattr(self, "_last_status", None):
             return None
         self._last_status = status
@@ -489,6 +500,7 @@ class FrameBuilder:
     def skip(self) -> None:
         """Nobody watches: drop what a frame would carry (a viewer who comes later gets it all
         in its state), so nothing piles up and no time is spent rendering."""
+        self.owed = False
         self._refresh_owners()
         for log in self.new_rows:
             for row in self.new_rows[log][-ROWS_IN_STATE:]:

@@ -232,7 +232,8 @@ class Host:
             # and delivering them stays under a tenth of the host's time -- except right after a
             # command, whose effect the user is waiting to see. A simulation that keeps up has
             # time to spare.
-            if wake.is_set():
+            responding = wake.is_set()
+            if responding:
                 interval = COMMAND_FRAME_INTERVAL  # the user is waiting for this one
                 commanded = now
             elif now - commanded < AFTER_COMMAND:
@@ -244,8 +245,13 @@ class Host:
             if now - last_frame >= interval:
                 last_frame = now
                 wake.clear()
-                urgent = now - commanded < AFTER_COMMAND
-                text = hosted.frames.frame(urgent=urgent) if hosted.viewers else hosted.frames.skip()
+                # Once the command's first answer is out and the simulation holds still (a step
+                # ended, a pause), the next frame is complete: every panel the step changed and
+                # every age at the new clock, not a second later (issue #19 §4).
+                complete = not responding and not hosted.busy and hosted.frames.owed
+                urgent = now - commanded < AFTER_COMMAND and not complete
+                frames = hosted.frames
+                text = frames.frame(urgent=urgent, complete=complete) if hosted.viewers else frames.skip()
                 built = time.monotonic() - now
                 self.work += built
                 cost = 0.8 * cost + 0.2 * (built + delivery)
@@ -255,7 +261,7 @@ class Host:
             if pause is None:
                 # Paused: sleep until a command arrives (frames only change through commands),
                 # then build a frame for its effect as soon as the interval allows.
-                if not wake.is_set():
+                if not wake.is_set() and not (hosted.frames.owed and hosted.viewers):
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(wake.wait(), timeout=1.0)
                 delay = COMMAND_FRAME_INTERVAL - (time.monotonic() - last_frame)

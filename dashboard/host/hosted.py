@@ -30,6 +30,7 @@ from controlplane.simulation import MAX_SECONDS, Simulation
 from dashboard.host import panels
 from dashboard.host.breakpoints import BreakpointError, Breakpoints, Hit
 from dashboard.host.frames import FrameBuilder
+from dashboard.timefmt import vtime
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +233,7 @@ class HostedSimulation:
             nxt = kernel.peek()
             if nxt is None or nxt > self.goal.until:
                 if self.goal.kinds or self.goal.predicate is not None:
-                    self._finish_goal(f"{self.goal.label}: not reached by t={self.goal.until:.3f}")
+                    self._finish_goal(f"{self.goal.label}: not reached by t={vtime(self.goal.until)}")
                 else:
                     self._finish_goal(self.goal.label)
         if self.mode != "paused" and self.goal is None and sim.now >= MAX_SECONDS:
@@ -368,7 +369,7 @@ class HostedSimulation:
         sim = self.sim
         if what == "to":
             target = _time(cmd.get("t"), sim.now)
-        if what == "timer" and not sim.upcoming(1):
+        if what == "timer" and sim.next_event() is None and not sim.upcoming(1):
             raise CommandError("no timer is scheduled")
         self.mode = "paused"
         self.hit = None
@@ -407,10 +408,21 @@ class HostedSimulation:
                 label, kinds=frozenset({"sync.end"}), until=sim.now + STEP_HORIZON, start_events=start, sync=current
             )
         elif what == "timer":
-            upcoming = sim.upcoming(1)
-            if not upcoming:
-                raise CommandError("no timer is scheduled")
-            self.goal = Goal(f"next timer: {upcoming[0]['what']}", until=upcoming[0]["time"], start_events=start)
+            # The timer the status line names (`next_event`, which may be due at this very
+            # instant) -- or, when the next thing due is not a kernel callback (an expectations
+            # record expiring), the first of `upcoming`. A timer due now runs alone: the step
+            # stops right after it, not at some later timer.
+            due, upcoming = sim.next_event(), sim.upcoming(1)
+            if due is not None and due["time"] <= sim.now:
+                self.goal = Goal(
+                    f"next timer: {due['what']}",
+                    until=sim.now,
+                    predicate=lambda: sim.kernel.events > start,
+                    start_events=start,
+                )
+            else:
+                nxt = min([t for t in (due, *upcoming) if t is not None], key=lambda t: float(t["time"]))
+                self.goal = Goal(f"next timer: {nxt['what']}", until=nxt["time"], start_events=start)
         elif what == "to":
             self.goal = Goal("ran to the time asked", until=target, start_events=start)
         elif what == "idle":

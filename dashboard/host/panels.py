@@ -569,16 +569,19 @@ def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
     names = sorted(set(server) | set(cache) | counted)
     rows = []
     for pod in names:
-        in_server, in_cache, in_count = pod in server, pod in cache, pod in counted
-        active_server = in_server and server[pod] == "active"
-        differs = not (in_server == in_cache == in_count) or (in_server and in_cache and server[pod] != cache[pod])
+        # A row differs when the cache's word is not the API server's, or when the last sync's
+        # count disagrees with what either side calls active: FilterActivePods counts only
+        # active pods, so a Failed or terminating pod both sides agree on is rightly uncounted.
+        in_count = pod in counted
+        said = server.get(pod), cache.get(pod)
+        miscounted = ctx is not None and any((word == "active") != in_count for word in said)
         rows.append(
             {
                 "name": pod,
-                "server": server.get(pod),
-                "cache": cache.get(pod),
+                "server": said[0],
+                "cache": said[1],
                 "counted": in_count,
-                "differs": differs or (active_server != in_count and ctx is not None),
+                "differs": said[0] != said[1] or miscounted,
             }
         )
     differing = [r for r in rows if r["differs"]]

@@ -1,44 +1,32 @@
-"""Template helpers: times to the millisecond, commands as JSON attributes, pod state names."""
+"""Template helpers: times in one format (`vtime`), commands as JSON attributes, pod state names."""
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from django import template
 
 from controlplane.nodes import POD_STATES
+from dashboard.timefmt import vtime
 
 register = template.Library()
 
 
 @register.filter
 def secs(value: Any) -> str:
-    """Seconds with millisecond precision: 12.345 s."""
-    if value is None:
-        return "—"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    if not math.isfinite(number):
-        return "∞" if number > 0 else str(number)
-    return f"{number:.3f}"
+    """A time or a duration in virtual seconds, in the one format (`vtime`): `12.345 s`,
+    `3:04.567`, `2d 03:04:05.678`. Templates write no unit after it."""
+    return vtime(value)
 
 
 @register.filter
 def clock(value: Any) -> str:
-    """Virtual time as h:mm:ss.mmm."""
+    """The virtual clock of a session (the home page's lists): the same format as `secs`."""
     try:
-        number = float(value)
+        return vtime(float(value))
     except (TypeError, ValueError):
         return "—"
-    millis = round(number * 1000)
-    hours, rest = divmod(millis, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    seconds, ms = divmod(rest, 1000)
-    return f"{hours}:{minutes:02d}:{seconds:02d}.{ms:03d}"
 
 
 @register.filter

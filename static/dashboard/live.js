@@ -26,6 +26,7 @@
     stopped: false,
     hooks: [], // functions called with each frame after it is applied (benchmarks, tests)
     past: null, // the moment of the past this page shows (past.js), or null: live
+    speedChoice: null, // the speed chosen in the select until a status shows the host has it
   };
   window.ctrlscope = state; // for the browser tests and the curious
 
@@ -342,44 +343,48 @@
   }
 
   // -- status -----------------------------------------------------------------------------------
-  function clock(t) {
-    const ms = Math.round(t * 1000);
-    const h = Math.floor(ms / 3600000), m = Math.floor(ms / 60000) % 60, s = Math.floor(ms / 1000) % 60;
-    return `${h}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}.${String(ms % 1000).padStart(3, "0")}`;
-  }
+  // The page's one time format (time.js): the clock, the status line, the banners.
+  const fmtT = (t) => window.CtrlscopeTime.format(t);
 
   function applyStatus(st) {
     if (!st) return;
     state.status = st;
-    document.getElementById("st-time").textContent = clock(st.t);
-    document.getElementById("st-time").title = `${st.t.toFixed(3)} s of virtual time`;
+    document.getElementById("st-time").textContent = fmtT(st.t);
+    document.getElementById("st-time").title = `virtual time: ${st.t.toFixed(3)} seconds (what run to t= and view t= take)`;
     document.getElementById("st-seed").textContent = st.seed;
     document.getElementById("st-events").textContent = st.events.toLocaleString("en-US");
     const mode = document.getElementById("st-mode");
     const running = st.mode !== "paused";
     mode.textContent = st.goal ? `stepping: ${st.goal}` : running ? (st.mode === "fast" ? "running at max" : `running ${st.speed}×`) : "paused";
     mode.className = "mode mode-" + (st.goal ? "stepping" : st.mode);
+    mode.title = mode.textContent;
     document.body.classList.toggle("is-paused", !running && !st.goal);
     document.getElementById("st-rate").textContent = running && st.rate != null ? `(${st.rate}× actual)` : "";
-    document.getElementById("st-next").textContent = st.next ? `next timer t=${st.next.t.toFixed(3)}: ${st.next.what}` : "no timer scheduled";
+    document.getElementById("st-next").textContent = st.next ? `next timer t=${fmtT(st.next.t)}: ${st.next.what}` : "no timer scheduled";
     const hit = document.getElementById("st-hit");
     if (st.error) {
       hit.className = "banner bad";
-      hit.textContent = `Stopped on an error at t=${st.t.toFixed(3)}: ${st.error}`;
+      hit.textContent = `Stopped on an error at t=${fmtT(st.t)}: ${st.error}`;
     } else if (st.hit && !running) {
       hit.className = "banner " + (st.hit.breakpoint ? "hit" : "info");
-      hit.textContent = (st.hit.breakpoint ? `❚❚ Breakpoint #${st.hit.breakpoint} fired at t=${st.hit.t.toFixed(3)}: ${st.hit.why}` : `❚❚ Paused at t=${st.hit.t.toFixed(3)}: ${st.hit.why}`) + (st.hit.detail ? ` — ${st.hit.detail}` : "");
+      hit.textContent = (st.hit.breakpoint ? `❚❚ Breakpoint #${st.hit.breakpoint} fired at t=${fmtT(st.hit.t)}: ${st.hit.why}` : `❚❚ Paused at t=${fmtT(st.hit.t)}: ${st.hit.why}`) + (st.hit.detail ? ` — ${st.hit.detail}` : "");
     } else if (!running && !st.goal) {
       hit.className = "banner info";
-      hit.textContent = `❚❚ Paused at t=${st.t.toFixed(3)}`;
+      hit.textContent = `❚❚ Paused at t=${fmtT(st.t)}`;
     } else {
       hit.className = "";
       hit.textContent = "";
     }
     showVersions(st.versions || {}, st.garbageCollector);
+    hit.title = hit.textContent; // the status line is one line: a long message reads in full on hover
+    document.getElementById("st-next").title = document.getElementById("st-next").textContent;
+    // The select shows the host's speed, except while the user's own choice is on its way: a
+    // frame built before the host took it must not put the old speed back (▶ Run sends the
+    // select's value).
     const sel = document.getElementById("speed");
     const want = st.mode === "fast" ? "max" : String(st.speed);
-    if (document.activeElement !== sel && SPEEDS.includes(want)) sel.value = want;
+    if (state.speedChoice === want) state.speedChoice = null;
+    if (state.speedChoice === null && document.activeElement !== sel && SPEEDS.includes(want)) sel.value = want;
     document.getElementById("btn-run").disabled = running && !st.goal;
     document.getElementById("btn-pause").disabled = !running && !st.goal;
   }
@@ -413,13 +418,13 @@
     if (gcBox && !gcBox.dataset.touched && typeof gc === "boolean") gcBox.checked = gc;
   }
 
-  function showResult(result, where) {
+  function showResult(result, where, cmd) {
     const el = where || document.getElementById("st-result");
     if (!el) return;
     el.classList.remove("ok", "bad");
     if (result.ok) {
       el.classList.add("ok");
-      el.textContent = describeOk(result);
+      el.textContent = describeOk(result, cmd);
       clearTimeout(el._t);
       el._t = setTimeout(() => { el.textContent = ""; }, 4000);
     } else {
@@ -429,7 +434,7 @@
     }
   }
 
-  function describeOk(r) {
+  function describeOk(r, cmd) {
     if (r.object) return `applied ${r.object}`;
     if (r.key && r.worker !== undefined) return `worker ${r.worker} syncs ${r.key}`;
     if (r.pods) return `${r.pods.length} pod${r.pods.length === 1 ? "" : "s"}: ${r.pods.slice(0, 6).join(", ")}${r.pods.length > 6 ? "…" : ""}` + (r.skipped ? ` (skipped ${r.skipped.join(", ")})` : "");
@@ -437,7 +442,11 @@
     if (r.lifted) return `lifted API fault ${r.lifted.join(", ")}`;
     if (r.goal) return ""; // the status line tells the step's progress and where it stopped
     if (r.informers) return `informers: ${r.informers.join(", ")}`;
-    return "done";
+    // An action says which verb was applied; anything else (run, pause, speed, a breakpoint
+    // toggled) shows its effect where it belongs -- the clock, the mode, the panel -- and says
+    // nothing here rather than a vague "done".
+    if (cmd && cmd.op === "act" && cmd.action) return `${Object.keys(cmd.action)[0]} applied`;
+    return "";
   }
 
   // -- controls -----------------------------------------------------------------------------------
@@ -447,7 +456,7 @@
     if (window.CtrlscopePast && window.CtrlscopePast.intercept(cmd)) return { ok: false };
     if (!state.control) { showResult({ ok: false, error: "read-only: open the URL with the access token to control" }, where); return { ok: false }; }
     const result = await command(cmd);
-    showResult(result, where);
+    showResult(result, where, cmd);
     return result;
   }
   state.run = run;
@@ -498,7 +507,10 @@
   });
 
   document.getElementById("speed").addEventListener("change", (ev) => {
-    run({ op: "speed", speed: ev.target.value });
+    const speed = ev.target.value;
+    state.speedChoice = speed;
+    ev.target.blur(); // Space runs and pauses again at once, instead of opening the select
+    run({ op: "speed", speed }).then((result) => { if (!result.ok && state.speedChoice === speed) state.speedChoice = null; });
   });
 
   function showTab(id) {

@@ -23,11 +23,7 @@
     intercept,
   };
 
-  function clock(t) {
-    const ms = Math.round(t * 1000);
-    const h = Math.floor(ms / 3600000), m = Math.floor(ms / 60000) % 60, s = Math.floor(ms / 1000) % 60;
-    return `${h}:${String(m).padStart(2, "0")}:${String(s).padStart(2, "0")}.${String(ms % 1000).padStart(3, "0")}`;
-  }
+  const clock = (t) => window.CtrlscopeTime.format(t); // the page's one time format (time.js)
 
   function livePosition() {
     const status = st.status;
@@ -67,7 +63,7 @@
     document.getElementById("st-time").textContent = clock(msg.position.time);
     document.getElementById("st-events").textContent = msg.position.events.toLocaleString("en-US");
     const next = state.status.next;
-    document.getElementById("st-next").textContent = next ? `next timer t=${next.t.toFixed(3)}: ${next.what}` : "no timer scheduled";
+    document.getElementById("st-next").textContent = next ? `next timer t=${window.CtrlscopeTime.format(next.t)}: ${next.what}` : "no timer scheduled";
     showBanner();
   }
 
@@ -92,9 +88,9 @@
   function showBanner() {
     if (!st.past || !past.position) return;
     const live = st.status;
-    document.getElementById("past-at").textContent = `t=${past.position.time.toFixed(3)}`;
+    document.getElementById("past-at").textContent = `t=${window.CtrlscopeTime.format(past.position.time)}`;
     document.getElementById("past-events").textContent = `event ${past.position.events.toLocaleString("en-US")}`;
-    document.getElementById("past-live").textContent = live ? `t=${live.t.toFixed(3)}` : "…";
+    document.getElementById("past-live").textContent = live ? `t=${window.CtrlscopeTime.format(live.t)}` : "…";
   }
 
   function here() {

@@ -190,7 +190,7 @@
         ctx.beginPath(); ctx.moveTo(xc, AXIS - 6); ctx.lineTo(xc, height); ctx.stroke();
         ctx.fillStyle = "#8a5a00";
         ctx.font = "600 11px system-ui, sans-serif";
-        const label = `viewing t=${cursor.toFixed(3)}`;
+        const label = `viewing t=${window.CtrlscopeTime.format(cursor)}`;
         ctx.fillText(label, Math.min(xc + 5, width - ctx.measureText(label).width - 4), AXIS + 22);
       }
     }
@@ -210,31 +210,38 @@
     }
   }
 
+  // Tick steps a reader counts in: decimal below a second, then seconds, minutes, hours, days.
+  const STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 432000, 864000];
+
   function niceStep(span, px) {
-    const target = span / Math.max(2, px / 90);
+    const target = span / Math.max(2, px / 110);
+    if (target >= 1) {
+      for (const s of STEPS) if (s >= target) return s;
+      return Math.ceil(target / 864000) * 864000;
+    }
     const mag = Math.pow(10, Math.floor(Math.log10(target)));
     for (const f of [1, 2, 5, 10]) if (f * mag >= target) return f * mag;
     return 10 * mag;
   }
 
+  let axisLabels = []; // the labels last drawn (for the tests: a canvas has no text to read)
+
   function axis(width, height, xOf) {
     const step = niceStep(view.t1 - view.t0, width);
+    // The page's one time format (time.js), with as many decimals as the step needs.
+    const places = step >= 1 ? 0 : step >= 0.1 ? 1 : 2;
     ctx.fillStyle = "#5b6475";
     ctx.strokeStyle = "#eef0f4";
     ctx.font = "11px system-ui, sans-serif";
     ctx.lineWidth = 1;
+    axisLabels = [];
     for (let t = Math.ceil(view.t0 / step) * step; t <= view.t1; t += step) {
       const x = Math.round(xOf(t)) + 0.5;
       ctx.beginPath(); ctx.moveTo(x, AXIS - 3); ctx.lineTo(x, height); ctx.stroke();
-      const label = step < 1 ? t.toFixed(step < 0.1 ? 2 : 1) + "s" : fmt(t);
+      const label = window.CtrlscopeTime.format(t, places);
+      axisLabels.push(label);
       ctx.fillText(label, x + 3, 11);
     }
-  }
-
-  function fmt(t) {
-    if (t < 60) return `${Math.round(t)}s`;
-    const mm = Math.floor(t / 60), ss = Math.round(t % 60);
-    return `${mm}m${ss ? String(ss).padStart(2, "0") + "s" : ""}`;
   }
 
   // The stacked counts of one owner's pods by state, one column per pixel.
@@ -403,7 +410,7 @@
     const x = ev.clientX - r.left, y = ev.clientY - r.top;
     hover = { x };
     const t = view.t0 + ((x - LEFT) / (r.width - LEFT)) * (view.t1 - view.t0);
-    let text = `t=${t.toFixed(3)} s`;
+    let text = `t=${window.CtrlscopeTime.format(t)}`;
     for (const owner of laneOrder()) {
       const l = m.lanes.get(owner);
       if (l.top !== undefined && y >= l.top && y <= l.top + LANE && l.grid) {
@@ -443,5 +450,6 @@
     lanes: () => laneOrder().map((o) => ({ owner: m.owners[o], max: m.lanes.get(o).max, now: m.lanes.get(o).count.reduce((a, b) => a + b, 0) })),
     spans: () => m.spans.length,
     drawMs: () => lastDrawMs,
+    axisLabels: () => axisLabels.slice(),
   };
 })();

@@ -5,6 +5,8 @@ import time
 
 from playwright.sync_api import Page, expect
 
+from dashboard.timefmt import vtime
+
 from .conftest import TOKEN, shot
 
 THOUSAND = pathlib.Path(__file__).with_name("compare-1000.yaml")
@@ -29,16 +31,16 @@ def run_then_step_to(page: Page, t: float, speed: str = "max") -> None:
     page.select_option("#compare-toolbar select[name=speed]", speed)
     page.click("#compare-toolbar button[value=run]")
     deadline = time.monotonic() + 30
-    while float(page.locator("#time-b").inner_text()) < 1.0:
+    while float(page.locator("#time-b").get_attribute("data-t")) < 1.0:
         assert time.monotonic() < deadline, "the pair did not run"
         page.wait_for_timeout(100)
     page.click("#compare-toolbar button[value=pause]")
     expect(page.locator("#pair-mode")).to_have_text("paused", timeout=5000)
-    if float(page.locator("#time-b").inner_text()) < t:
+    if float(page.locator("#time-b").get_attribute("data-t")) < t:
         page.fill("#compare-toolbar input[name=t]", str(t))
         page.click("#compare-toolbar button[value=to]")
-        expect(page.locator("#time-b")).to_have_text(f"{t:.3f}", timeout=60000)
-        expect(page.locator("#time-a")).to_have_text(f"{t:.3f}", timeout=60000)
+        expect(page.locator("#time-b")).to_have_text(vtime(t), timeout=60000)
+        expect(page.locator("#time-a")).to_have_text(vtime(t), timeout=60000)
 
 
 def test_compare_quota_slow_start_on_and_off(page: Page, live_server_url: str):

@@ -128,7 +128,7 @@ def test_manual_workers_sync_one_key_and_the_inspector_narrates_it(page: Page, l
     page.click("#btn-stage")
     inspector = page.locator("[data-slot=inspector]")
     expect(inspector).to_contain_text(f"Sync of {head}")
-    for text in ("Expectations satisfied", "Listed 0 pods", "Claimed 0 pods", "create"):
+    for text in ("No expectations recorded for this key", "Listed 0 pods", "Claimed 0 pods", "create"):
         page.click("#btn-stage")
         expect(inspector).to_contain_text(text)
     page.click("#btn-sync")

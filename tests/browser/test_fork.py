@@ -29,7 +29,7 @@ def test_fork_before_a_scale_with_other_replicas_and_compare(page: Page, live_se
     page.click("#fork-menu summary")
     # Look at the moment just before the scale; the menu then forks there, 8 replicas asked for.
     view_at(page, "9.5")
-    expect(page.locator("#past-at")).to_have_text("t=9.500", timeout=PAST)
+    expect(page.locator("#past-at")).to_have_text("t=9.500 s", timeout=PAST)
     page.click("#fork-menu summary")
     expect(form.locator("input[name=at]")).to_have_value("9.5")
     expect(form.locator(".fork-at-hint")).to_contain_text("the moment viewed")
@@ -41,14 +41,14 @@ def test_fork_before_a_scale_with_other_replicas_and_compare(page: Page, live_se
     fork_id = page.url.rstrip("/").split("/")[-1]
     assert fork_id.startswith("scale-up-and-down-fork-")
     expect(page.locator("#fork-line-b")).to_contain_text("B is a fork of A at t=9.500")
-    expect(page.locator("#time-a")).to_have_text("11.000")
-    expect(page.locator("#time-b")).to_have_text("9.500")
+    expect(page.locator("#time-a")).to_have_text("11.000 s")
+    expect(page.locator("#time-b")).to_have_text("9.500 s")
     expect(page.locator("#fork-mark")).to_be_attached()
     # Both to t=30 in lock-step (B catches up first): the divergence comes after the fork mark.
     page.fill("#compare-toolbar input[name=t]", "30")
     page.click("#compare-toolbar button[value=to]")
-    expect(page.locator("#time-a")).to_have_text("30.000", timeout=60000)
-    expect(page.locator("#time-b")).to_have_text("30.000", timeout=60000)
+    expect(page.locator("#time-a")).to_have_text("30.000 s", timeout=60000)
+    expect(page.locator("#time-b")).to_have_text("30.000 s", timeout=60000)
     expect(page.locator(".first-divergence")).to_contain_text("first divergence at t=9.5", timeout=10000)
     expect(page.locator("#compare-timeline svg .mark").first).to_be_attached()
     mark_x = float(page.locator("#fork-mark line").get_attribute("x1") or "nan")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
+from dashboard.timefmt import vtime
+
 from .conftest import shot
 from .test_dashboard import command, errors, pod_states, run_to, start, stop, wait_pods  # noqa: F401
 
@@ -27,8 +29,8 @@ def test_scrub_to_before_a_crash_and_see_the_pod_ready_again(page: Page, live_se
     wait_pods(page, f"s['{victim}'] !== 'Ready'")
     view_at(page, "4.5")
     expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
-    expect(page.locator("#past-at")).to_have_text("t=4.500")
-    expect(page.locator("#past-live")).to_have_text("t=12.000")
+    expect(page.locator("#past-at")).to_have_text("t=4.500 s")
+    expect(page.locator("#past-live")).to_have_text("t=12.000 s")
     page.evaluate("() => document.activeElement.blur()")
     wait_pods(page, f"s['{victim}'] === 'Ready'")
     assert page.evaluate("() => document.body.classList.contains('in-past')")
@@ -43,7 +45,7 @@ def test_scrub_to_before_a_crash_and_see_the_pod_ready_again(page: Page, live_se
     link = page.locator("#trace-all a.jump").first  # the complete trace view (test_causes.py)
     t, seq = float(link.get_attribute("data-jump-t")), int(link.get_attribute("data-jump-seq"))
     link.click()
-    expect(page.locator("#past-at")).to_have_text(f"t={t:.3f}", timeout=PAST)
+    expect(page.locator("#past-at")).to_have_text(f"t={vtime(t)}", timeout=PAST)
     assert page.evaluate("() => window.CtrlscopePast.position().seq") >= seq
     page.keyboard.press("End")
     expect(page.locator("#past-banner")).to_be_hidden()

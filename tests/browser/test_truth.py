@@ -1,0 +1,152 @@
+"""Every number true, at once (issue #19 §2 time and speed, §4): one time format everywhere,
+a speed select that Run obeys, live object panels, frames that carry what a step changed,
+controls that show their state, and messages in upstream's words."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from dashboard.timefmt import vtime
+
+from .test_dashboard import command, run_to, start, stop
+
+
+@pytest.fixture
+def errors(page: Page):
+    seen: list[str] = []
+    page.on("pageerror", lambda exc: seen.append(str(exc)))
+    yield seen
+    assert seen == []
+
+
+def test_one_time_format_from_seconds_to_days_and_the_inspector_never_overprints(
+    page: Page, live_server_url: str, errors
+):
+    sim = start(page, live_server_url)
+    # The page's JS writes what the server's filter writes, at every scale.
+    samples = [0, 0.005, 42.105, 59.9996, 184.567, 1000.5, 3784.567, 183845.678]
+    written = page.evaluate("ts => ts.map((t) => window.CtrlscopeTime.format(t))", samples)
+    assert written == [vtime(t) for t in samples]
+    run_to(page, 1000.5)
+    expect(page.locator("#st-time")).to_have_text("16:40.500")
+    expect(page.locator("#st-hit")).to_contain_text("Paused at t=16:40.500")
+    # A sync at t >= 1000 s: the inspector's time column is as wide as its widest time.
+    command(page, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 8}}})
+    page.click("#btn-sync")
+    inspector = page.locator("[data-slot=inspector]")
+    expect(inspector).to_contain_text("t=16:40.5")
+    overlaps = page.evaluate(
+        """() => [...document.querySelectorAll('[data-slot=inspector] li.stage')].filter((li) => {
+             const t = li.querySelector('.t'), say = li.querySelector('.say');
+             if (!t || !say || !t.textContent.trim()) return false;
+             const range = document.createRange(); range.selectNodeContents(t);
+             return range.getBoundingClientRect().right > say.getBoundingClientRect().left;
+           }).length"""
+    )
+    assert overlaps == 0
+    # Ages and countdowns, in the right column and the timers list, use the same format.
+    assert "s)" in page.locator("#timers").inner_text() or ":" in page.locator("#timers").inner_text()
+    # The timeline's axis: minutes past the first minute, never "16m40s".
+    page.click("#tl-all")
+    page.wait_for_timeout(300)
+    labels = page.evaluate("() => window.CtrlscopeTimeline.axisLabels()")
+    assert labels and all(("m" not in label) for label in labels)
+    assert any(":" in label for label in labels)
+    stop(page, live_server_url, sim)
+
+
+def test_the_frame_after_a_step_carries_what_it_changed(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    page.click("#manual-replicaset")
+    run_to(page, 1)
+    # One sync by hand, the inspector following the latest sync: each stage a step reaches is on
+    # the page at once (the latest sync's panel was rebuilt only when the next sync started).
+    page.click("#sync-next-replicaset")
+    page.check("#follow-latest")
+    page.evaluate("() => document.activeElement.blur()")  # keys go to the page
+    stages = page.locator("[data-slot=inspector] li.stage")
+    for _ in range(3):
+        before = stages.count()
+        page.keyboard.press(".")
+        page.wait_for_function("() => window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal")
+        page.wait_for_function(
+            f"() => document.querySelectorAll('[data-slot=inspector] li.stage').length > {before}", timeout=3000
+        )
+    # Timer by timer: each countdown is counted from the new clock within a frame, not a second later.
+    for _ in range(4):
+        e0 = page.evaluate("() => window.ctrlscope.status.events")
+        page.keyboard.press("t")  # (a timer due at this instant runs alone: the clock may stay)
+        page.wait_for_function(
+            f"() => window.ctrlscope.status.events > {e0} && window.ctrlscope.status.mode === 'paused' "
+            "&& !window.ctrlscope.status.goal"
+        )
+        page.wait_for_function(
+            """() => { const t = window.ctrlscope.status.t;
+                       const rows = [...document.querySelectorAll('#timers li[data-t]')];
+                       return rows.length > 0 && rows.every((li) =>
+                         Math.abs(parseFloat(li.dataset.t) - parseFloat(li.dataset.in) - t) < 0.0006); }""",
+            timeout=900,  # the page used to wait for the next second's frame
+        )
+    stop(page, live_server_url, sim)
+
+
+def test_the_speed_chosen_is_what_run_uses_space_works_and_nothing_moves(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    run_to(page, 2)
+    watched = ["#layout", "#btn-run", "#btn-pause", "#speed", "#st-time", "#btn-export", "#drawer"]
+
+    def boxes():
+        return page.evaluate(
+            "ids => ids.map((id) => { const r = document.querySelector(id).getBoundingClientRect(); "
+            "return [Math.round(r.x), Math.round(r.y), Math.round(r.width), Math.round(r.height)]; })",
+            watched,
+        )
+
+    paused = boxes()
+    page.focus("#speed")  # as a user does: the select takes the focus, then a choice
+    # The choice, and in the same turn of the page's event loop (before the host can answer) a
+    # frame built before the host took it: it still says 1x.
+    page.evaluate(
+        """() => { const sel = document.getElementById('speed'); sel.value = '5';
+                   sel.dispatchEvent(new Event('change', {bubbles: true}));
+                   const old = {...window.ctrlscope.status, speed: 1, mode: 'paused', goal: null};
+                   window.ctrlscope.show.applyStatus(old); }"""
+    )
+    expect(page.locator("#speed")).to_have_value("5")
+    page.keyboard.press(" ")  # Space works right after using the select
+    expect(page.locator("#st-mode")).to_have_text("running 5×")  # noqa: RUF001
+    assert page.evaluate("() => window.ctrlscope.status.speed") == 5
+    page.wait_for_function("() => window.ctrlscope.status.rate != null", timeout=5000)
+    assert boxes() == paused  # running, with its actual rate shown: nothing moved
+    page.keyboard.press(" ")
+    expect(page.locator("#st-mode")).to_have_text("paused")
+    expect(page.locator("#st-hit")).to_contain_text("Paused at t=")
+    assert boxes() == paused
+    # A step with a long goal and a long reason to stop: still nothing moves.
+    page.keyboard.press(".")
+    expect(page.locator("#st-hit")).to_contain_text("Paused at t=")
+    assert boxes() == paused
+    stop(page, live_server_url, sim)
+
+
+def test_the_inspector_says_expectations_expired_and_clicks_leave_no_stray_done(
+    page: Page, live_server_url: str, errors
+):
+    sim = start(page, live_server_url, scenario="lesson-leaked-expectations")
+    run_to(page, 359.9)
+    page.evaluate("() => document.activeElement.blur()")
+    inspector = page.locator("[data-slot=inspector]")
+    # The resync at t=360 finds the leaked record (add=1) older than five minutes.
+    for _ in range(8):
+        page.keyboard.press(".")
+        page.wait_for_function("() => window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal")
+        if "EXPIRED" in inspector.inner_text():
+            break
+    expect(inspector).to_contain_text("Expectations EXPIRED unfulfilled (still expecting add=1, del=0")
+    assert "Expectations satisfied" not in inspector.inner_text()
+    for button in ("#btn-run", "#btn-pause", "#btn-event"):
+        page.click(button)
+        page.wait_for_timeout(200)
+        assert "done" not in page.locator("#st-result").inner_text()
+    stop(page, live_server_url, sim)
