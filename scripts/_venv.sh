@@ -8,7 +8,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed$1"
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -e ".$1"
+  # -qq: errors only (pip warns about every unreachable index of the machine's pip.conf)
+  .venv/bin/python -m pip install -qq --upgrade pip
+  .venv/bin/python -m pip install -qq -e ".$1"
   touch "$stamp"
 fi
