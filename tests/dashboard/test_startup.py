@@ -36,3 +36,22 @@ def test_static_files_need_no_collected_folder():
         warnings.simplefilter("always")
         WhiteNoiseMiddleware(lambda request: None)
     assert not [w for w in caught if "No directory at" in str(w.message)]
+
+
+def test_installing_the_project_prints_no_packaging_warnings(tmp_path):
+    """The first `./scripts/run` installs the project: its build must not print setuptools'
+    deprecation wall (project.license as a table)."""
+    import shutil
+    import sys
+
+    source = tmp_path / "src"  # a copy: setuptools writes build/ and *.egg-info beside the project
+    skip = shutil.ignore_patterns(".git", ".venv", "test-artifacts", "build", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT, source, ignore=skip)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path / "wheel"), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "deprecated" not in (result.stdout + result.stderr).lower(), (result.stdout + result.stderr)[-2000:]
