@@ -27,9 +27,14 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import sys
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from dashboard.host import keyframes
 
 Obj = dict[str, Any]
 
@@ -41,6 +46,17 @@ PAST_PANELS_DROPPED = ("breakpoints",)  # the live session's, not the world's: t
 
 class Superseded(Exception):
     """A newer request of the same viewer came in."""
+
+
+class Behind(Exception):
+    """The world of this process stands past the target and may not rebuild from the start (a
+    keyframe world, `dashboard.host.keyframes`): a world at or before `bounds` must serve
+    `target` instead. `bounds`: `events` (at most), `time` (at most), `seq` (before it)."""
+
+    def __init__(self, target: Obj, bounds: Obj) -> None:
+        super().__init__("behind")
+        self.target = target
+        self.bounds = bounds
 
 
 class Requests:
@@ -82,8 +98,14 @@ class Requests:
         return viewer in self.waiting
 
 
+class Inbox(Protocol):
+    def newer(self, viewer: str) -> bool:
+        """True when a newer request of `viewer` came in (the one in hand is superseded)."""
+        ...
+
+
 class Worker:
-    def __init__(self, requests: Requests) -> None:
+    def __init__(self, requests: Inbox) -> None:
         from controlplane.simulation import Replay
 
         self.requests = requests
@@ -94,6 +116,13 @@ class Worker:
         self.chunk_events = CHUNK_EVENTS
         self.furthest = 0  # the most events any replay of this recording ran: `marks` covers them
         self.viewer = ""
+        # Keyframes (dashboard.host.keyframes): in a keyframe world this process never rebuilds
+        # (a target behind it raises Behind) and calls `on_keyframe` each time a forward replay
+        # stands on a multiple of `keyframe_every` events.
+        self.rebuilds = True
+        self.keyframe_every: int | None = None
+        self.on_keyframe: Callable[[], None] | None = None
+        self.going: Obj = {}  # the target being served (what Behind asks another world to serve)
 
     # -- the world of the moment -----------------------------------------------------------------
     def _check(self) -> None:
@@ -122,6 +151,8 @@ class Worker:
                 or (time is not None and vtime(time) < here.time)
                 or (seq is not None and here.seq >= seq)
             ):
+                if not self.rebuilds and here.events > 0:
+                    raise Behind(self.going, {"events": events, "time": time, "seq": seq})
                 replay = None
         if replay is None:
             self._rebuild()
@@ -134,8 +165,11 @@ class Worker:
         from controlplane.simulation import ReplayError
 
         kernel = replay.sim.kernel
+        every = self.keyframe_every
         while replay.sim.halted is None:
             target = kernel.events + self.chunk_events
+            if every:
+                target = min(target, (kernel.events // every + 1) * every)
             if events is not None:
                 target = min(target, events)
                 if target <= kernel.events:
@@ -144,6 +178,8 @@ class Worker:
                 replay.run_to_events(target, bound)
             except ReplayError:
                 return  # the bound came first
+            if every and self.on_keyframe is not None and kernel.events % every == 0:
+                self.on_keyframe()
             self._check()
 
     def go(self, target: Obj, live: Obj) -> Obj:
@@ -152,6 +188,7 @@ class Worker:
         from controlplane.replay import NANOSECOND
 
         live_time = float(live["time"])
+        self.going = target
         if "at" in target:
             t = float(target["at"])
             replay = self._ready(time=t)
@@ -235,6 +272,10 @@ class Worker:
             state["panels"].pop(panel, None)
         return json.dumps(state, separators=(",", ":"), allow_nan=False, default=str)
 
+    def drop_world(self) -> None:
+        """Forget the replayed world (the next request rebuilds it)."""
+        self.replay, self.hosted = None, None
+
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
         from controlplane.scenario import ScenarioError
@@ -270,8 +311,26 @@ def main() -> None:
     import django
 
     django.setup()
+    from controlplane.gcpolicy import simulation_gc
+    from dashboard.host import keyframes
+
+    simulation_gc()  # for the life of the process: a replay is a simulation running (gcpolicy's why)
+
     requests = Requests(sys.stdin.fileno())
-    worker = Worker(requests)
+    worker: Worker | keyframes.Broker
+    if keyframes.available():
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the worlds are never waited for: no zombies
+        worker = keyframes.Broker(requests)
+    else:
+        worker = Worker(requests)  # no fork here: every move back replays from t=0
+    try:
+        serve(requests, worker)
+    finally:
+        if isinstance(worker, keyframes.Broker):
+            worker.close()
+
+
+def serve(requests: Requests, worker: Worker | keyframes.Broker) -> None:
     out = sys.stdout
     while True:
         request = requests.next()
@@ -282,7 +341,7 @@ def main() -> None:
         except Superseded:
             continue
         except Exception as exc:  # a bug: say so to the viewer, drop the world, serve on
-            worker.replay, worker.hosted = None, None
+            worker.drop_world()
             answer = {"ok": False, "error": f"replay failed: {type(exc).__name__}: {exc}"[:500]}
         answer["id"] = request.get("id")
         answer["viewer"] = request.get("viewer")
@@ -292,6 +351,8 @@ def main() -> None:
         if text is not None:
             out.write(text + "\n")
         out.flush()
+        if not isinstance(worker, Worker):
+            worker.housekeep()
 
 
 if __name__ == "__main__":
