@@ -170,7 +170,9 @@ class _World:
 
     def here(self) -> Obj | None:
         replay = self.worker.replay
-        return None if replay is None else dict(replay.position().to_json())
+        if replay is None:
+            return None
+        return {**replay.position().to_json(), "moved": self.worker.moved}
 
     def actions(self) -> int:
         recording = self.worker.recording
@@ -429,6 +431,8 @@ class Broker:
                 continue
             if events is not None and int(here["events"]) > int(events):
                 continue
+            if events is not None and int(here["events"]) == int(events) and time is None and here.get("moved"):
+                continue  # its clock went on past event `events`: not the moment right after it
             if time is not None and float(here["time"]) > vtime(float(time)):
                 continue
             if seq is not None and int(here["seq"]) >= int(seq):

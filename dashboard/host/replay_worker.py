@@ -59,6 +59,19 @@ class Behind(Exception):
         self.bounds = bounds
 
 
+def _inherit(request: Obj, older: Obj) -> None:
+    """`request` supersedes `older`, never answered: it takes over the recording or the live
+    actions `older` brought (the host sends each only once)."""
+    if "recording" in request:
+        return
+    if "recording" in older:
+        recording = older["recording"]
+        recording["actions"] = list(recording.get("actions") or []) + list(request.pop("actions", None) or [])
+        request["recording"] = recording
+    elif older.get("actions"):
+        request["actions"] = list(older["actions"]) + list(request.get("actions") or [])
+
+
 class Requests:
     """Lines of stdin, read without blocking between chunks; the latest request per viewer."""
 
@@ -82,7 +95,9 @@ class Requests:
             if line.strip():
                 request = json.loads(line)
                 viewer = str(request.get("viewer"))
-                self.waiting.pop(viewer, None)
+                older = self.waiting.pop(viewer, None)
+                if older is not None:
+                    _inherit(request, older)
                 self.waiting[viewer] = request  # the newest of a viewer supersedes its older ones
 
     def next(self) -> Obj | None:
@@ -123,6 +138,9 @@ class Worker:
         self.keyframe_every: int | None = None
         self.on_keyframe: Callable[[], None] | None = None
         self.going: Obj = {}  # the target being served (what Behind asks another world to serve)
+        # The clock may stand past the last event run (a time or an exact position was asked):
+        # then this world is not "right after event N" for its N, only for a later moment.
+        self.moved = False
 
     # -- the world of the moment -----------------------------------------------------------------
     def _check(self) -> None:
@@ -148,6 +166,7 @@ class Worker:
             here = replay.position()
             if (
                 (events is not None and events < here.events)
+                or (events is not None and events == here.events and time is None and self.moved)
                 or (time is not None and vtime(time) < here.time)
                 or (seq is not None and here.seq >= seq)
             ):
@@ -156,6 +175,7 @@ class Worker:
                 replay = None
         if replay is None:
             self._rebuild()
+            self.moved = False
         assert self.replay is not None
         return self.replay
 
@@ -177,7 +197,9 @@ class Worker:
             try:
                 replay.run_to_events(target, bound)
             except ReplayError:
+                self.moved = True
                 return  # the bound came first
+            self.moved = False
             if every and self.on_keyframe is not None and kernel.events % every == 0:
                 self.on_keyframe()
             self._check()
@@ -193,18 +215,24 @@ class Worker:
             t = float(target["at"])
             replay = self._ready(time=t)
             self._chunks(replay, t)
-            return self._reached(replay.run_to_time(t))
+            position = replay.run_to_time(t)
+            self.moved = True
+            return self._reached(position)
         if "seq" in target:
             seq, t = int(target["seq"]), float(target["time"])
             replay = self._ready(time=t, seq=seq)
             self._chunks(replay, vtime(t - NANOSECOND))
-            return self._reached(replay.run_to_seq(seq, t))
+            position = replay.run_to_seq(seq, t)
+            self.moved = False
+            return self._reached(position)
         if "events" in target:
             events, t = int(target["events"]), float(target["time"])
             exact = bool(target.get("exact"))
             replay = self._ready(events=events, time=t if exact else None)
             self._chunks(replay, t, events)
-            return self._reached(replay.run_to_events(events, t, exact=exact))
+            position = replay.run_to_events(events, t, exact=exact)
+            self.moved = exact
+            return self._reached(position)
         step = target.get("back") or target.get("forward")
         if step not in ("event", "stage", "sync"):
             raise ValueError("step: back or forward must be event, stage or sync")
@@ -214,6 +242,7 @@ class Worker:
             replay = self._ready(events=at.events)
             self._chunks(replay, at.time, at.events)
             self._reached(replay.run_to_events(at.events, at.time))
+            self.moved = False
         assert self.replay is not None
         if "back" in target:
             finder = {
@@ -274,7 +303,7 @@ class Worker:
 
     def drop_world(self) -> None:
         """Forget the replayed world (the next request rebuilds it)."""
-        self.replay, self.hosted = None, None
+        self.replay, self.hosted, self.moved = None, None, False
 
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
