@@ -256,6 +256,18 @@ class _World:
 # -- the broker: the worker process itself ---------------------------------------------------------
 
 
+def _bounds(target: Obj) -> Obj | None:
+    """What a world must not be past to serve `target` (as `Worker.go` asks `Worker._ready`);
+    None for a step, which the world itself resolves."""
+    if "at" in target:
+        return {"events": None, "time": target["at"], "seq": None}
+    if "seq" in target:
+        return {"events": None, "time": target["time"], "seq": target["seq"]}
+    if "events" in target:
+        return {"events": target["events"], "time": target["time"] if target.get("exact") else None, "seq": None}
+    return None
+
+
 class _Held:
     """The broker's view of one world process."""
 
@@ -471,6 +483,16 @@ class Broker:
     def _serve(self, request: Obj) -> Obj:
         message = {k: v for k, v in request.items() if k not in ("recording", "actions")}
         message["op"] = "go"
+        bounds = _bounds(message["target"])
+        if bounds is not None:
+            # A keyframe later than the current (and not past the target) is the shorter way.
+            keyframe = self._pick(bounds)
+            current = self.current
+            if keyframe is not None and (current is None or keyframe.events > current.events):
+                if current is not None:
+                    self.current = None
+                    self._add_keyframe(current, measure=False)
+                self._use(keyframe)
         for _ in range(MAX_ROUNDS):
             world = self.current
             if world is None:
@@ -484,10 +506,14 @@ class Broker:
             message["target"] = answer["target"]
             keyframe = self._pick(answer["behind"])
             if keyframe is not None:
-                self.tick += 1
-                keyframe.used = self.tick
-                self.current = self._from_keyframe(keyframe)
+                self._use(keyframe)
         return {"ok": False, "error": "replay failed: no world could reach that moment"}
+
+    def _use(self, keyframe: _Held) -> None:
+        """A new current, forked from `keyframe`."""
+        self.tick += 1
+        keyframe.used = self.tick
+        self.current = self._from_keyframe(keyframe)
 
     def _go(self, world: _Held, message: Obj) -> Obj:
         assert self.recording is not None
@@ -523,8 +549,13 @@ class Broker:
                 return answer
 
     def housekeep(self) -> None:
-        """Between requests: hold the keyframes to `max_memory`."""
+        """Between requests: take in the keyframes that connected late, hold them to `max_memory`."""
+        self._accept_pending()
         self._evict()
+
+    def _accept_pending(self) -> None:
+        while select.select([self.listener], [], [], 0)[0]:
+            self._accept()
 
     def configure(self, config: Obj) -> Obj:
         """Change the policy (tests and the benchmark): `every`, `max_keyframes`, `max_memory`,
@@ -547,6 +578,7 @@ class Broker:
 
     def stats(self) -> Obj:
         """The keyframes held (for tests and the benchmark): position, pid and memory of each."""
+        self.housekeep()
         worlds = []
         for world in self.keyframes:
             worlds.append({"here": world.here, "pid": world.pid, "memory": memory(world.pid)})
