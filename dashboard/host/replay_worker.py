@@ -8,7 +8,9 @@ Guarantees
 * It keeps the last replayed world (`controlplane.replay.Replay`, wrapped in a `HostedSimulation`
   subscribed before the replay runs, so the sync narrations, the pod table and the timeline fill
   exactly as they did live): a later moment replays on from there; an earlier one rebuilds from
-  the start. The index of sync records (`Replay.marks`) survives rebuilds.
+  the start. The index of sync records (`Replay.marks`) survives rebuilds. Where `os.fork` is
+  available, `main` serves through `dashboard.host.keyframes.Broker` instead: the worlds live in
+  forked children and an earlier moment replays from the nearest earlier keyframe.
 * The panels of that moment are rendered by the live page's own code (`FrameBuilder.state`, the
   same templates), so the past looks exactly like the present did.
 * Newer requests supersede older ones of the same viewer: the replay runs in chunks of
