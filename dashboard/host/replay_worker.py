@@ -8,7 +8,9 @@ Guarantees
 * It keeps the last replayed world (`controlplane.replay.Replay`, wrapped in a `HostedSimulation`
   subscribed before the replay runs, so the sync narrations, the pod table and the timeline fill
   exactly as they did live): a later moment replays on from there; an earlier one rebuilds from
-  the start. The index of sync records (`Replay.marks`) survives rebuilds.
+  the start. The index of sync records (`Replay.marks`) survives rebuilds. Where `os.fork` is
+  available, `main` serves through `dashboard.host.keyframes.Broker` instead: the worlds live in
+  forked children and an earlier moment replays from the nearest earlier keyframe.
 * The panels of that moment are rendered by the live page's own code (`FrameBuilder.state`, the
   same templates), so the past looks exactly like the present did.
 * Newer requests supersede older ones of the same viewer: the replay runs in chunks of
@@ -27,9 +29,14 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import sys
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from dashboard.host import keyframes
 
 Obj = dict[str, Any]
 
@@ -41,6 +48,30 @@ PAST_PANELS_DROPPED = ("breakpoints",)  # the live session's, not the world's: t
 
 class Superseded(Exception):
     """A newer request of the same viewer came in."""
+
+
+class Behind(Exception):
+    """The world of this process stands past the target and may not rebuild from the start (a
+    keyframe world, `dashboard.host.keyframes`): a world at or before `bounds` must serve
+    `target` instead. `bounds`: `events` (at most), `time` (at most), `seq` (before it)."""
+
+    def __init__(self, target: Obj, bounds: Obj) -> None:
+        super().__init__("behind")
+        self.target = target
+        self.bounds = bounds
+
+
+def _inherit(request: Obj, older: Obj) -> None:
+    """`request` supersedes `older`, never answered: it takes over the recording or the live
+    actions `older` brought (the host sends each only once)."""
+    if "recording" in request:
+        return
+    if "recording" in older:
+        recording = older["recording"]
+        recording["actions"] = list(recording.get("actions") or []) + list(request.pop("actions", None) or [])
+        request["recording"] = recording
+    elif older.get("actions"):
+        request["actions"] = list(older["actions"]) + list(request.get("actions") or [])
 
 
 class Requests:
@@ -66,7 +97,9 @@ class Requests:
             if line.strip():
                 request = json.loads(line)
                 viewer = str(request.get("viewer"))
-                self.waiting.pop(viewer, None)
+                older = self.waiting.pop(viewer, None)
+                if older is not None:
+                    _inherit(request, older)
                 self.waiting[viewer] = request  # the newest of a viewer supersedes its older ones
 
     def next(self) -> Obj | None:
@@ -82,8 +115,14 @@ class Requests:
         return viewer in self.waiting
 
 
+class Inbox(Protocol):
+    def newer(self, viewer: str) -> bool:
+        """True when a newer request of `viewer` came in (the one in hand is superseded)."""
+        ...
+
+
 class Worker:
-    def __init__(self, requests: Requests) -> None:
+    def __init__(self, requests: Inbox) -> None:
         from controlplane.simulation import Replay
 
         self.requests = requests
@@ -94,6 +133,16 @@ class Worker:
         self.chunk_events = CHUNK_EVENTS
         self.furthest = 0  # the most events any replay of this recording ran: `marks` covers them
         self.viewer = ""
+        # Keyframes (dashboard.host.keyframes): in a keyframe world this process never rebuilds
+        # (a target behind it raises Behind) and calls `on_keyframe` each time a forward replay
+        # stands on a multiple of `keyframe_every` events.
+        self.rebuilds = True
+        self.keyframe_every: int | None = None
+        self.on_keyframe: Callable[[], None] | None = None
+        self.going: Obj = {}  # the target being served (what Behind asks another world to serve)
+        # The clock may stand past the last event run (a time or an exact position was asked):
+        # then this world is not "right after event N" for its N, only for a later moment.
+        self.moved = False
 
     # -- the world of the moment -----------------------------------------------------------------
     def _check(self) -> None:
@@ -119,12 +168,16 @@ class Worker:
             here = replay.position()
             if (
                 (events is not None and events < here.events)
+                or (events is not None and events == here.events and time is None and self.moved)
                 or (time is not None and vtime(time) < here.time)
                 or (seq is not None and here.seq >= seq)
             ):
+                if not self.rebuilds and here.events > 0:
+                    raise Behind(self.going, {"events": events, "time": time, "seq": seq})
                 replay = None
         if replay is None:
             self._rebuild()
+            self.moved = False
         assert self.replay is not None
         return self.replay
 
@@ -134,8 +187,11 @@ class Worker:
         from controlplane.simulation import ReplayError
 
         kernel = replay.sim.kernel
+        every = self.keyframe_every
         while replay.sim.halted is None:
             target = kernel.events + self.chunk_events
+            if every:
+                target = min(target, (kernel.events // every + 1) * every)
             if events is not None:
                 target = min(target, events)
                 if target <= kernel.events:
@@ -143,7 +199,11 @@ class Worker:
             try:
                 replay.run_to_events(target, bound)
             except ReplayError:
+                self.moved = True
                 return  # the bound came first
+            self.moved = False
+            if every and self.on_keyframe is not None and kernel.events % every == 0:
+                self.on_keyframe()
             self._check()
 
     def go(self, target: Obj, live: Obj) -> Obj:
@@ -152,22 +212,29 @@ class Worker:
         from controlplane.replay import NANOSECOND
 
         live_time = float(live["time"])
+        self.going = target
         if "at" in target:
             t = float(target["at"])
             replay = self._ready(time=t)
             self._chunks(replay, t)
-            return self._reached(replay.run_to_time(t))
+            position = replay.run_to_time(t)
+            self.moved = True
+            return self._reached(position)
         if "seq" in target:
             seq, t = int(target["seq"]), float(target["time"])
             replay = self._ready(time=t, seq=seq)
             self._chunks(replay, vtime(t - NANOSECOND))
-            return self._reached(replay.run_to_seq(seq, t))
+            position = replay.run_to_seq(seq, t)
+            self.moved = False
+            return self._reached(position)
         if "events" in target:
             events, t = int(target["events"]), float(target["time"])
             exact = bool(target.get("exact"))
             replay = self._ready(events=events, time=t if exact else None)
             self._chunks(replay, t, events)
-            return self._reached(replay.run_to_events(events, t, exact=exact))
+            position = replay.run_to_events(events, t, exact=exact)
+            self.moved = exact
+            return self._reached(position)
         step = target.get("back") or target.get("forward")
         if step not in ("event", "stage", "sync"):
             raise ValueError("step: back or forward must be event, stage or sync")
@@ -177,6 +244,7 @@ class Worker:
             replay = self._ready(events=at.events)
             self._chunks(replay, at.time, at.events)
             self._reached(replay.run_to_events(at.events, at.time))
+            self.moved = False
         assert self.replay is not None
         if "back" in target:
             finder = {
@@ -235,6 +303,10 @@ class Worker:
             state["panels"].pop(panel, None)
         return json.dumps(state, separators=(",", ":"), allow_nan=False, default=str)
 
+    def drop_world(self) -> None:
+        """Forget the replayed world (the next request rebuilds it)."""
+        self.replay, self.hosted, self.moved = None, None, False
+
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
         from controlplane.scenario import ScenarioError
@@ -270,8 +342,26 @@ def main() -> None:
     import django
 
     django.setup()
+    from controlplane.gcpolicy import simulation_gc
+    from dashboard.host import keyframes
+
+    simulation_gc()  # for the life of the process: a replay is a simulation running (gcpolicy's why)
+
     requests = Requests(sys.stdin.fileno())
-    worker = Worker(requests)
+    worker: Worker | keyframes.Broker
+    if keyframes.available():
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the worlds are never waited for: no zombies
+        worker = keyframes.Broker(requests)
+    else:
+        worker = Worker(requests)  # no fork here: every move back replays from t=0
+    try:
+        serve(requests, worker)
+    finally:
+        if isinstance(worker, keyframes.Broker):
+            worker.close()
+
+
+def serve(requests: Requests, worker: Worker | keyframes.Broker) -> None:
     out = sys.stdout
     while True:
         request = requests.next()
@@ -282,7 +372,7 @@ def main() -> None:
         except Superseded:
             continue
         except Exception as exc:  # a bug: say so to the viewer, drop the world, serve on
-            worker.replay, worker.hosted = None, None
+            worker.drop_world()
             answer = {"ok": False, "error": f"replay failed: {type(exc).__name__}: {exc}"[:500]}
         answer["id"] = request.get("id")
         answer["viewer"] = request.get("viewer")
@@ -292,6 +382,8 @@ def main() -> None:
         if text is not None:
             out.write(text + "\n")
         out.flush()
+        if not isinstance(worker, Worker):
+            worker.housekeep()
 
 
 if __name__ == "__main__":
