@@ -44,7 +44,8 @@ def test_scrub_to_before_a_crash_and_see_the_pod_ready_again(page: Page, live_se
     page.click("#drawer-tabs [data-tab=tab-trace]")
     link = page.locator("#trace-all a.jump").first  # the complete trace view (test_causes.py)
     t, seq = float(link.get_attribute("data-jump-t")), int(link.get_attribute("data-jump-seq"))
-    link.click()
+    # The same row, found by its seq: the virtualised view may redraw between the two lines.
+    page.locator(f'#trace-all a.jump[data-jump-seq="{seq}"]').first.click()
     expect(page.locator("#past-at")).to_have_text(f"t={vtime(t)}", timeout=PAST)
     assert page.evaluate("() => window.CtrlscopePast.position().seq") >= seq
     page.keyboard.press("End")
