@@ -88,6 +88,10 @@ class Host:
         # One GC hold per hosted simulation, from start to stop (controlplane.gcpolicy).
         self._gc_holds: dict[str, GcHold] = {}
         self._recorders: dict[str, recording.Recorder] = {}  # each hosted session's recording
+        # The heartbeat's registry writes and a stop's delete, one at a time: the writes run in
+        # worker threads, and a heartbeat landing after a stop's delete would list the stopped
+        # session as running again for ALIVE_FOR.
+        self._registry = asyncio.Lock()
         # Seconds every driving task of this process spent running slices and building frames:
         # what a task that yielded can subtract to learn what the rest (viewers) cost it.
         self.work = 0.0
@@ -201,7 +205,8 @@ class Host:
         await past.close(sim_id)
         layer = get_channel_layer()
         await layer.group_send(viewers_group(sim_id), {"type": "sim.stopped"})
-        await _delete_record(sim_id)
+        async with self._registry:
+            await _delete_record(sim_id)
 
     def wake(self, sim_id: str) -> None:
         event = self._wake.get(sim_id)
@@ -482,7 +487,9 @@ class Host:
         while True:
             await asyncio.sleep(HEARTBEAT)
             for hosted in list(self.sims.values()):
-                await _save_record(hosted)
+                async with self._registry:
+                    if not hosted.stopped:  # stopped while an earlier one was written
+                        await _save_record(hosted)
             reads.trim(if_needed=True)  # what big answers used, once the server wrote them out
 
 

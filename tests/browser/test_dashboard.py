@@ -72,6 +72,8 @@ def stop(page: Page, url: str, sim_id: str) -> None:
     page.goto(f"{url}/")
     page.locator(f"tr:has(a[href='/sim/{sim_id}/']) a:has-text('stop')").click()
     page.click("#confirm-form button[type=submit]")
+    # Back on the home page (the confirmation page has its own link back to the session).
+    page.wait_for_url(f"{url}/", timeout=30000)
     expect(page.locator(f"a[href='/sim/{sim_id}/']")).to_have_count(0)
     expect(page.locator(f"#stopped-list tr[data-recording='{sim_id}']")).to_have_count(1)
 
