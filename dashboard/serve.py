@@ -2,7 +2,8 @@
 that never shows the access token.
 
 Daphne's own access log prints every request's path and query: `/?token=…` (the URL the run
-command prints) and `/sim/<id>/k8s/token/<token>/…` (every kubectl request, from the kubeconfig).
+command prints) and `/sim/<id>/k8s/token/<token>/…` (every kubectl request made with the
+`--insecure-path-token` kubeconfig; the TLS one sends the token in a header).
 `redact_access_logs()` makes Daphne's access log generator write them with `token=` values and
 `/token/<…>` segments redacted. This command applies it before Daphne starts; `dashboard.asgi`
 applies it too when Daphne imports the application, so a plain `daphne dashboard.asgi:application`
