@@ -65,6 +65,7 @@ def live_server(start_file: pathlib.Path) -> Iterator[str]:
         "CTRLSCOPE_DB_PATH": str(state / "bench.sqlite3"),
         "CTRLSCOPE_STATE_DIR": str(state),
         "CTRLSCOPE_TOKEN": TOKEN,
+        "CTRLSCOPE_TLS_PORT": "0",  # plain http only: no second port (http + 443) to collide
         "CTRLSCOPE_START": str(start_file),
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
     }

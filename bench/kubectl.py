@@ -73,6 +73,7 @@ class Server:
             **os.environ,
             "CTRLSCOPE_DB_PATH": str(tmp / "db.sqlite3"),
             "CTRLSCOPE_STATE_DIR": str(tmp / "state"),
+            "CTRLSCOPE_TLS_PORT": "0",  # plain http only: no second port (http + 443) to collide
             "CTRLSCOPE_TOKEN": TOKEN,
             "DJANGO_SETTINGS_MODULE": "dashboard.settings",
         }

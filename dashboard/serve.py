@@ -2,17 +2,26 @@
 that never shows the access token.
 
 Daphne's own access log prints every request's path and query: `/?token=…` (the URL the run
-command prints) and `/sim/<id>/k8s/token/<token>/…` (every kubectl request, from the kubeconfig).
+command prints) and `/sim/<id>/k8s/token/<token>/…` (every kubectl request made with the
+`--insecure-path-token` kubeconfig; the TLS one sends the token in a header).
 `redact_access_logs()` makes Daphne's access log generator write them with `token=` values and
 `/token/<…>` segments redacted. This command applies it before Daphne starts; `dashboard.asgi`
 applies it too when Daphne imports the application, so a plain `daphne dashboard.asgi:application`
 is covered as well. Request headers (`Authorization`) are never logged by Daphne; application
 logs go through the redacting handler of settings.LOGGING. Without arguments:
 `dashboard.asgi:application` on 127.0.0.1:8000.
+
+It also serves the same application over TLS on a second port (`dashboard.tls`: the CA and the
+server certificate, made on first start in the state dir): `CTRLSCOPE_TLS_PORT`, by default the
+http port + 443 (8443 beside 8000); `CTRLSCOPE_TLS_PORT=0` serves plain http only, and so do
+arguments that name their own endpoints (`-e`, `-u`, `--fd`). The certificate names 127.0.0.1,
+::1, localhost, the bound host and `CTRLSCOPE_HOST`.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 from typing import Any
 
@@ -40,10 +49,39 @@ def redact_access_logs() -> None:
     AccessLogGenerator.ctrlscope_redacts = True  # type: ignore[attr-defined]
 
 
+def with_tls(args: list[str]) -> list[str]:
+    """Daphne's arguments plus the TLS endpoint (`-e ssl:...`), as the module docstring says.
+    ValueError names what is wrong (the port variable, the certificate's hosts)."""
+    from dashboard import tls
+    from dashboard.settings import STATE_DIR
+
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-b", "--bind", dest="host")
+    parser.add_argument("-p", "--port", type=int)
+    parser.add_argument("-e", "--endpoint", action="append")
+    parser.add_argument("-u", "--unix-socket")
+    parser.add_argument("--fd", type=int)
+    known, _ = parser.parse_known_args(args)
+    if known.endpoint or known.unix_socket or known.fd is not None:
+        return args
+    host, port = known.host or "127.0.0.1", known.port if known.port is not None else 8000
+    secure = tls.tls_port(port)
+    if not secure:
+        return args
+    files = tls.ensure_server_files(STATE_DIR, [host, os.environ.get("CTRLSCOPE_HOST", "")])
+    # Daphne listens on -b/-p only when no -e is given: name them again.
+    return ["-b", host, "-p", str(port), "-e", tls.endpoint(host, secure, files), *args]
+
+
 def main(argv: list[str] | None = None) -> None:
     redact_access_logs()
-    args = list(sys.argv[1:] if argv is None else argv)
-    CommandLineInterface().run(args or ["-b", "127.0.0.1", "-p", "8000", APPLICATION])
+    args = list(sys.argv[1:] if argv is None else argv) or ["-b", "127.0.0.1", "-p", "8000", APPLICATION]
+    try:
+        args = with_tls(args)
+    except ValueError as exc:
+        sys.stderr.write(f"ctrlscope: {exc}\n")
+        raise SystemExit(2) from None
+    CommandLineInterface().run(args)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ def live_server_url(tmp_path_factory):
         **os.environ,
         "CTRLSCOPE_DB_PATH": str(state / "browser.sqlite3"),
         "CTRLSCOPE_STATE_DIR": str(state),
+        "CTRLSCOPE_TLS_PORT": "0",  # plain http only: no second port (http + 443) to collide
         "CTRLSCOPE_TOKEN": TOKEN,
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
     }

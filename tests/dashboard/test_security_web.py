@@ -411,12 +411,14 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
     import websocket
 
     secret = "SECRET-0123456789-abcdefXYZ"
-    port = _free_port()
+    port, tls_port = _free_port(), _free_port()
+    serves_tls = server[-1] == "dashboard.serve"  # plain Daphne serves what it is told: http here
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTRLSCOPE_") and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env.update(
         CTRLSCOPE_STATE_DIR=str(tmp_path / "state"),
         CTRLSCOPE_DB_PATH=str(tmp_path / "db.sqlite3"),
         CTRLSCOPE_TOKEN=secret,
+        CTRLSCOPE_TLS_PORT=str(tls_port),
         DJANGO_SETTINGS_MODULE="dashboard.settings",
         PYTHONPATH=str(ROOT),
     )
@@ -459,6 +461,11 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
                 f"ws://127.0.0.1:{port}/ws/sim/demo/?token={secret}", origin="http://127.0.0.1:3000", timeout=10
             )
         assert refused.value.status_code == 403
+        if serves_tls:  # the bearer token and a path token over TLS are no more logged than over http
+            ca = str(tmp_path / "state" / "ca.crt")
+            tls_url = f"https://127.0.0.1:{tls_port}"
+            assert requests.get(f"{tls_url}/metrics", headers=headers, verify=ca, timeout=10).status_code == 200
+            assert requests.get(f"{tls_url}/sim/demo/k8s/token/{secret}/api", verify=ca, timeout=10).status_code == 200
 
         get = _raw(port, b"GET /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         head = _raw(port, b"HEAD /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
@@ -475,5 +482,6 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
     log = (tmp_path / "server.log").read_text()
     assert "GET /sim/demo/?token=[redacted]" in log and "/k8s/token/[redacted]/api" in log, log
     assert "Not Found: /sim/DEMO/k8s/token/[redacted]/api" in log, log
+    assert ('"GET /metrics" 200' in log) == serves_tls, log
     assert secret not in log and secret.lower() not in log.lower(), log
     assert "Traceback" not in log, log

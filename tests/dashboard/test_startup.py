@@ -9,23 +9,32 @@ import socket
 import subprocess
 import warnings
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_run_refuses_a_port_in_use_before_printing_a_url(tmp_path):
-    with socket.socket() as taken:
+@pytest.mark.parametrize("which", ["http", "tls"])
+def test_run_refuses_a_port_in_use_before_printing_a_url(tmp_path, which):
+    with socket.socket() as taken, socket.socket() as free:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
-        port = taken.getsockname()[1]
+        free.bind(("127.0.0.1", 0))
+        port, other = taken.getsockname()[1], free.getsockname()[1]
+        free.close()
         env = {k: v for k, v in os.environ.items() if not k.startswith("CTRLSCOPE_")}
-        env.update(CTRLSCOPE_PORT=str(port), CTRLSCOPE_STATE_DIR=str(tmp_path / "state"))
+        http_port, tls_port = (port, other) if which == "http" else (other, port)
+        env.update(
+            CTRLSCOPE_PORT=str(http_port), CTRLSCOPE_TLS_PORT=str(tls_port), CTRLSCOPE_STATE_DIR=str(tmp_path / "state")
+        )
         result = subprocess.run(
             [str(ROOT / "scripts" / "run")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
         )
     assert result.returncode == 2, result
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"ctrlscope: cannot listen on 127.0.0.1:{port}"), lines
-    assert f"CTRLSCOPE_PORT={port + 1}" in lines[0]
+    fix = f"CTRLSCOPE_PORT={port + 1}" if which == "http" else f"CTRLSCOPE_TLS_PORT={port + 1}"
+    assert fix in lines[0]
     assert "token=" not in result.stdout + result.stderr  # no URL to someone else's server
 
 

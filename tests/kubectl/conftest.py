@@ -1,8 +1,11 @@
 """The real `/usr/bin/kubectl` and the official Python client against a live Daphne server.
 
-One server per module (its own SQLite file, state dir and token), one fresh `KUBECACHEDIR` and
-`TMPDIR` per session; tests that change the world get a simulation of their own, started from an
-uploaded scenario (running at 1x, or paused where the test needs a frozen clock) and stopped after.
+One server per module (its own SQLite file, state dir, CA and token; started as `./scripts/run`
+starts it, `python -m dashboard.serve`, plain http and TLS), one fresh `KUBECACHEDIR` and `TMPDIR`
+per session; kubectl and the clients use the TLS kubeconfig (`certificate-authority-data`, a
+bearer token) unless a test asks for the path-token form; tests that change the world get a
+simulation of their own, started from an uploaded scenario (running at 1x, or paused where the
+test needs a frozen clock) and stopped after.
 """
 
 from __future__ import annotations
@@ -64,9 +67,12 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KUBECTL), reason="kubectl is 
 
 
 class Server:
-    def __init__(self, url: str, tmp: pathlib.Path) -> None:
+    def __init__(self, url: str, tls_url: str, tmp: pathlib.Path, env: dict[str, str]) -> None:
         self.url = url
+        self.tls_url = tls_url
         self.tmp = tmp
+        self.env = env  # the server's own (its database and state dir: the CA, the running simulations)
+        self.ca = tmp / "state" / "ca.crt"
         self.session = requests.Session()
         self.session.get(f"{url}/?token={TOKEN}", timeout=10)  # the control flag in the session
 
@@ -114,14 +120,15 @@ class Server:
         finally:
             ws.close()
 
-    def kubeconfig(self, sim_id: str) -> pathlib.Path:
-        path = self.tmp / f"kubeconfig-{sim_id}"
+    def kubeconfig(self, sim_id: str, *, path_token: bool = False) -> pathlib.Path:
+        """`manage.py kubeconfig --sim ID`: the TLS form, or with `path_token` the plain http one."""
+        path = self.tmp / f"kubeconfig-{sim_id}{'-path-token' if path_token else ''}"
         if not path.exists():
-            env = {**os.environ, "CTRLSCOPE_TOKEN": TOKEN, "DJANGO_SETTINGS_MODULE": "dashboard.settings"}
+            form = ["--insecure-path-token", "--server", self.url] if path_token else ["--server", self.tls_url]
             out = subprocess.run(
-                [sys.executable, "manage.py", "kubeconfig", "--sim", sim_id, "--server", self.url],
+                [sys.executable, "manage.py", "kubeconfig", "--sim", sim_id, *form],
                 cwd=ROOT,
-                env=env,
+                env=self.env,
                 check=True,
                 capture_output=True,
                 text=True,
@@ -172,43 +179,51 @@ class Kubectl:
             time.sleep(0.3)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port, tls_port = free_port(), free_port()
     tmp = tmp_path_factory.mktemp("kubectl")
-    env = {
-        **os.environ,
-        "CTRLSCOPE_DB_PATH": str(tmp / "db.sqlite3"),
-        "CTRLSCOPE_STATE_DIR": str(tmp / "state"),
-        "CTRLSCOPE_TOKEN": TOKEN,
-        "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTRLSCOPE_")}
+    env.update(
+        CTRLSCOPE_DB_PATH=str(tmp / "db.sqlite3"),
+        CTRLSCOPE_STATE_DIR=str(tmp / "state"),
+        CTRLSCOPE_TOKEN=TOKEN,
+        CTRLSCOPE_PORT=str(port),
+        CTRLSCOPE_TLS_PORT=str(tls_port),
+        DJANGO_SETTINGS_MODULE="dashboard.settings",
+        PYTHONPATH=str(ROOT),
+    )
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    bindir = pathlib.Path(sys.executable).parent
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True, capture_output=True
     )
     proc = subprocess.Popen(
-        [str(bindir / "daphne"), "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+        [sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
     url = f"http://127.0.0.1:{port}"
+    tls_url = f"https://127.0.0.1:{tls_port}"
     deadline = time.monotonic() + 30
     while True:
         try:
             requests.get(url + "/version", timeout=1)
+            requests.get(tls_url + "/version", timeout=1, verify=str(tmp / "state" / "ca.crt"))
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 raise RuntimeError(f"daphne did not start: {proc.stderr.read().decode()[-2000:]}") from None
             time.sleep(0.2)
-    yield Server(url, tmp)
+    yield Server(url, tls_url, tmp, env)
     proc.terminate()
     proc.wait(timeout=10)
 

@@ -44,11 +44,13 @@ def test_health_endpoints_answer_as_kube_apiserver_and_anonymously(kubectl, serv
 
 
 def test_metrics_need_the_token_and_answer_under_the_simulations_url(kubectl, server):
-    # `--raw` replaces the server URL's path, so over plain http kubectl reaches /metrics with no
-    # credentials: refused as a cluster refuses it.
-    anonymous = kubectl.run("get", "--raw", "/metrics", check=False)
+    # With the path-token kubeconfig (plain http) `--raw` replaces the server URL's path, so kubectl
+    # reaches /metrics with no credentials: refused as a cluster refuses it. (With the TLS one it
+    # sends its bearer token: test_tls.py.)
+    plain = {"KUBECONFIG": str(server.kubeconfig(kubectl.sim_id, path_token=True))}
+    anonymous = kubectl.run("get", "--raw", "/metrics", check=False, env=plain)
     assert anonymous.returncode == 1 and "Unauthorized" in anonymous.stderr
-    text = kubectl("get", "--raw", f"/sim/{kubectl.sim_id}/k8s/token/{TOKEN}/metrics")
+    text = kubectl("get", "--raw", f"/sim/{kubectl.sim_id}/k8s/token/{TOKEN}/metrics", env=plain)
     assert f'ctrlscope_virtual_time_seconds{{simulation="{kubectl.sim_id}"}}' in text
     assert 'simulation="demo"' not in text  # this simulation's API: its own figures only
     bearer = requests.get(
