@@ -359,6 +359,11 @@ def _hub(hosted: HostedSimulation) -> WatchHub:
     hub = _HUBS.get(hosted)
     if hub is None:
         hub = _HUBS[hosted] = WatchHub(hosted.sim.server.revision)
+        # The client watch faults applied before any watch existed: a drop then ended nothing
+        # (a watch opened later is not dropped by it), but a pause still in force holds it.
+        for entry in hosted.sim.client_watch_faults():
+            _note_pause(hub, entry)
+        hub.client_faults = len(hosted.sim.client_watch_faults())
     return hub
 
 
@@ -492,6 +497,16 @@ def _paused(hub: WatchHub, watcher: Watcher) -> bool:
     return any(watcher.client.startswith(c) and r in ("*", watcher.resource) for c, r in hub.paused)
 
 
+def _note_pause(hub: WatchHub, entry: Obj) -> None:
+    """Keep `hub.paused` (the client pauses in force) up to date with one client watch fault."""
+    key = (entry["client"], entry["resource"])
+    if entry["fault"] == "pause":
+        hub.paused.add(key)
+    elif entry["fault"] == "resume":
+        # A resume lifts the pauses it names: the same prefix, and the same resource (`*`: all).
+        hub.paused = {(c, r) for c, r in hub.paused if not (c == key[0] and key[1] in ("*", r))}
+
+
 def _apply_client_faults(hosted: HostedSimulation, hub: WatchHub) -> None:
     """Apply the `watchFault {client}` entries logged since the last publish (module doc)."""
     entries = hosted.sim.client_watch_faults(hub.client_faults)
@@ -500,12 +515,7 @@ def _apply_client_faults(hosted: HostedSimulation, hub: WatchHub) -> None:
     hub.client_faults += len(entries)
     server = hosted.sim.server
     for entry in entries:
-        key = (entry["client"], entry["resource"])
-        if entry["fault"] == "pause":
-            hub.paused.add(key)
-        elif entry["fault"] == "resume":
-            # A resume lifts the pauses it names: the same prefix, and the same resource (`*`: all).
-            hub.paused = {(c, r) for c, r in hub.paused if not (c == key[0] and key[1] in ("*", r))}
+        _note_pause(hub, entry)
         for watcher in hub.watchers.values():
             if watcher.final is not None or not _targets(entry, watcher):
                 continue

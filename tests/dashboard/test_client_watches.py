@@ -114,3 +114,18 @@ async def test_the_clients_panel_counts_requests_and_errors_per_user_agent(layer
     assert (rows[KUBECTL]["requests"], rows[KUBECTL]["errors"]) == (1, 1)
     html = render_to_string(panels.template_of("clients"), panels.context(hosted, "clients"))
     assert 'id="clients"' in html and KOPF in html and "watch <b>pods</b>" in html
+
+
+async def test_a_watch_opened_after_a_client_fault_meets_only_the_pauses_still_in_force(layer):
+    hosted = _hosted()
+    for fault in ("drop", "pause"):
+        body = {"resource": "pods", "fault": fault, "client": "kopf"}
+        hosted.command({"op": "act", "action": {"watchFault": body}})
+    kopf = await _watch(hosted, layer, KOPF)  # the first watch of this simulation: its hub is new
+    _scale(hosted, 5)
+    await k8s_ops.publish(hosted)
+    assert await _drain(layer, kopf) == []  # paused, not dropped by the drop injected before it came
+    hosted.command({"op": "act", "action": {"watchFault": {"resource": "pods", "fault": "resume", "client": "kopf"}}})
+    await k8s_ops.publish(hosted)
+    events = _events(await _drain(layer, kopf))
+    assert events and all(e["type"] != "ERROR" for e in events)
