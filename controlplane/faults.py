@@ -70,7 +70,9 @@ class ApiFaultRule:
         resource = req.resource if not req.subresource else f"{req.resource}/{req.subresource}"
         if self.resource != "*" and resource != self.resource:
             return False
-        return self.client is None or req.client == self.client
+        # `client` is a User-Agent prefix (`kopf/`, `kubectl/`): external clients append their
+        # version and platform, which a fault aimed at "kopf" should not have to spell out.
+        return self.client is None or str(req.client).startswith(self.client)
 
     @property
     def exhausted(self) -> bool:
@@ -118,6 +120,12 @@ class FaultInjector:
         # The server's hooks are installed with the first rule: until then every request would
         # pay two calls that return at once (without them its latency is the same float).
         self._hooked = False
+        # Every `watchFault {client: …}`, in the order applied: {client, resource, fault}. The
+        # watches of external clients live in the host (they are not part of the simulation);
+        # the host reads this log through the facade and applies each entry to the watches whose
+        # User-Agent starts with `client`, so the fault is an action like any other (recorded,
+        # replayed, at a virtual instant) while its effect is on streams outside the core.
+        self.client_watch_faults: list[Obj] = []
 
     def _intercept(self, req: Any) -> ApiError | None:
         if not self.api_rules:
@@ -227,6 +235,8 @@ class FaultInjector:
 
     def watch_fault(self, spec: Obj) -> Obj:
         resource, fault = spec["resource"], spec["fault"]
+        if "client" in spec:
+            return self._client_watch_fault(spec["client"], resource, fault, spec.get("delay"))
         wanted = spec.get("controller")
         if wanted is not None and wanted not in self.sim.controllers:
             return {"error": f"controller {wanted} is not running in this simulation"}
@@ -254,6 +264,28 @@ class FaultInjector:
         if self.sim.trace.enabled:
             self.sim.trace.emit("watch.fault", resource=resource, fault=fault, informers=touched)
         return {"informers": touched}
+
+    def _client_watch_fault(self, client: str, resource: str, fault: str, delay: Any) -> Obj:
+        index = len(self.client_watch_faults)
+        self.client_watch_faults.append({"client": client, "resource": resource, "fault": fault})
+        if fault == "pause" and delay is not None:
+            self.sim.kernel.call_later(float(delay), self._resume_client_if_same, index)
+        if self.sim.trace.enabled:
+            self.sim.trace.emit("watch.fault", resource=resource, fault=fault, informers=[], client=client)
+        return {"client": client, "clientWatchFault": index + 1}
+
+    def _resume_client_if_same(self, index: int) -> None:
+        # As `_resume_if_same`: only when no later pause or resume of the same client and
+        # resource took over since this pause.
+        paused = self.client_watch_faults[index]
+        key = (paused["client"], paused["resource"])
+        later = [e for e in self.client_watch_faults[index + 1 :] if (e["client"], e["resource"]) == key]
+        if any(e["fault"] in ("pause", "resume") for e in later):
+            return
+        self.client_watch_faults.append({**paused, "fault": "resume"})
+        if self.sim.trace.enabled:
+            resource, client = paused["resource"], paused["client"]
+            self.sim.trace.emit("watch.fault", resource=resource, fault="resume", informers=[], client=client)
 
     def _resume_if_same(self, informer: Any, pauses: int) -> None:
         # Only the pause this timer belongs to: a restart replaces informers (this one is then

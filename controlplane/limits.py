@@ -51,6 +51,8 @@ MAX_LOOKUP_CACHE_SIZE: Final = 1 << 20
 """The most entries of the v1.5 ReplicationManager's lookup cache (`config.lookupCacheSize`)."""
 
 # -- API request bodies ------------------------------------------------------------------------
+MAX_CLIENT: Final = 512
+"""Characters of a User-Agent kept as a request's client (and of a fault's `client` prefix)."""
 MAX_REQUEST_BYTES: Final = 3 * 1024 * 1024
 """kube-apiserver's maxRequestBodyBytes: a larger body is refused with 413."""
 MAX_OBJECT_DEPTH: Final = MAX_YAML_DEPTH

@@ -106,6 +106,8 @@ QPS_KEYS = ("kubeApiQPS", "kubeletQPS", "schedulerQPS")
 # Config keys a `config` action may not change: they shape what the simulation is built from.
 STARTUP_ONLY_CONFIG = ("controllers",)
 CONTROLLERS = ("replicaset", "replicationcontroller")
+# What an external client may watch (the served resources): a `watchFault {client}` names one.
+WATCHED_RESOURCES = ("pods", "replicasets", "replicationcontrollers", "events", "nodes", "namespaces")
 KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Namespace", "Event")
 POD_FAULTS = ("crash", "fail", "succeed", "evict", "notReady", "ready", "delete")
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "*")
@@ -437,11 +439,24 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         for key in ("reason", "message", "client"):
             if key in value:
                 _string(value[key], f"{path}.{key}")
+        if "client" in value and not 0 < len(value["client"]) <= limits.MAX_CLIENT:
+            raise _fail(f"{path}.client", f"must be a User-Agent prefix of 1 to {limits.MAX_CLIENT} characters")
         if "latency" in value:
             _seconds(value["latency"], f"{path}.latency")
     elif verb == "watchFault":
-        _keys(value, path, ("resource", "fault"), ("delay", "controller"))
-        _string(value["resource"], f"{path}.resource", ("pods", "replicasets", "replicationcontrollers"))
+        _keys(value, path, ("resource", "fault"), ("delay", "controller", "client"))
+        if "client" in value:
+            # An external client's watches (`client` a User-Agent prefix): any served resource, or
+            # `*` for all of them; the controllers' informers are not touched.
+            if "controller" in value:
+                raise _fail(path, "client and controller exclude each other")
+            if not _string(value["client"], f"{path}.client"):
+                raise _fail(f"{path}.client", "must not be empty (a User-Agent prefix, e.g. kopf)")
+            if len(value["client"]) > limits.MAX_CLIENT:
+                raise _fail(f"{path}.client", f"must be at most {limits.MAX_CLIENT} characters")
+            _string(value["resource"], f"{path}.resource", ("*", *WATCHED_RESOURCES))
+        else:
+            _string(value["resource"], f"{path}.resource", ("pods", "replicasets", "replicationcontrollers"))
         _string(value["fault"], f"{path}.fault", ("pause", "resume", "drop"))
         if "delay" in value:
             _seconds(value["delay"], f"{path}.delay")

@@ -49,6 +49,7 @@ from controlplane.history import RunHistory
 from controlplane.kernel import Kernel, Task, vtime
 from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
+from controlplane.limits import MAX_CLIENT as MAX_CLIENT
 from controlplane.limits import MAX_OBJECT_DEPTH as MAX_OBJECT_DEPTH
 from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
 from controlplane.limits import MAX_SECONDS as MAX_SECONDS
@@ -667,6 +668,12 @@ class Simulation:
 
     def _do_watchFault(self, body: Obj) -> Obj:
         return self.faults.watch_fault(body)
+
+    def client_watch_faults(self, since: int = 0) -> list[Obj]:
+        """The `watchFault {client: …}` entries applied so far, from the `since`-th on (each
+        `{client, resource, fault}`, in order): what the host applies to external clients'
+        watches (see `FaultInjector.client_watch_faults`)."""
+        return [dict(entry) for entry in self.faults.client_watch_faults[since:]]
 
     def _do_controllerFault(self, body: Obj) -> Obj:
         return self.faults.controller_fault(body)

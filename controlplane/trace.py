@@ -37,7 +37,8 @@ Kinds (the vocabulary; fields after the colon):
   informer.deliver: informer, events, resourceVersion (one watch delivery, a batch)
   informer.event: informer, type (add/update/delete), key [, tombstone]
   informer.relist: informer, reason           informer.synced: informer, items
-  watch.fault: resource, fault, informers
+  watch.fault: resource, fault, informers [, client (a `watchFault {client}`: no informer, the
+    external watches whose User-Agent starts with it)]
   api.request: id, client, verb, resource, namespace, name
   api.response: id, code [, reason, fault (the seq of the action.start of the apiFault that
               injected this answer: a side cause, see Causes)]

@@ -379,6 +379,7 @@ class Host:
                 pieces = reads.text_pieces(body) if isinstance(body, str) else []
         except CommandError as exc:
             head, pieces = {"ok": False, "error": str(exc)}, []
+        _note_client(hosted, cmd, head)
         await reads.stream(layer, message, head, pieces, pacer)
 
     async def _handle(self, hosted: HostedSimulation, message: Obj) -> None:
@@ -442,6 +443,7 @@ class Host:
             recorder = self._recorders.get(hosted.id)
             if recorder is not None:
                 recorder.note(force=True)
+        _note_client(hosted, cmd, reply)
         if reply_to:
             await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": op, "result": reply})
 
@@ -570,6 +572,27 @@ def _read_status(hosted: HostedSimulation, cmd: Obj) -> Obj:
     from dashboard.host import panels
 
     return {"status": panels.status(hosted)}
+
+
+UNCOUNTED = ("k8s_renew", "k8s_unwatch")  # the HTTP side's own upkeep of a watch, not a client's request
+
+
+def _note_client(hosted: HostedSimulation, cmd: Any, reply: Obj) -> None:
+    """Count a Kubernetes API request for the connected-clients panel (`k8s_ops.note_request`):
+    only commands that name a `client` (the HTTP side adds its User-Agent)."""
+    if not isinstance(cmd, dict):
+        return
+    op = cmd.get("op")
+    if "client" not in cmd or op in UNCOUNTED or not (op == "act" or op in k8s_ops.READS):
+        return
+    response = reply.get("response")
+    if isinstance(response, list | tuple) and response:
+        code = int(response[0])
+    elif isinstance(reply.get("code"), int):
+        code = int(reply["code"])
+    else:
+        code = 200 if reply.get("ok") else 400
+    k8s_ops.note_request(hosted, cmd, code)
 
 
 READS = {

@@ -28,6 +28,16 @@ Guarantees
   already in its channel, then an ERROR event with a 410 Expired Status ("the watcher fell
   behind"), then the end — client-go's reflector relists, `kubectl get -w` says why it stopped.
   A watcher that is not renewed within `WATCH_LEASE` seconds is dropped (nobody reads it).
+* Connected clients (issue #18 §6): every Kubernetes API request names its User-Agent (`client`);
+  the host counts each client's requests and error answers over a sliding wall-clock window and
+  knows its open watches, how many resourceVersions each is behind and for how long (`clients`).
+  This is bookkeeping of the host, outside the simulation: it changes no report.
+* `watchFault {client: …}` actions are applied by the core at their virtual instant and logged
+  (`Simulation.client_watch_faults`); the next publish applies each to the watches whose
+  User-Agent starts with the prefix and whose resource matches (or `*`): `drop` ends the watch
+  with an ERROR 410 Expired Status (the client relists, as an informer whose watch was dropped
+  does), `pause` holds its events (its view goes stale; watches it opens meanwhile start paused),
+  `resume` sends what was held, in order — or a 410 if the history no longer holds it.
 * From a websocket viewer, a watch is named by the viewer's `watch` id and sends to that
   viewer's own channel only (`scoped`); a viewer holds at most `MAX_VIEWER_WATCHES`, and they end
   when it leaves.
@@ -70,6 +80,14 @@ MAX_VIEWER_WATCHES = 4  # watches one websocket viewer may hold at once
 MAX_WATCHERS = 1000  # watches of one simulation at once, from every door (each may hold ~8 MiB)
 WATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 READER = "kubectl"  # the client name of unrecorded reads (never logged)
+CLIENT_WINDOW = 10.0  # wall seconds over which a connected client's request rate is measured
+CLIENT_GONE = 60.0  # wall seconds after its last request and watch that a client is no longer listed
+MAX_CLIENTS = 200  # clients remembered per simulation (the least recently seen is forgotten)
+MAX_CLIENT_SAMPLES = 10_000  # request times kept per client (the rate saturates beyond)
+DROPPED = (
+    "the watch was dropped by an injected watchFault (client {}): "
+    "list again and watch from the list's resourceVersion"
+)
 
 
 def dumps(value: Any) -> str:
@@ -228,6 +246,10 @@ class Watcher:
     # The last message once the watch must end (an ERROR line, or "" for a clean end): sent after
     # the backlog, with `end`; no event is queued after it.
     final: tuple[str, int] | None = None
+    client: str = ""  # the User-Agent of the client that opened it
+    paused: bool = False  # a `watchFault {client} pause` holds its events (`since` stays put)
+    sent: int = 0  # the revision its channel has every event up to
+    behind_since: float | None = None  # wall time it first fell behind the store (None: caught up)
 
     def line(self, event_type: str, obj: Obj, now: float) -> str:
         if self.table:
@@ -293,11 +315,36 @@ class Watcher:
         self.final = (text, revision)
 
 
+@dataclass
+class ClientStats:
+    """One connected client's requests, as the host saw them (wall clock)."""
+
+    user_agent: str
+    times: deque[float] = field(default_factory=deque)  # when each of the last requests came
+    requests: int = 0
+    errors: int = 0  # answers with a code >= 400
+    last_seen: float = 0.0
+    last_error: str = ""
+
+    def note(self, code: int, what: str, wall: float) -> None:
+        self.requests += 1
+        self.last_seen = wall
+        self.times.append(wall)
+        while self.times and (self.times[0] < wall - CLIENT_WINDOW or len(self.times) > MAX_CLIENT_SAMPLES):
+            self.times.popleft()
+        if code >= 400:
+            self.errors += 1
+            self.last_error = f"{code} {what}"
+
+
 class WatchHub:
     """The watchers of one simulation and how far their events have been published."""
 
     def __init__(self, revision: int) -> None:
         self.watchers: dict[str, Watcher] = {}
+        self.clients: dict[str, ClientStats] = {}
+        self.client_faults = 0  # entries of `Simulation.client_watch_faults` applied
+        self.paused: set[tuple[str, str]] = set()  # (client prefix, resource or "*") held by a pause
         self.published = revision
         self.sending = False  # a publish is handing lines to the channels (one at a time, in order)
         self.again = False  # another publish queued lines meanwhile: the sender goes round again
@@ -312,6 +359,11 @@ def _hub(hosted: HostedSimulation) -> WatchHub:
     hub = _HUBS.get(hosted)
     if hub is None:
         hub = _HUBS[hosted] = WatchHub(hosted.sim.server.revision)
+        # The client watch faults applied before any watch existed: a drop then ended nothing
+        # (a watch opened later is not dropped by it), but a pause still in force holds it.
+        for entry in hosted.sim.client_watch_faults():
+            _note_pause(hub, entry)
+        hub.client_faults = len(hosted.sim.client_watch_faults())
     return hub
 
 
@@ -382,6 +434,8 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
         rv_text = _text(cmd, "resourceVersion")
         watcher = Watcher(channel, info.plural, namespace, predicate, bool(cmd.get("table")), include, server.revision)
         watcher.key = key
+        watcher.client = str(cmd.get("client") or "")
+        watcher.paused = _paused(hub, watcher)
         if isinstance(viewer, str):
             watcher.viewer, watcher.watch_id = viewer, str(cmd.get("watch_id"))
         lines: list[str] = []
@@ -408,6 +462,7 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
         return _status_answer(err)
     # Events committed before this point and not yet published must not reach it twice: the
     # next publish starts from the hub's mark, and the watcher's `since` filters what it has.
+    watcher.sent = server.revision
     hub.watchers[key] = watcher
     return {
         "code": 200,
@@ -434,10 +489,59 @@ def _renew(hosted: HostedSimulation, cmd: Obj) -> Obj:
     return {"alive": True, "revision": hosted.sim.server.revision}
 
 
+def _targets(entry: Obj, watcher: Watcher) -> bool:
+    return watcher.client.startswith(entry["client"]) and entry["resource"] in ("*", watcher.resource)
+
+
+def _paused(hub: WatchHub, watcher: Watcher) -> bool:
+    return any(watcher.client.startswith(c) and r in ("*", watcher.resource) for c, r in hub.paused)
+
+
+def _note_pause(hub: WatchHub, entry: Obj) -> None:
+    """Keep `hub.paused` (the client pauses in force) up to date with one client watch fault."""
+    key = (entry["client"], entry["resource"])
+    if entry["fault"] == "pause":
+        hub.paused.add(key)
+    elif entry["fault"] == "resume":
+        # A resume lifts the pauses it names: the same prefix, and the same resource (`*`: all).
+        hub.paused = {(c, r) for c, r in hub.paused if not (c == key[0] and key[1] in ("*", r))}
+
+
+def _apply_client_faults(hosted: HostedSimulation, hub: WatchHub) -> None:
+    """Apply the `watchFault {client}` entries logged since the last publish (module doc)."""
+    entries = hosted.sim.client_watch_faults(hub.client_faults)
+    if not entries:
+        return
+    hub.client_faults += len(entries)
+    server = hosted.sim.server
+    for entry in entries:
+        _note_pause(hub, entry)
+        for watcher in hub.watchers.values():
+            if watcher.final is not None or not _targets(entry, watcher):
+                continue
+            if entry["fault"] == "drop":
+                status = resource_expired(DROPPED.format(entry["client"])).status()
+                watcher.end(_error_line(status), server.revision)
+            elif entry["fault"] == "resume" and watcher.paused and not _paused(hub, watcher):
+                watcher.paused = False
+                try:
+                    held = server.events_after(watcher.since)
+                except ApiError as err:  # the history no longer holds what it missed: it relists
+                    watcher.end(_error_line(err.status()), server.revision)
+                    continue
+                held = [event for event in held if event[0] <= hub.published]  # (the rest: this collect)
+                watcher.queue(watcher.lines(held, hosted.sim.now), hub.published)
+                watcher.since = hub.published
+            elif entry["fault"] == "pause":
+                watcher.paused = True
+
+
 def collect(hosted: HostedSimulation, hub: WatchHub) -> None:
     """Queue on every watcher the lines of the events committed since the last publish, in one
-    step (no await): concurrent publishes cannot split or reorder a watcher's events."""
+    step (no await): concurrent publishes cannot split or reorder a watcher's events. A paused
+    watcher gets none: its `since` stays where the pause found it."""
     server = hosted.sim.server
+    _apply_client_faults(hosted, hub)
     revision = server.revision
     if revision == hub.published:
         return
@@ -455,7 +559,7 @@ def collect(hosted: HostedSimulation, hub: WatchHub) -> None:
     now = hosted.sim.now
     cache: dict[tuple[Any, ...], str] = {}
     for watcher in hub.watchers.values():
-        if watcher.final is None:
+        if watcher.final is None and not watcher.paused:
             watcher.queue(watcher.lines(events, now, cache), revision)
             watcher.since = revision
 
@@ -592,7 +696,89 @@ async def _send(
         await layer.send(watcher.channel, message)
     except ChannelFull:
         return False
+    watcher.sent = max(watcher.sent, revision)
     return True
+
+
+# -- connected clients -----------------------------------------------------------------------------
+def note_request(hosted: HostedSimulation, cmd: Obj, code: int) -> None:
+    """Count one Kubernetes API request of the client `cmd` names (its `client`, the User-Agent
+    the HTTP side passes along): `code` is its answer's HTTP status."""
+    client = cmd.get("client")
+    if not isinstance(client, str) or not client:
+        return
+    hub = _hub(hosted)
+    stats = hub.clients.pop(client, None)  # re-inserted last: the dict is least recently seen first
+    if stats is None:
+        stats = ClientStats(client)
+        while len(hub.clients) >= MAX_CLIENTS:
+            del hub.clients[next(iter(hub.clients))]
+    hub.clients[client] = stats
+    op = str(cmd.get("op") or "")
+    if op == "act":
+        request = (cmd.get("action") or {}).get("request") or {}
+        what = f"{request.get('verb')} {request.get('resource')}"
+    else:
+        what = f"{op.removeprefix('k8s_')} {cmd.get('resource') or ''}".strip()
+    stats.note(code, what, time.monotonic())
+
+
+def paused_clients(hosted: HostedSimulation) -> list[Obj]:
+    """The `watchFault {client} pause`s in force: [{client, resource}], sorted."""
+    hub = _HUBS.get(hosted)
+    return [{"client": c, "resource": r} for c, r in sorted(hub.paused)] if hub is not None else []
+
+
+def clients(hosted: HostedSimulation) -> list[Obj]:
+    """The connected clients, most recently seen first: each with its request rate (per second,
+    over the last CLIENT_WINDOW seconds), requests and errors so far, and its open watches with
+    how far each is behind the store (resourceVersions, and wall seconds since it fell behind)."""
+    hub = _HUBS.get(hosted)
+    if hub is None:
+        return []
+    wall = time.monotonic()
+    revision = hosted.sim.server.revision
+    watches: dict[str, list[Obj]] = {}
+    for watcher in hub.watchers.values():
+        if not watcher.client or watcher.viewer is not None:
+            continue
+        # Paused, or without a backlog: it has every event up to `since` (what publishes offered
+        # it); with a backlog (a full channel), up to the revision of its last message sent.
+        behind = max(0, revision - (watcher.sent if watcher.backlog and not watcher.paused else watcher.since))
+        if behind == 0:
+            watcher.behind_since = None
+        elif watcher.behind_since is None:
+            watcher.behind_since = wall
+        since = watcher.behind_since
+        watches.setdefault(watcher.client, []).append(
+            {
+                "resource": watcher.resource,
+                "namespace": watcher.namespace or "",
+                "lag": behind,
+                "lagSeconds": 0.0 if since is None else round(wall - since, 1),
+                "paused": watcher.paused,
+            }
+        )
+    rows = []
+    for agent, stats in reversed(hub.clients.items()):
+        if wall - stats.last_seen > CLIENT_GONE and agent not in watches:
+            continue
+        recent = sum(1 for t in stats.times if t >= wall - CLIENT_WINDOW)
+        rows.append(
+            {
+                "userAgent": agent,
+                "rate": round(recent / CLIENT_WINDOW, 1),
+                "requests": stats.requests,
+                "errors": stats.errors,
+                "lastError": stats.last_error,
+                "watches": sorted(watches.pop(agent, []), key=lambda w: (w["resource"], w["namespace"])),
+            }
+        )
+    for agent, open_watches in watches.items():  # watching, but no request counted (yet)
+        rows.append(
+            {"userAgent": agent, "rate": 0.0, "requests": 0, "errors": 0, "lastError": "", "watches": open_watches}
+        )
+    return rows
 
 
 # -- metrics ---------------------------------------------------------------------------------------

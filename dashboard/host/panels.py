@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-ALWAYS = ("informers", "faults", "breakpoints", "timers")
+ALWAYS = ("informers", "faults", "clients", "breakpoints", "timers")
 ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
 ROW_TEMPLATES = {
     "trace": "dashboard/_trace_rows.html",
@@ -432,7 +432,10 @@ def faults(hosted: HostedSimulation) -> Obj:
     for key in ("workers", "burstReplicas", "kubeApiQPS", "kubeApiBurst", "watchLatency", "apiLatency"):
         if sim.config[key] != defaults[key]:
             tuned.append({"key": key, "value": sim.config[key], "default": defaults[key]})
+    from dashboard.host import k8s_ops
+
     return {
+        "client_paused": k8s_ops.paused_clients(hosted),
         "rules": [r for r in rules if r["inForce"]],
         "spent": [r for r in rules if not r["inForce"]][-10:],
         "paused": paused,
@@ -446,6 +449,14 @@ def faults(hosted: HostedSimulation) -> Obj:
         "controllers": list(sim.controllers),
         "nodes": node_names,
     }
+
+
+def clients(hosted: HostedSimulation) -> Obj:
+    """The Kubernetes API clients of this simulation (`k8s_ops.clients`: the host's bookkeeping,
+    live; empty for a moment of the past, which no client watched)."""
+    from dashboard.host import k8s_ops
+
+    return {"rows": k8s_ops.clients(hosted)[:LIST_LIMIT]}
 
 
 def _node_order(name: str) -> tuple[int, str]:
@@ -624,6 +635,7 @@ _PANELS = {
     "owners": owners,
     "nodes": nodes,
     "faults": faults,
+    "clients": clients,
     "breakpoints": breakpoints,
     "timers": timers,
     "actions": actions,

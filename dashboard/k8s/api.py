@@ -36,7 +36,7 @@ from channels.layers import get_channel_layer
 
 from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
-from controlplane.simulation import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES, nested_deeper_than
+from controlplane.simulation import MAX_CLIENT, MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES, nested_deeper_than
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
 from dashboard.k8s import discovery, endpoints, protobuf
@@ -49,7 +49,6 @@ SIM_PATH = re.compile(r"^/sim/(?P<id>[a-z0-9][a-z0-9-]{0,62})/k8s(?:/token/(?P<t
 ROOT_PREFIXES = ("/api", "/apis", "/openapi/")
 RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LEASE is 90)
 BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
-MAX_CLIENT = 512
 MAX_WARNINGS = 20  # Warning headers on one answer (decode.MAX_CAUSES unknown fields at most)
 PATCH_CONTENT_TYPES = {
     "application/merge-patch+json": "merge",
@@ -540,6 +539,7 @@ class Call:
         await _ensure_running(self.sim_id)
         from dashboard.host import request
 
+        cmd = {**cmd, "client": self.client}  # the connected-clients panel counts it (k8s_ops.clients)
         try:
             return await request(self.sim_id, cmd, control=True)
         except LookupError:
@@ -550,6 +550,7 @@ class Call:
         await _ensure_running(self.sim_id)
         from dashboard.host import request_stream
 
+        cmd = {**cmd, "client": self.client}
         try:
             return await request_stream(self.sim_id, cmd, control=True)
         except LookupError:
