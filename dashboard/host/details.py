@@ -65,6 +65,7 @@ def pod(hosted: HostedSimulation, cmd: Obj) -> Obj:
             calls.append(record.to_dict())
             if len(calls) >= REQUESTS_SHOWN:
                 break
+    calls.reverse()  # the newest REQUESTS_SHOWN, oldest first: the page's one order
     owner = None
     if obj is not None:
         for ref in obj["metadata"].get("ownerReferences") or ():

@@ -463,9 +463,14 @@ def timers(hosted: HostedSimulation) -> Obj:
     return {"timers": [{**t, "in": t["time"] - sim.now} for t in upcoming]}
 
 
+ACTIONS_SHOWN = 100
+
+
 def actions(hosted: HostedSimulation) -> Obj:
-    entries = hosted.sim.actions[-100:]
-    return {"entries": list(reversed(entries)), "total": len(hosted.sim.actions)}
+    """The newest ACTIONS_SHOWN actions, oldest first: the one order of every log on the page
+    (Events, Trace and API calls grow at the bottom too; docs/dashboard.md)."""
+    entries = hosted.sim.actions[-ACTIONS_SHOWN:]
+    return {"entries": entries, "total": len(hosted.sim.actions), "older": len(hosted.sim.actions) - len(entries)}
 
 
 # -- one key: the inspector and cache vs truth ------------------------------------------------------

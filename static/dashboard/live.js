@@ -180,6 +180,11 @@
       const ctl = /^(queue|workers|expectations|lookupcache)-(.+)$/.exec(id);
       if (ctl) ensureController(ctl[2]);
       if (id.startsWith("inspector:") || id.startsWith("truth:") || id === "inspector-latest") continue;
+      if (id === "actions") {
+        // The Actions log grows at the bottom like the other logs (one order, oldest first).
+        keepAtBottom(document.getElementById("tab-actions"), () => place(document.getElementById(id), id, html));
+        continue;
+      }
       place(document.getElementById(id), id, html);
     }
     showSlots();
@@ -315,24 +320,31 @@
     }
   }
 
-  // New log rows go at the bottom. Only a visible log is scrolled, and only if it was at the
-  // bottom already: reading a hidden tab's geometry would force a layout of the whole page.
+  // New log rows go at the bottom (every log: Events, Trace, API calls, Actions). Only a
+  // visible log is scrolled, and only if it was at the bottom already: reading a hidden tab's
+  // geometry would force a layout of the whole page.
   function appendRows(log, html) {
     const body = document.getElementById("rows-" + log);
     if (!body) return;
-    const scroller = body.closest(".tab");
+    keepAtBottom(body.closest(".tab"), () => {
+      const before = body.rows.length;
+      body.insertAdjacentHTML("beforeend", html);
+      filterRows(log, before);
+      const extra = body.rows.length - LOG_ROWS;
+      if (extra > 0) {
+        const range = document.createRange();
+        range.setStartBefore(body.rows[0]);
+        range.setEndAfter(body.rows[extra - 1]);
+        range.deleteContents();
+      }
+    });
+  }
+
+  function keepAtBottom(scroller, change) {
+    if (!scroller) { change(); return; }
     const visible = !scroller.hidden;
     const atBottom = visible && scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 30;
-    const before = body.rows.length;
-    body.insertAdjacentHTML("beforeend", html);
-    filterRows(log, before);
-    const extra = body.rows.length - LOG_ROWS;
-    if (extra > 0) {
-      const range = document.createRange();
-      range.setStartBefore(body.rows[0]);
-      range.setEndAfter(body.rows[extra - 1]);
-      range.deleteContents();
-    }
+    change();
     if (atBottom) scroller.scrollTop = scroller.scrollHeight;
     if (!visible) scroller.dataset.scrollOnShow = "1";
   }

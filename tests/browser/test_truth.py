@@ -150,3 +150,37 @@ def test_the_inspector_says_expectations_expired_and_clicks_leave_no_stray_done(
         page.wait_for_timeout(200)
         assert "done" not in page.locator("#st-result").inner_text()
     stop(page, live_server_url, sim)
+
+
+def test_actions_events_and_trace_list_in_one_order_oldest_first(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    run_to(page, 2)
+    for replicas in (5, 6):
+        command(page, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": replicas}}})
+        run_to(page, page.evaluate("() => window.ctrlscope.status.t") + 1)
+    page.click("#drawer-tabs [data-tab=tab-actions]")
+    rows = page.locator("#actions tbody tr")
+    expect(rows.last).to_contain_text('"replicas":6')
+    texts = rows.all_inner_texts()
+    first5 = next(i for i, t in enumerate(texts) if '"replicas":5' in t)
+    first6 = next(i for i, t in enumerate(texts) if '"replicas":6' in t)
+    assert first5 < first6
+
+    def times(rows: str) -> list[float]:
+        return page.evaluate(
+            f"() => [...document.querySelectorAll('{rows} a.jump')].map((a) => parseFloat(a.dataset.jumpT))"
+        )
+
+    page.click("#drawer-tabs [data-tab=tab-events]")
+    events = times("#rows-events tr")
+    assert len(events) > 3 and events == sorted(events)
+    page.click("#drawer-tabs [data-tab=tab-trace]")
+    page.wait_for_function("() => document.querySelectorAll('#trace-all-rows tr[data-seq]').length > 3")
+    seqs = page.evaluate(
+        "() => [...document.querySelectorAll('#trace-all-rows tr[data-seq]')].map((r) => +r.dataset.seq)"
+    )
+    assert seqs == sorted(seqs)
+    for rows in ("#trace-all-rows tr", "#rows-trace tr"):
+        trace = times(rows)
+        assert trace and trace == sorted(trace)
+    stop(page, live_server_url, sim)
