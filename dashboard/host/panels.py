@@ -100,6 +100,17 @@ K15_LINES = {
     "invalidate_all": f"{_K15_CACHE}#L88",
     "update_rc": f"{_K15_RC}#L303",
 }
+# The config keys the What-ifs and knobs form shows (templates/dashboard/_inject.html).
+FORM_CONFIG = (
+    "whatIf",
+    "featureGates",
+    "workers",
+    "burstReplicas",
+    "kubeApiQPS",
+    "kubeApiBurst",
+    "watchLatency",
+    "apiLatency",
+)
 LIST_LIMIT = 50  # entries a list panel shows before "+N more"
 TRUTH_LIMIT = 60
 
@@ -180,6 +191,9 @@ def status(hosted: HostedSimulation) -> Obj:
         # the controller tabs and the breakpoint form's stage list.
         "versions": {name: c.version for name, c in sim.controllers.items()},
         "garbageCollector": bool(sim.config["enableGarbageCollector"]),
+        # What the What-ifs and knobs form shows (#19 §4: controls show the state they control),
+        # live whoever changed it: another viewer, kubectl, a scenario's `config` action.
+        "config": {key: sim.config[key] for key in FORM_CONFIG},
     }
 
 

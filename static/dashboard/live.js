@@ -388,6 +388,7 @@
       hit.textContent = "";
     }
     showVersions(st.versions || {}, st.garbageCollector);
+    if (st.config) showConfig(st.config);
     hit.title = hit.textContent; // the status line is one line: a long message reads in full on hover
     document.getElementById("st-next").title = document.getElementById("st-next").textContent;
     // The select shows the host's speed, except while the user's own choice is on its way: a
@@ -428,6 +429,22 @@
     }
     const gcBox = document.getElementById("version-gc");
     if (gcBox && !gcBox.dataset.touched && typeof gc === "boolean") gcBox.checked = gc;
+  }
+
+  // The What-ifs and knobs show the config in force (#19 §4), whoever changed it, except a
+  // control the user has changed and not yet applied, or is editing.
+  function showConfig(config) {
+    for (const input of document.querySelectorAll("#form-config [data-follow]")) {
+      if (input.dataset.touched || input === document.activeElement) continue;
+      let value = config;
+      for (const part of input.name.split(".")) value = value == null ? undefined : value[part];
+      if (value === undefined) continue;
+      if (input.type === "checkbox") {
+        if (input.checked !== !!value) input.checked = !!value;
+      } else if (input.value !== String(value)) {
+        input.value = String(value);
+      }
+    }
   }
 
   function showResult(result, where, cmd) {
@@ -624,9 +641,12 @@
     return body;
   }
 
-  document.addEventListener("change", (ev) => {
-    if (ev.target.dataset && ev.target.dataset.tristate !== undefined) ev.target.dataset.touched = "1";
-  });
+  // A control that shows a value in force is sent only once the user changed it.
+  for (const kind of ["change", "input"]) {
+    document.addEventListener(kind, (ev) => {
+      if (ev.target.dataset && ev.target.dataset.tristate !== undefined) ev.target.dataset.touched = "1";
+    });
+  }
 
   document.addEventListener("submit", async (ev) => {
     const form = ev.target;

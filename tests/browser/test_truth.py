@@ -184,3 +184,33 @@ def test_actions_events_and_trace_list_in_one_order_oldest_first(page: Page, liv
         trace = times(rows)
         assert trace and trace == sorted(trace)
     stop(page, live_server_url, sim)
+
+
+def test_the_what_ifs_and_knobs_show_the_config_in_force_and_follow_it(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    page.click("#drawer-tabs [data-tab=tab-inject]")
+    form = page.locator("#form-config")
+    # Every feature is on by default, and each knob shows its value.
+    for name in ("whatIf.expectations", "whatIf.slowStart", "featureGates.PodDeletionCost"):
+        expect(form.locator(f"input[name='{name}']")).to_be_checked()
+    for name, value in (("workers", "5"), ("burstReplicas", "500"), ("kubeApiQPS", "20"), ("apiLatency", "0.005")):
+        expect(form.locator(f"input[name={name}]")).to_have_value(value)
+    # A change made elsewhere (another viewer, kubectl, a scenario's config action) shows.
+    command(page, {"op": "act", "action": {"config": {"workers": 2, "whatIf": {"slowStart": False}}}})
+    expect(form.locator("input[name=workers]")).to_have_value("2")
+    expect(form.locator("input[name='whatIf.slowStart']")).not_to_be_checked()
+    # What the user is changing is theirs until applied; only it is sent.
+    form.locator("input[name=burstReplicas]").fill("7")
+    page.evaluate("() => document.activeElement.blur()")
+    command(page, {"op": "act", "action": {"config": {"kubeApiQPS": 50}}})
+    expect(form.locator("input[name=kubeApiQPS]")).to_have_value("50")
+    expect(form.locator("input[name=burstReplicas]")).to_have_value("7")
+    form.locator("button[type=submit]").click()
+    expect(form.locator(".form-result")).to_contain_text("applied")
+    now = page.evaluate("() => window.ctrlscope.status.t")
+    exported = command(page, {"op": "export"})["scenario"]["actions"]
+    configs = [a["config"] for a in exported if "config" in a and a["at"] <= now]
+    assert configs[-1] == {"burstReplicas": 7}
+    command(page, {"op": "act", "action": {"config": {"burstReplicas": 9}}})
+    expect(form.locator("input[name=burstReplicas]")).to_have_value("9")  # it follows again
+    stop(page, live_server_url, sim)
