@@ -139,8 +139,13 @@ def truth_id(controller: str, key: str) -> str:
     return f"truth:{controller}:{key}"
 
 
+def pod_id(key: str) -> str:
+    """The Pod tab's panel of one pod ("namespace/name"), live while a viewer has it open."""
+    return f"pod:{key}"
+
+
 def is_focused_panel(panel_id: str) -> bool:
-    return panel_id.startswith(("inspector:", "truth:"))
+    return panel_id.startswith(("inspector:", "truth:", "pod:"))
 
 
 def template_of(panel_id: str) -> str:
@@ -158,6 +163,11 @@ def context(hosted: HostedSimulation, panel_id: str) -> Obj:
         controller, key = rest.split(":", 1)
         builder = inspector if base == "inspector" else truth
         return {"panel_id": panel_id, "sim": hosted, **builder(hosted, controller, key)}
+    if base == "pod":
+        from dashboard.host import details  # details reads panels' tables: imported when used
+
+        namespace, name = rest.split("/", 1)
+        return {"panel_id": panel_id, "sim": hosted, **details.pod_context(hosted, namespace, name)}
     if base == "inspector-latest":
         return {"panel_id": panel_id, "sim": hosted, **inspector(hosted, None, None)}
     return {"panel_id": panel_id, "sim": hosted, **_PANELS[base](hosted)}

@@ -19,6 +19,8 @@
     panels: new Map(), // panel id -> latest HTML (also for panels not on screen)
     deferred: new Map(), // panel id -> HTML held back while the user edits inside it
     focus: null, // [controller, key]
+    openPod: null, // "ns/name": the pod the Pod tab shows, kept live by the frames
+    podFromFrame: false,
     followLatest: true,
     controllers: [],
     status: null,
@@ -180,6 +182,7 @@
       const ctl = /^(queue|workers|expectations|lookupcache)-(.+)$/.exec(id);
       if (ctl) ensureController(ctl[2]);
       if (id.startsWith("inspector:") || id.startsWith("truth:") || id === "inspector-latest") continue;
+      if (id.startsWith("pod:")) { showPod(id, html); continue; }
       if (id === "actions") {
         // The Actions log grows at the bottom like the other logs (one order, oldest first).
         keepAtBottom(document.getElementById("tab-actions"), () => place(document.getElementById(id), id, html));
@@ -588,15 +591,34 @@
     showSlots();
   });
 
+  // The Pod tab is live (#19 §4): the pod is this viewer's open pod, a focused panel
+  // ("pod:ns/name") the frames rebuild whenever a record touches it. The first look is a read,
+  // unless a frame brought the panel first.
   function openPod(ns, name) {
     const target = document.getElementById("pod-detail");
+    const key = `${ns}/${name}`;
     document.getElementById("pod-tab-button").hidden = false;
     document.getElementById("pod-tab-button").textContent = `Pod ${name}`;
     showTab("tab-pod");
+    state.openPod = key;
+    state.podFromFrame = false;
     target.innerHTML = '<p class="muted">loading…</p>';
+    command({ op: "focus", pod: key });
     fetch(`/sim/${SIM}/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
       .then((r) => r.text().then((t) => ({ ok: r.ok, t })))
-      .then(({ ok, t }) => { target.innerHTML = ok ? t : `<p class="bad">${t}</p>`; });
+      .then(({ ok, t }) => {
+        if (state.openPod !== key || state.podFromFrame) return;
+        target.innerHTML = ok ? t : `<p class="bad">${t}</p>`;
+      });
+  }
+
+  function showPod(id, html) {
+    if (!state.openPod || id !== "pod:" + state.openPod) return;
+    state.podFromFrame = true;
+    const target = document.getElementById("pod-detail");
+    const el = target.firstElementChild;
+    if (el && el.id === id) place(el, id, html);
+    else { target.innerHTML = html; if (window.htmx) htmx.process(target); }
   }
   state.openPod = openPod;
 
