@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
+from dashboard.timefmt import vtime
+
 from .conftest import shot
 from .test_dashboard import errors, run_to, start, stop  # noqa: F401
 
@@ -33,7 +35,7 @@ def test_a_failed_create_events_why_lands_on_the_sync_that_got_the_403(
     t = float(link.get_attribute("data-jump-t"))
     link.click()
     expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
-    expect(page.locator("#past-at")).to_have_text(f"t={t:.3f}", timeout=PAST)
+    expect(page.locator("#past-at")).to_have_text(f"t={vtime(t)}", timeout=PAST)  # the one time format
     page.keyboard.press("Escape")
     expect(page.locator("#why-panel")).to_be_hidden()
     page.keyboard.press("End")
