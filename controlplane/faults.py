@@ -7,6 +7,10 @@ Guarantees
   kubelet status write, a node fault stops a kubelet, a watch fault pauses, resumes or drops an
   informer's watch, a controller fault restarts the controller.
 * Random choices (which pods, whether a `rate` fault fires) come from the kernel's seeded rng.
+* An API fault's answer reads as kube-apiserver words that code (`api_fault_message`): the
+  fault's `message` is the cause inside upstream's form for the code, the resource and the name
+  the request carried (a create's generateName prefix, as admission names an object whose name is
+  not generated yet), never a name drawn from the rng.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from controlplane import labels
 from controlplane.apiserver import ApiError
+from controlplane.apiserver import resources as api_resources
 
 if TYPE_CHECKING:
     from controlplane.simulation import Simulation
@@ -38,6 +43,70 @@ DEFAULT_REASONS = {
 }
 
 
+def _request_name(req: Any) -> str:
+    """The name an error about `req` names: the request's, else (a create) the body's name or
+    its generateName prefix, as admission's extractResourceName does before name generation
+    (staging/src/k8s.io/apiserver/pkg/admission/errors.go)."""
+    if req.name:
+        return str(req.name)
+    meta = req.body.get("metadata") if isinstance(req.body, dict) else None
+    if isinstance(meta, dict):
+        for field in ("name", "generateName"):
+            if isinstance(meta.get(field), str) and meta[field]:
+                return str(meta[field])
+    return ""
+
+
+def _group_resource(resource: str) -> str:
+    # schema.GroupResource.String() of the resource (a subresource's errors name its parent).
+    base = resource.split("/", 1)[0]
+    info = api_resources.RESOURCES.get(base)
+    return info.group_resource if info is not None else base
+
+
+def api_fault_message(code: int, reason: str, message: str, req: Any) -> str:
+    """The message of an injected failure, in the form kube-apiserver gives that code
+    (apimachinery pkg/api/errors), the fault's `message` as its cause:
+
+    * 403 `<resource> "<name>" is forbidden: <message>` (NewForbidden; no name: `<resource> is
+      forbidden: <message>`);
+    * 409 `Operation cannot be fulfilled on <resource> "<name>": <message>` (NewConflict);
+    * 500 `Internal error occurred: <message>` (NewInternalError), 504 `Timeout: <message>`
+      (NewTimeoutError);
+    * 404 `<resource> "<name>" not found` (NewNotFound) and 409 AlreadyExists `<resource>
+      "<name>" already exists` have no cause: without a message that is the message, with one
+      the message is used as it is;
+    * other codes carry the message as it is (NewBadRequest, NewTooManyRequests,
+      NewServiceUnavailable do).
+
+    A message already in its code's form is not wrapped twice. Without a message the cause is
+    `injected fault: <code> <reason>`."""
+    resource = _group_resource(req.resource)
+    name = _request_name(req)
+    quoted = f'{resource} "{name}"'
+    if code == 404 or (code == 409 and reason == "AlreadyExists"):
+        if message:
+            return message
+        if code == 409:
+            return f"{quoted} already exists"
+        # NewNotFound with a name; a request without one gets the generic 404 text.
+        return f"{quoted} not found" if name else "the server could not find the requested resource"
+    cause = message or f"injected fault: {code} {reason}"
+    if code == 403:
+        if " is forbidden: " in cause:
+            return cause
+        return f"{quoted} is forbidden: {cause}" if name else f"{resource} is forbidden: {cause}"
+    if code == 409:
+        prefix = "Operation cannot be fulfilled on "
+        return cause if cause.startswith(prefix) else f"{prefix}{quoted}: {cause}"
+    if code == 500:
+        prefix = "Internal error occurred: "
+        return cause if cause.startswith(prefix) else prefix + cause
+    if code == 504:
+        return cause if cause.startswith("Timeout: ") else "Timeout: " + cause
+    return cause
+
+
 class ApiFaultRule:
     """`apiFault {verb, resource, after?, count? | rate?, code, reason?, message?, latency?}`:
     let `after` matching requests through, then fail the next `count` (default 1), or fail each
@@ -55,7 +124,8 @@ class ApiFaultRule:
         self.count = int(spec.get("count", 1)) if self.rate is None else None
         self.code = int(spec["code"])
         self.reason = spec.get("reason") or DEFAULT_REASONS.get(self.code, "InternalError")
-        self.message = spec.get("message") or f"injected fault: {self.code} {self.reason}"
+        # The fault's own words (the cause inside the code's form: api_fault_message).
+        self.message = str(spec.get("message") or "")
         self.latency = float(spec.get("latency", 0.0))
         self._rng = sim.kernel.rng
         self.matched = 0
@@ -94,7 +164,7 @@ class ApiFaultRule:
             return None
         self.failed += 1
         details = {"name": req.name or "", "kind": req.resource}
-        err = ApiError(self.code, self.reason, self.message, details)
+        err = ApiError(self.code, self.reason, api_fault_message(self.code, self.reason, self.message, req), details)
         err.fault = self.cause
         return err
 

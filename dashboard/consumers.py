@@ -57,6 +57,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         self.asked_at = -RESYNC_EVERY
         self.resync_due: asyncio.Task[None] | None = None
         self.focus: list[list[str]] = []
+        self.open_pod: str | None = None  # the pod its Pod tab shows, kept live (a focused panel)
         if not await _alive(self.sim_id):
             await self.close(code=4404)
             return
@@ -103,7 +104,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         self.last_seq = None
         self.behind = False
         self.asked_at = time.monotonic()
-        await self._to_host({"op": "state", "focus": self.focus})
+        await self._to_host({"op": "state", "focus": self.focus, "pod": self.open_pod})
 
     # -- from the host ------------------------------------------------------------------------------
     async def sim_state(self, event: dict[str, Any]) -> None:
@@ -175,8 +176,12 @@ class SimulationConsumer(AsyncWebsocketConsumer):
                 )
                 return
             if cmd["op"] == "focus":
-                keys = cmd.get("keys")
-                self.focus = keys if isinstance(keys, list) else []
+                if "keys" in cmd:
+                    keys = cmd.get("keys")
+                    self.focus = keys if isinstance(keys, list) else []
+                if "pod" in cmd:
+                    pod = cmd.get("pod")
+                    self.open_pod = pod if isinstance(pod, str) else None
             try:
                 await self._to_host(cmd, message.get("id"))
             except ChannelFull:

@@ -36,6 +36,13 @@ def pod(hosted: HostedSimulation, cmd: Obj) -> Obj:
     name = _name(cmd, "name")
     if not isinstance(namespace, str) or len(namespace) > 63:
         raise CommandError("namespace: invalid")
+    context = {"sim": hosted, "panel_id": panels.pod_id(f"{namespace}/{name}"), **pod_context(hosted, namespace, name)}
+    return {"html": render_to_string("dashboard/_pod.html", context)}
+
+
+def pod_context(hosted: HostedSimulation, namespace: str, name: str) -> Obj:
+    """What the Pod tab shows of one pod, now: the one-off read above and the live panel
+    (`panels.pod_id`) the frames rebuild when a record touches the pod."""
     sim, frames = hosted.sim, hosted.frames
     obj = sim.server.peek("pods", namespace, name)
     key = f"{namespace}/{name}"
@@ -65,13 +72,13 @@ def pod(hosted: HostedSimulation, cmd: Obj) -> Obj:
             calls.append(record.to_dict())
             if len(calls) >= REQUESTS_SHOWN:
                 break
+    calls.reverse()  # the newest REQUESTS_SHOWN, oldest first: the page's one order
     owner = None
     if obj is not None:
         for ref in obj["metadata"].get("ownerReferences") or ():
             if ref.get("controller"):
                 owner = ref
-    context = {
-        "sim": hosted,
+    return {
         "namespace": namespace,
         "name": name,
         "pod": obj,
@@ -82,7 +89,6 @@ def pod(hosted: HostedSimulation, cmd: Obj) -> Obj:
         "history": history,
         "calls": calls,
     }
-    return {"html": render_to_string("dashboard/_pod.html", context)}
 
 
 def sync_history(hosted: HostedSimulation, cmd: Obj) -> Obj:

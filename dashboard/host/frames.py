@@ -269,6 +269,8 @@ class FrameBuilder:
         if record["to"] == "Deleted":
             del self.pods[key]
         self.dirty.update(("owners", "nodes"))
+        if key in self.hosted.open_pods:
+            self.dirty.add(panels.pod_id(key))
         for index in {old_owner, owner}:
             self._truth_dirty(self.owners[index])
 
@@ -317,6 +319,11 @@ class FrameBuilder:
         self._log("api", record)
         request = self.sim.server.requests[record["id"]]
         resource = request["resource"] or ""
+        if self.hosted.open_pods and resource.startswith("pods") and request["name"]:
+            # A call on a pod a Pod tab shows: its object and its call list changed.
+            pod_key = f"{request['namespace']}/{request['name']}"
+            if pod_key in self.hosted.open_pods:
+                self.dirty.add(panels.pod_id(pod_key))
         if request["verb"] in ("create", "update", "patch", "delete") and record["code"] < 400:
             base = resource.split("/", 1)[0]
             if base in ("replicasets", "replicationcontrollers"):

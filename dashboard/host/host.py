@@ -394,6 +394,7 @@ class Host:
             if isinstance(viewer, str):
                 hosted.viewers.add(viewer)
                 hosted.focus(viewer, [tuple(k) for k in cmd.get("focus") or [] if isinstance(k, list) and len(k) == 2])
+                hosted.open_pod(viewer, cmd.get("pod"))
             text = hosted.frames.state(sorted(hosted.focused()))
             if reply_to:
                 await layer.send(reply_to, {"type": "sim.state", "seq": hosted.frames.seq, "text": text})

@@ -88,6 +88,8 @@ class HostedSimulation:
         self.error: str | None = None
         self.breakpoints = Breakpoints()
         self._focus: dict[str, set[tuple[str, str]]] = {}  # viewer channel -> keys it looks at
+        self._open: dict[str, str] = {}  # viewer channel -> the pod ("ns/name") its Pod tab shows
+        self.open_pods: set[str] = set()  # the pods some viewer's Pod tab shows (frames keep them live)
         self.viewers: set[str] = set()  # channels of the viewers connected (frames are for them)
         self.marks: list[Obj] = []  # times pinned on the timeline: {t, label}
         self._stop: Hit | None = None
@@ -121,8 +123,20 @@ class HostedSimulation:
         for controller, key in valid:
             self.frames.dirty.update((panels.inspector_id(controller, key), panels.truth_id(controller, key)))
 
+    def open_pod(self, viewer: str, key: Any) -> None:
+        """The pod `key` ("namespace/name") is open in this viewer's Pod tab, or none (None): its
+        panel is then a focused panel, rebuilt whenever a record touches that pod (#19 §4)."""
+        if isinstance(key, str) and key.count("/") == 1 and 3 <= len(key) <= 317:
+            self._open[viewer] = key
+            self.frames.dirty.add(panels.pod_id(key))
+        else:
+            self._open.pop(viewer, None)
+        self.open_pods = set(self._open.values())
+
     def unfocus(self, viewer: str) -> None:
         self._focus.pop(viewer, None)
+        self._open.pop(viewer, None)
+        self.open_pods = set(self._open.values())
         self.viewers.discard(viewer)
 
     def focused(self) -> set[tuple[str, str]]:
@@ -138,6 +152,7 @@ class HostedSimulation:
         ids = []
         for controller, key in sorted(self.focused()):
             ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
+        ids += [panels.pod_id(key) for key in sorted(self.open_pods)]
         return ids
 
     # -- the trace ------------------------------------------------------------------------------
@@ -521,16 +536,24 @@ class HostedSimulation:
         raise CommandError("breakpoint: do must be add, remove or toggle")
 
     def _cmd_focus(self, cmd: Obj, viewer: str | None) -> Obj:
+        """`{op: focus, keys?: [[controller, namespace/name]], pod?: "namespace/name" | null}`:
+        what this viewer looks at; a field left out keeps its value."""
+        pairs = []
         keys = cmd.get("keys") or []
         if not isinstance(keys, list) or len(keys) > 4:
             raise CommandError("focus: keys must be a list of at most 4 [controller, key] pairs")
-        pairs = []
         for item in keys:
             if not (isinstance(item, list) and len(item) == 2 and all(isinstance(x, str) for x in item)):
                 raise CommandError("focus: each key is [controller, namespace/name]")
             pairs.append((item[0], item[1]))
+        pod = cmd.get("pod")
+        if pod is not None and not (isinstance(pod, str) and pod.count("/") == 1 and 3 <= len(pod) <= 317):
+            raise CommandError("focus: pod is namespace/name or null")
         if viewer is not None:
-            self.focus(viewer, pairs)
+            if "keys" in cmd:
+                self.focus(viewer, pairs)
+            if "pod" in cmd:
+                self.open_pod(viewer, pod)
         return {"ok": True}
 
     # -- reads (answers to one viewer) ------------------------------------------------------------

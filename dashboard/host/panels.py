@@ -100,6 +100,17 @@ K15_LINES = {
     "invalidate_all": f"{_K15_CACHE}#L88",
     "update_rc": f"{_K15_RC}#L303",
 }
+# The config keys the What-ifs and knobs form shows (templates/dashboard/_inject.html).
+FORM_CONFIG = (
+    "whatIf",
+    "featureGates",
+    "workers",
+    "burstReplicas",
+    "kubeApiQPS",
+    "kubeApiBurst",
+    "watchLatency",
+    "apiLatency",
+)
 LIST_LIMIT = 50  # entries a list panel shows before "+N more"
 TRUTH_LIMIT = 60
 
@@ -128,8 +139,13 @@ def truth_id(controller: str, key: str) -> str:
     return f"truth:{controller}:{key}"
 
 
+def pod_id(key: str) -> str:
+    """The Pod tab's panel of one pod ("namespace/name"), live while a viewer has it open."""
+    return f"pod:{key}"
+
+
 def is_focused_panel(panel_id: str) -> bool:
-    return panel_id.startswith(("inspector:", "truth:"))
+    return panel_id.startswith(("inspector:", "truth:", "pod:"))
 
 
 def template_of(panel_id: str) -> str:
@@ -147,6 +163,11 @@ def context(hosted: HostedSimulation, panel_id: str) -> Obj:
         controller, key = rest.split(":", 1)
         builder = inspector if base == "inspector" else truth
         return {"panel_id": panel_id, "sim": hosted, **builder(hosted, controller, key)}
+    if base == "pod":
+        from dashboard.host import details  # details reads panels' tables: imported when used
+
+        namespace, name = rest.split("/", 1)
+        return {"panel_id": panel_id, "sim": hosted, **details.pod_context(hosted, namespace, name)}
     if base == "inspector-latest":
         return {"panel_id": panel_id, "sim": hosted, **inspector(hosted, None, None)}
     return {"panel_id": panel_id, "sim": hosted, **_PANELS[base](hosted)}
@@ -180,6 +201,9 @@ def status(hosted: HostedSimulation) -> Obj:
         # the controller tabs and the breakpoint form's stage list.
         "versions": {name: c.version for name, c in sim.controllers.items()},
         "garbageCollector": bool(sim.config["enableGarbageCollector"]),
+        # What the What-ifs and knobs form shows (#19 §4: controls show the state they control),
+        # live whoever changed it: another viewer, kubectl, a scenario's `config` action.
+        "config": {key: sim.config[key] for key in FORM_CONFIG},
     }
 
 
@@ -474,9 +498,14 @@ def timers(hosted: HostedSimulation) -> Obj:
     return {"timers": [{**t, "in": t["time"] - sim.now} for t in upcoming]}
 
 
+ACTIONS_SHOWN = 100
+
+
 def actions(hosted: HostedSimulation) -> Obj:
-    entries = hosted.sim.actions[-100:]
-    return {"entries": list(reversed(entries)), "total": len(hosted.sim.actions)}
+    """The newest ACTIONS_SHOWN actions, oldest first: the one order of every log on the page
+    (Events, Trace and API calls grow at the bottom too; docs/dashboard.md)."""
+    entries = hosted.sim.actions[-ACTIONS_SHOWN:]
+    return {"entries": entries, "total": len(hosted.sim.actions), "older": len(hosted.sim.actions) - len(entries)}
 
 
 # -- one key: the inspector and cache vs truth ------------------------------------------------------

@@ -19,6 +19,8 @@
     panels: new Map(), // panel id -> latest HTML (also for panels not on screen)
     deferred: new Map(), // panel id -> HTML held back while the user edits inside it
     focus: null, // [controller, key]
+    openPod: null, // "ns/name": the pod the Pod tab shows, kept live by the frames
+    podFromFrame: false,
     followLatest: true,
     controllers: [],
     status: null,
@@ -180,6 +182,12 @@
       const ctl = /^(queue|workers|expectations|lookupcache)-(.+)$/.exec(id);
       if (ctl) ensureController(ctl[2]);
       if (id.startsWith("inspector:") || id.startsWith("truth:") || id === "inspector-latest") continue;
+      if (id.startsWith("pod:")) { showPod(id, html); continue; }
+      if (id === "actions") {
+        // The Actions log grows at the bottom like the other logs (one order, oldest first).
+        keepAtBottom(document.getElementById("tab-actions"), () => place(document.getElementById(id), id, html));
+        continue;
+      }
       place(document.getElementById(id), id, html);
     }
     showSlots();
@@ -315,24 +323,31 @@
     }
   }
 
-  // New log rows go at the bottom. Only a visible log is scrolled, and only if it was at the
-  // bottom already: reading a hidden tab's geometry would force a layout of the whole page.
+  // New log rows go at the bottom (every log: Events, Trace, API calls, Actions). Only a
+  // visible log is scrolled, and only if it was at the bottom already: reading a hidden tab's
+  // geometry would force a layout of the whole page.
   function appendRows(log, html) {
     const body = document.getElementById("rows-" + log);
     if (!body) return;
-    const scroller = body.closest(".tab");
+    keepAtBottom(body.closest(".tab"), () => {
+      const before = body.rows.length;
+      body.insertAdjacentHTML("beforeend", html);
+      filterRows(log, before);
+      const extra = body.rows.length - LOG_ROWS;
+      if (extra > 0) {
+        const range = document.createRange();
+        range.setStartBefore(body.rows[0]);
+        range.setEndAfter(body.rows[extra - 1]);
+        range.deleteContents();
+      }
+    });
+  }
+
+  function keepAtBottom(scroller, change) {
+    if (!scroller) { change(); return; }
     const visible = !scroller.hidden;
     const atBottom = visible && scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 30;
-    const before = body.rows.length;
-    body.insertAdjacentHTML("beforeend", html);
-    filterRows(log, before);
-    const extra = body.rows.length - LOG_ROWS;
-    if (extra > 0) {
-      const range = document.createRange();
-      range.setStartBefore(body.rows[0]);
-      range.setEndAfter(body.rows[extra - 1]);
-      range.deleteContents();
-    }
+    change();
     if (atBottom) scroller.scrollTop = scroller.scrollHeight;
     if (!visible) scroller.dataset.scrollOnShow = "1";
   }
@@ -376,6 +391,7 @@
       hit.textContent = "";
     }
     showVersions(st.versions || {}, st.garbageCollector);
+    if (st.config) showConfig(st.config);
     hit.title = hit.textContent; // the status line is one line: a long message reads in full on hover
     document.getElementById("st-next").title = document.getElementById("st-next").textContent;
     // The select shows the host's speed, except while the user's own choice is on its way: a
@@ -416,6 +432,22 @@
     }
     const gcBox = document.getElementById("version-gc");
     if (gcBox && !gcBox.dataset.touched && typeof gc === "boolean") gcBox.checked = gc;
+  }
+
+  // The What-ifs and knobs show the config in force (#19 §4), whoever changed it, except a
+  // control the user has changed and not yet applied, or is editing.
+  function showConfig(config) {
+    for (const input of document.querySelectorAll("#form-config [data-follow]")) {
+      if (input.dataset.touched || input === document.activeElement) continue;
+      let value = config;
+      for (const part of input.name.split(".")) value = value == null ? undefined : value[part];
+      if (value === undefined) continue;
+      if (input.type === "checkbox") {
+        if (input.checked !== !!value) input.checked = !!value;
+      } else if (input.value !== String(value)) {
+        input.value = String(value);
+      }
+    }
   }
 
   function showResult(result, where, cmd) {
@@ -559,15 +591,34 @@
     showSlots();
   });
 
+  // The Pod tab is live (#19 §4): the pod is this viewer's open pod, a focused panel
+  // ("pod:ns/name") the frames rebuild whenever a record touches it. The first look is a read,
+  // unless a frame brought the panel first.
   function openPod(ns, name) {
     const target = document.getElementById("pod-detail");
+    const key = `${ns}/${name}`;
     document.getElementById("pod-tab-button").hidden = false;
     document.getElementById("pod-tab-button").textContent = `Pod ${name}`;
     showTab("tab-pod");
+    state.openPod = key;
+    state.podFromFrame = false;
     target.innerHTML = '<p class="muted">loading…</p>';
+    command({ op: "focus", pod: key });
     fetch(`/sim/${SIM}/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
       .then((r) => r.text().then((t) => ({ ok: r.ok, t })))
-      .then(({ ok, t }) => { target.innerHTML = ok ? t : `<p class="bad">${t}</p>`; });
+      .then(({ ok, t }) => {
+        if (state.openPod !== key || state.podFromFrame) return;
+        target.innerHTML = ok ? t : `<p class="bad">${t}</p>`;
+      });
+  }
+
+  function showPod(id, html) {
+    if (!state.openPod || id !== "pod:" + state.openPod) return;
+    state.podFromFrame = true;
+    const target = document.getElementById("pod-detail");
+    const el = target.firstElementChild;
+    if (el && el.id === id) place(el, id, html);
+    else { target.innerHTML = html; if (window.htmx) htmx.process(target); }
   }
   state.openPod = openPod;
 
@@ -612,9 +663,12 @@
     return body;
   }
 
-  document.addEventListener("change", (ev) => {
-    if (ev.target.dataset && ev.target.dataset.tristate !== undefined) ev.target.dataset.touched = "1";
-  });
+  // A control that shows a value in force is sent only once the user changed it.
+  for (const kind of ["change", "input"]) {
+    document.addEventListener(kind, (ev) => {
+      if (ev.target.dataset && ev.target.dataset.tristate !== undefined) ev.target.dataset.touched = "1";
+    });
+  }
 
   document.addEventListener("submit", async (ev) => {
     const form = ev.target;

@@ -207,7 +207,8 @@ def test_a_create_fault_shows_failedcreate_and_replicafailure_then_recovery(page
     expect(web).to_contain_text("ReplicaFailure=True")
     page.click("#drawer-tabs [data-tab=tab-events]")
     expect(page.locator("#rows-events")).to_contain_text("FailedCreate")
-    expect(page.locator("#rows-events")).to_contain_text("exceeded quota: pods")
+    # As kube-apiserver words it: the pod named by its generateName, the quota the cause.
+    expect(page.locator("#rows-events")).to_contain_text('pods "web-" is forbidden: exceeded quota: pods')
     shot(page, "dashboard-replicafailure")
     page.locator("#faults li.fault", has_text="create pods").locator("button", has_text="remove").click()
     expect(page.locator("#faults li.fault")).to_have_count(0)

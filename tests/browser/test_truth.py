@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.timefmt import vtime
 
-from .test_dashboard import command, run_to, start, stop
+from .test_dashboard import command, pod_states, run_to, start, stop
 
 
 @pytest.fixture
@@ -149,4 +149,98 @@ def test_the_inspector_says_expectations_expired_and_clicks_leave_no_stray_done(
         page.click(button)
         page.wait_for_timeout(200)
         assert "done" not in page.locator("#st-result").inner_text()
+    stop(page, live_server_url, sim)
+
+
+def test_the_pod_tab_is_live_after_a_crash(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    run_to(page, 5)
+    web = sorted(k for k, v in pod_states(page).items() if k.startswith("default/web-") and v == "Ready")
+    key = web[0]
+    tile = page.wait_for_function("k => window.CtrlscopePods.tileOf(k)", arg=key, timeout=5000).json_value()
+    page.locator("#pods-canvas").click(position={"x": tile["x"], "y": tile["y"]})
+    detail = page.locator("#pod-detail")
+    badge = detail.locator("h2 .badge")
+    expect(badge).to_have_text("Ready")
+    calls = detail.locator("table.log tr").count()
+    # Crash it from the tab, then let time run: the tab follows the pod as the tile does, with no
+    # new click (it was a one-off read).
+    detail.locator("button", has_text="crash").click()
+    run_to(page, 12)
+    page.wait_for_function(f"() => window.CtrlscopePods.states()['{key}'] === 'CrashLoopBackOff'")
+    expect(badge).to_have_text("CrashLoopBackOff")
+    expect(detail.locator("ol.history .badge").last).to_have_text("CrashLoopBackOff")
+    assert detail.locator("table.log tr").count() > calls  # the kubelet's status writes
+    expect(detail.locator("pre.yaml")).to_contain_text("CrashLoopBackOff")
+    # A reconnecting page still has the pod open, and live.
+    page.reload()
+    expect(page.locator("#st-conn")).to_have_text("live")
+    page.evaluate(f"() => window.ctrlscope.openPod('default', '{key.split('/')[1]}')")
+    command(page, {"op": "act", "action": {"podFault": {"name": key.split("/")[1], "fault": "delete"}}})
+    run_to(page, 13)
+    expect(badge).to_have_text("gone")
+    stop(page, live_server_url, sim)
+
+
+def test_the_what_ifs_and_knobs_show_the_config_in_force_and_follow_it(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    page.click("#drawer-tabs [data-tab=tab-inject]")
+    form = page.locator("#form-config")
+    # Every feature is on by default, and each knob shows its value.
+    for name in ("whatIf.expectations", "whatIf.slowStart", "featureGates.PodDeletionCost"):
+        expect(form.locator(f"input[name='{name}']")).to_be_checked()
+    for name, value in (("workers", "5"), ("burstReplicas", "500"), ("kubeApiQPS", "20"), ("apiLatency", "0.005")):
+        expect(form.locator(f"input[name={name}]")).to_have_value(value)
+    # A change made elsewhere (another viewer, kubectl, a scenario's config action) shows.
+    command(page, {"op": "act", "action": {"config": {"workers": 2, "whatIf": {"slowStart": False}}}})
+    expect(form.locator("input[name=workers]")).to_have_value("2")
+    expect(form.locator("input[name='whatIf.slowStart']")).not_to_be_checked()
+    # What the user is changing is theirs until applied; only it is sent.
+    form.locator("input[name=burstReplicas]").fill("7")
+    page.evaluate("() => document.activeElement.blur()")
+    command(page, {"op": "act", "action": {"config": {"kubeApiQPS": 50}}})
+    expect(form.locator("input[name=kubeApiQPS]")).to_have_value("50")
+    expect(form.locator("input[name=burstReplicas]")).to_have_value("7")
+    form.locator("button[type=submit]").click()
+    expect(form.locator(".form-result")).to_contain_text("applied")
+    now = page.evaluate("() => window.ctrlscope.status.t")
+    exported = command(page, {"op": "export"})["scenario"]["actions"]
+    configs = [a["config"] for a in exported if "config" in a and a["at"] <= now]
+    assert configs[-1] == {"burstReplicas": 7}
+    command(page, {"op": "act", "action": {"config": {"burstReplicas": 9}}})
+    expect(form.locator("input[name=burstReplicas]")).to_have_value("9")  # it follows again
+    stop(page, live_server_url, sim)
+
+
+def test_actions_events_and_trace_list_in_one_order_oldest_first(page: Page, live_server_url: str, errors):
+    sim = start(page, live_server_url)
+    run_to(page, 2)
+    for replicas in (5, 6):
+        command(page, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": replicas}}})
+        run_to(page, page.evaluate("() => window.ctrlscope.status.t") + 1)
+    page.click("#drawer-tabs [data-tab=tab-actions]")
+    rows = page.locator("#actions tbody tr")
+    expect(rows.last).to_contain_text('"replicas":6')
+    texts = rows.all_inner_texts()
+    first5 = next(i for i, t in enumerate(texts) if '"replicas":5' in t)
+    first6 = next(i for i, t in enumerate(texts) if '"replicas":6' in t)
+    assert first5 < first6
+
+    def times(rows: str) -> list[float]:
+        return page.evaluate(
+            f"() => [...document.querySelectorAll('{rows} a.jump')].map((a) => parseFloat(a.dataset.jumpT))"
+        )
+
+    page.click("#drawer-tabs [data-tab=tab-events]")
+    events = times("#rows-events tr")
+    assert len(events) > 3 and events == sorted(events)
+    page.click("#drawer-tabs [data-tab=tab-trace]")
+    page.wait_for_function("() => document.querySelectorAll('#trace-all-rows tr[data-seq]').length > 3")
+    seqs = page.evaluate(
+        "() => [...document.querySelectorAll('#trace-all-rows tr[data-seq]')].map((r) => +r.dataset.seq)"
+    )
+    assert seqs == sorted(seqs)
+    for rows in ("#trace-all-rows tr", "#rows-trace tr"):
+        trace = times(rows)
+        assert trace and trace == sorted(trace)
     stop(page, live_server_url, sim)

@@ -129,7 +129,9 @@ def test_a_thousand_pods_under_v1_5(page: Page, live_server_url: str, errors):  
     expect(page.locator("#st-hit")).to_contain_text("Breakpoint #1", timeout=20000)
     inspector = page.locator("[data-slot=inspector]")
     expect(inspector).to_contain_text("all 500 creates at once (no slow start)")
-    expect(inspector).to_contain_text("300 created, 200 failed (unable to create pods: exceeded quota)")
+    expect(inspector).to_contain_text(
+        '300 created, 200 failed (unable to create pods: pods "web-" is forbidden: exceeded quota)'
+    )
     expect(inspector).to_contain_text("Failed creation, decrementing expectations")
     expect(inspector).to_contain_text("rm.queue.AddRateLimited(key)")
     shot(page, "dashboard-v15")

@@ -41,7 +41,7 @@ CASES = [
     ({"object": "ReplicaSet/web", "path": "status.replicas", "atMost": 1}, False),
     ({"object": "ReplicaSet/web", "path": "status.replicas", "atLeast": 1, "atMost": 3}, True),
     ({"at": 0.15, "object": "ReplicaSet/web", "path": "status.conditions[type=ReplicaFailure].message",
-      "matches": "^exceeded"}, True),
+      "matches": '^pods "web-" is forbidden: exceeded'}, True),  # as kube-apiserver words a quota 403
     ({"at": 0.15, "object": "ReplicaSet/web", "path": "status.conditions[type=ReplicaFailure].message",
       "matches": "^quota"}, False),
     ({"object": "ReplicaSet/web", "path": "status.conditions", "absent": True}, True),

@@ -65,6 +65,36 @@ def test_frames_carry_what_changed_and_stop_when_nothing_did():
     assert "owners" not in set().union(*(f["panels"] for f in later))  # no pod changed state
 
 
+def test_an_open_pod_is_a_live_panel_rebuilt_when_a_record_touches_that_pod():
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 5.0)
+    names = sorted(p["metadata"]["name"] for p in h.sim.server.objects("pods"))
+    pod, other = [name for name in names if name.startswith("web-")][:2]
+    assert h.command({"op": "focus", "pod": f"default/{pod}"}, viewer="viewer")["ok"]
+    panel = f"pod:default/{pod}"
+    first = set().union(*(f["panels"] for f in frames_until_quiet(h)))
+    assert panel in first  # just opened: built at once
+    # Another pod's crash leaves it alone; this one's crash rebuilds it with its new state.
+    h.command({"op": "act", "action": {"podFault": {"name": other, "fault": "crash"}}})
+    run_until(h, 6.0)
+    assert panel not in set().union(*(f["panels"] for f in frames_until_quiet(h)))
+    h.command({"op": "act", "action": {"podFault": {"name": pod, "fault": "crash"}}})
+    run_until(h, 12.0)
+    assert panel in h.frames.dirty
+    # (The frame after a step builds every dirty panel; a running one builds it within its budget.)
+    html = json.loads(h.frames.frame(complete=True))["panels"][panel]
+    assert "CrashLoopBackOff" in html and f'id="{panel}"' in html
+    # Keys left out keep their value; null closes the pod; a bad pod is refused by name.
+    h.command({"op": "focus", "keys": [["replicaset", "default/web"]]}, viewer="viewer")
+    assert panel in h.focused_panel_ids()
+    with pytest.raises(CommandError, match="focus: pod"):
+        h.command({"op": "focus", "pod": "no-slash"}, viewer="viewer")
+    assert panel in h.focused_panel_ids()
+    h.command({"op": "focus", "pod": None}, viewer="viewer")
+    assert panel not in h.focused_panel_ids() and h.open_pods == set()
+
+
 def test_a_frame_builds_only_what_fits_its_time_budget(monkeypatch):
     from dashboard.host import frames as frames_module
 
