@@ -19,12 +19,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from controlplane.scenario import ScenarioError, load_file, load_scenario
+from controlplane.scenario import ScenarioError, load_file
 from controlplane.simulation import default_pair, parse_block, with_config
 from dashboard import host
 from dashboard.access import can_control
 from dashboard.models import Recording, SimulationRecord
-from dashboard.views import MAX_SCENARIO_BYTES, _answers_busy, _error, _record, scenario_library
+from dashboard.views import _answers_busy, _error, _record, chosen_scenario, scenario_library
 
 Obj = dict[str, Any]
 MAX_FIELD = 4096  # characters of a config block typed in the form
@@ -90,24 +90,7 @@ async def compare_new(request: HttpRequest) -> HttpResponse:
             blocks.append(parse_block(form[side], side))
         except ScenarioError as exc:
             form["errors"].append(f"config {side.upper()}: {str(exc).removeprefix(f'--{side}: ')}")
-    scenario = None
-    source = form["scenario"]
-    upload = request.FILES.get("file")
-    if upload is not None:
-        source = "upload"
-        if upload.size is None or upload.size > MAX_SCENARIO_BYTES:
-            form["errors"].append(f"file: larger than {MAX_SCENARIO_BYTES // 1024} KiB")
-        else:
-            try:
-                scenario = load_scenario(upload.read().decode("utf-8"))
-            except UnicodeDecodeError:
-                form["errors"].append("file: not UTF-8 text (a scenario is a YAML file)")
-            except ScenarioError as exc:
-                form["errors"].append(f"file: {exc}")
-    elif source in {s["id"] for s in scenario_library()}:
-        scenario = load_file(source)  # by id in the library, never as a path
-    else:
-        form["errors"].append("scenario: choose one from the library or upload a file")
+    scenario, source = chosen_scenario(form, request.FILES.get("file"))
     if form["errors"] or scenario is None:
         return await sync_to_async(_new)(request, form, 400)
     the_host = host.get_host()

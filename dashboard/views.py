@@ -21,7 +21,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from controlplane.scenario import SCENARIO_DIR, ScenarioError, library, load_file, load_scenario
+from controlplane.scenario import SCENARIO_DIR, Scenario, ScenarioError, library, load_file, load_scenario
 from controlplane.simulation import CONTROLLER_VERSIONS, configured
 from dashboard import host
 from dashboard.access import can_control
@@ -40,6 +40,29 @@ def scenario_library() -> list[dict[str, str]]:
 @functools.lru_cache(maxsize=4)
 def _library(stamp: tuple[Any, ...]) -> list[dict[str, str]]:
     return library()
+
+
+def chosen_scenario(form: dict[str, Any], upload: Any) -> tuple[Scenario | None, str]:
+    """The scenario a start form asks for — an uploaded file, or a library scenario by its id
+    (never as a path) — and its source ("upload" or the id). What is wrong is appended to
+    `form["errors"]` (then the scenario is None)."""
+    source = form["scenario"]
+    if upload is not None:
+        source = "upload"
+        if upload.size is None or upload.size > MAX_SCENARIO_BYTES:
+            form["errors"].append(f"file: larger than {MAX_SCENARIO_BYTES // 1024} KiB")
+            return None, source
+        try:
+            return load_scenario(upload.read().decode("utf-8")), source
+        except UnicodeDecodeError:
+            form["errors"].append("file: not UTF-8 text (a scenario is a YAML file)")
+        except ScenarioError as exc:
+            form["errors"].append(f"file: {exc}")
+        return None, source
+    if source in {s["id"] for s in scenario_library()}:
+        return load_file(source), source
+    form["errors"].append("scenario: choose one from the library or upload a file")
+    return None, source
 
 
 def _error(request: HttpRequest, status: int, message: str, *, partial: bool = False) -> HttpResponse:
@@ -159,23 +182,7 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
                 raise ValueError
         except ValueError:
             form["errors"].append(f"pause before: a time in seconds, above 0.001 (got {form['pause_before']!r})")
-    scenario = None
-    source = form["scenario"]
-    if upload is not None:
-        source = "upload"
-        if upload.size is None or upload.size > MAX_SCENARIO_BYTES:
-            form["errors"].append(f"file: larger than {MAX_SCENARIO_BYTES // 1024} KiB")
-        else:
-            try:
-                scenario = load_scenario(upload.read().decode("utf-8"))
-            except UnicodeDecodeError:
-                form["errors"].append("file: not UTF-8 text (a scenario is a YAML file)")
-            except ScenarioError as exc:
-                form["errors"].append(f"file: {exc}")
-    elif source in {s["id"] for s in scenario_library()}:
-        scenario = load_file(source)  # looked up by id in the library, never as a path
-    else:
-        form["errors"].append("scenario: choose one from the library or upload a file")
+    scenario, source = chosen_scenario(form, upload)
     if scenario is not None:
         # The version select and the GC checkbox: a `config` block over the scenario's own,
         # checked as a `config` action is (one validation path: the facade's check_config).
