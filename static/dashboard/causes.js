@@ -110,7 +110,7 @@
     a.dataset.jumpSeq = r.seq;
     a.dataset.jumpT = String(r.time);
     a.title = `see the world right after this record (#${r.seq})`;
-    a.textContent = r.time.toFixed(3);
+    a.textContent = window.CtrlscopeTime.format(r.time); // the one time format (time.js)
     t.appendChild(a);
     const w = document.createElement("a");
     w.href = "#";
