@@ -42,11 +42,12 @@ from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
 from controlplane.containerlog import ContainerLog as ContainerLog
 from controlplane.containerlog import container_log
-from controlplane.expectations import EXPECTATIONS_TIMEOUT
+from controlplane.expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
 from controlplane.history import RunHistory
-from controlplane.kernel import Kernel, Task, vtime
+from controlplane.kernel import Kernel, Task
+from controlplane.kernel import vtime as vtime
 from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.limits import MAX_CLIENT as MAX_CLIENT
@@ -1135,5 +1136,16 @@ def run_scenario(
 
 
 # The replay primitive (a session's past, rebuilt to any position) is part of the facade.
+# What the web layer also needs from the core, reached through this facade like everything else:
+# the virtual epoch and its timestamps (the API's sinceTime), the pod states of the tiles, the
+# informers' namespace index (cache vs truth), the safe YAML loader (forms), the GC policy of a
+# process that runs simulations (the replay worker).
+from controlplane import safeyaml as safeyaml  # noqa: E402
+from controlplane.gcpolicy import simulation_gc as simulation_gc  # noqa: E402
+from controlplane.informers import NAMESPACE_INDEX as NAMESPACE_INDEX  # noqa: E402
+from controlplane.kernel import EPOCH as EPOCH  # noqa: E402
+from controlplane.kernel import parse_rfc3339 as parse_rfc3339  # noqa: E402
+from controlplane.nodes import POD_STATES as POD_STATES  # noqa: E402
+from controlplane.replay import NANOSECOND as NANOSECOND  # noqa: E402
 from controlplane.replay import Replay as Replay  # noqa: E402
 from controlplane.replay import ReplayError as ReplayError  # noqa: E402

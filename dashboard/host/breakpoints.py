@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.nodes import POD_STATES
 from controlplane.scenario import CONTROLLERS
+from controlplane.simulation import EXPECTATIONS_TIMEOUT
 from dashboard.host.panels import stage_names
 from dashboard.timefmt import vtime
 

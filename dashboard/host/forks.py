@@ -34,9 +34,8 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from controlplane import safeyaml
 from controlplane.scenario import ACTION_VERBS, ScenarioError, parse_scenario
-from controlplane.simulation import Simulation
+from controlplane.simulation import Simulation, safeyaml
 from dashboard.host import reads, recording
 from dashboard.host.hosted import MAX_RECORDED_ACTIONS, CommandError, HostedSimulation
 

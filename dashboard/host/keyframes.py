@@ -434,7 +434,7 @@ class Broker:
 
     def _pick(self, bounds: Obj) -> _Held | None:
         """The latest keyframe at or before `bounds` (as `Worker._ready` judges it)."""
-        from controlplane.kernel import vtime
+        from controlplane.simulation import vtime
 
         events, time, seq = bounds.get("events"), bounds.get("time"), bounds.get("seq")
         for world in reversed(self.keyframes):

@@ -26,8 +26,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from controlplane.nodes import POD_STATES
-from controlplane.simulation import describe_block, diff_reports
+from controlplane.simulation import POD_STATES, describe_block, diff_reports
 from dashboard.host import panels
 from dashboard.host.hosted import SPEEDS, CommandError, HostedSimulation, _speed, _time
 

@@ -19,13 +19,12 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
-from controlplane.informers import NAMESPACE_INDEX
 from controlplane.labels import selector_from_label_selector, selector_from_set
 from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
 from controlplane.scenario import default_config
-from controlplane.simulation import DEFAULT_CONTROLLER_VERSION, REPLICATION_MANAGER_COMMIT, SYNC_STAGES
+from controlplane.simulation import DEFAULT_CONTROLLER_VERSION, NAMESPACE_INDEX, REPLICATION_MANAGER_COMMIT, SYNC_STAGES
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation

@@ -161,7 +161,7 @@ class Worker:
     def _ready(self, *, events: int | None = None, time: float | None = None, seq: int | None = None) -> Any:
         """The replay, rebuilt from the start if it already stands past the target (`events`
         kernel events, the clock at `time`, trace record `seq` written)."""
-        from controlplane.kernel import vtime
+        from controlplane.simulation import vtime
 
         replay = self.replay
         if replay is not None:
@@ -208,8 +208,7 @@ class Worker:
 
     def go(self, target: Obj, live: Obj) -> Obj:
         """Replay to `target`; returns the position reached."""
-        from controlplane.kernel import vtime
-        from controlplane.replay import NANOSECOND
+        from controlplane.simulation import NANOSECOND, vtime
 
         live_time = float(live["time"])
         self.going = target
@@ -342,7 +341,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from controlplane.gcpolicy import simulation_gc
+    from controlplane.simulation import simulation_gc
     from dashboard.host import keyframes
 
     simulation_gc()  # for the life of the process: a replay is a simulation running (gcpolicy's why)
