@@ -34,7 +34,9 @@ MAX_RECORDS = 2_000_000
 MAX_LINKS = 64
 MAX_PAGE = 1000
 FILTER_FIELDS = ("kind", "controller", "key", "name", "text")
-_CONTROLLER_OF_QUEUE = {"replicaset": "replicaset", "replicationmanager": "replicationcontroller"}
+# The controller a workqueue belongs to, by the queue's name (upstream names the RC queue
+# "replicationmanager").
+CONTROLLER_OF_QUEUE = {"replicaset": "replicaset", "replicationmanager": "replicationcontroller"}
 _PAST = {"add": "added", "update": "updated", "delete": "deleted"}
 
 
@@ -185,7 +187,7 @@ class RecordLog:
         for seq in seqs:
             record = self.get(seq)
             if record is not None:
-                rows.append(row(record))
+                rows.append(trace_row(record))
         out.update({"total": total, "offset": offset, "rows": rows})
         return out
 
@@ -208,7 +210,7 @@ class RecordLog:
                 continue
             if others:
                 record = self.get(seq)
-                if record is None or not _row_matches(row(record), record, others):
+                if record is None or not _row_matches(trace_row(record), record, others):
                     continue
             found.append(seq)
         self._match = (wanted, end, found)
@@ -233,14 +235,15 @@ def _row_matches(r: Record, record: Record, want: dict[str, str]) -> bool:
 
 
 # -- words ------------------------------------------------------------------------------------------
-def row(record: Record) -> Record:
+def trace_row(record: Record, *, text: bool = True) -> Record:
     """A record as a trace-view row: seq, time, cause, kind, controller, subject, detail (the
-    other fields, `k=v`) and text (the record in words, as a why? link says it)."""
+    other fields, `k=v`) and, with `text`, the record in words (as a why? link says it). The
+    complete trace view and the live sample of newest rows both draw these rows."""
     kind = record["kind"]
     subject = record.get("key") or record.get("informer") or record.get("name") or record.get("object") or ""
     if kind == "pod.transition":
         subject = f"{record.get('namespace')}/{record.get('name')}"
-    controller = record.get("controller") or _CONTROLLER_OF_QUEUE.get(record.get("queue") or "", "")
+    controller = record.get("controller") or CONTROLLER_OF_QUEUE.get(record.get("queue") or "", "")
     if not controller and kind.startswith("informer"):
         controller = str(record.get("informer", "")).split("/", 1)[0]
     skip = {"time", "seq", "kind", "cause", "key", "controller", "queue"}
@@ -253,7 +256,7 @@ def row(record: Record) -> Record:
         "controller": str(controller or ""),
         "subject": str(subject),
         "detail": detail,
-        "text": describe(record),
+        **({"text": describe(record)} if text else {}),
     }
 
 

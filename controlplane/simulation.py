@@ -1141,6 +1141,8 @@ def run_scenario(
 # informers' namespace index (cache vs truth), the safe YAML loader (forms), the GC policy of a
 # process that runs simulations (the replay worker).
 from controlplane import safeyaml as safeyaml  # noqa: E402
+from controlplane.causes import CONTROLLER_OF_QUEUE as CONTROLLER_OF_QUEUE  # noqa: E402
+from controlplane.causes import trace_row as trace_row  # noqa: E402
 from controlplane.gcpolicy import simulation_gc as simulation_gc  # noqa: E402
 from controlplane.informers import NAMESPACE_INDEX as NAMESPACE_INDEX  # noqa: E402
 from controlplane.kernel import EPOCH as EPOCH  # noqa: E402

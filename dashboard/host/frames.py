@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from django.template.loader import render_to_string
 
 from controlplane.nodes import POD_STATES
+from controlplane.simulation import CONTROLLER_OF_QUEUE, trace_row
 from dashboard.host import panels
 
 if TYPE_CHECKING:
@@ -48,9 +49,6 @@ LOGS_KEPT = 5  # controller.log lines kept per controller (the lookup cache pane
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
-QUEUE_CONTROLLER = {"replicaset": "replicaset", "replicationmanager": "replicationcontroller"}
-
-
 def ms(t: float) -> float:
     """Times leave the host rounded to the millisecond (the page shows milliseconds)."""
     return round(t, 3)
@@ -156,7 +154,7 @@ class FrameBuilder:
             del rows[:drop]
 
     def _on_queue(self, record: Obj) -> None:
-        controller = QUEUE_CONTROLLER.get(record["queue"])
+        controller = CONTROLLER_OF_QUEUE.get(record["queue"])
         if controller is None:
             return
         c = self.sim.controllers.get(controller)
@@ -526,7 +524,7 @@ class FrameBuilder:
     def _rows_html(self, log: str, records: list[Obj]) -> str:
         records = records[-ROWS_PER_FRAME:]
         if log == "trace":
-            rows = [_trace_row(r) for r in records]
+            rows = [trace_row(r, text=False) for r in records]
         elif log == "api":
             rows = [self._api_row(r) for r in records]
         else:
@@ -653,34 +651,3 @@ _HANDLERS = {
     "controller": FrameBuilder._on_controller,
     "informer": FrameBuilder._on_informer,
 }
-
-
-def _trace_row(record: Obj) -> Obj:
-    """A trace record as a log row: time, kind, subject (controller/key, pod, informer…), detail."""
-    kind = record["kind"]
-    subject = record.get("key") or record.get("informer") or record.get("name") or record.get("object") or ""
-    if kind == "pod.transition":
-        subject = f"{record.get('namespace')}/{record['name']}"
-    controller = record.get("controller") or QUEUE_CONTROLLER.get(record.get("queue") or "", "")
-    if not controller and kind.startswith("informer"):
-        controller = str(record.get("informer", "")).split("/", 1)[0]
-    skip = {"time", "seq", "kind", "key", "controller", "queue"}
-    detail = " ".join(f"{k}={_short(v)}" for k, v in record.items() if k not in skip)
-    return {
-        "time": record["time"],
-        "seq": record["seq"],
-        "kind": kind,
-        "controller": controller,
-        "subject": subject,
-        "detail": detail,
-    }
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    if isinstance(value, float):
-        text = f"{value:.3f}" if math.isfinite(value) else str(value)
-    elif isinstance(value, dict | list):
-        text = json.dumps(value, separators=(",", ":"), default=str)
-    else:
-        text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
