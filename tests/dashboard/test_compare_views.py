@@ -10,18 +10,11 @@ from django.test import AsyncClient
 from dashboard.host import pairs
 from dashboard.models import SimulationRecord
 
-from .conftest import TOKEN
+from .conftest import controlling_client
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SLOW_START_OFF = "whatIf: {slowStart: false}"
-
-
-async def controlling_client():
-    client = AsyncClient()
-    response = await client.get(f"/?token={TOKEN}")
-    assert response.status_code == 302
-    return client
 
 
 async def start_pair(client, **fields):

@@ -17,38 +17,9 @@ from dashboard.host import hosted as hosted_module
 from dashboard.host import recording
 from dashboard.models import RecordedAction, Recording
 
-from .conftest import TOKEN
+from .conftest import command, controlling_client, run_to, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-async def controlling_client():
-    client = AsyncClient()
-    response = await client.get(f"/?token={TOKEN}")
-    assert response.status_code == 302
-    return client
-
-
-async def start(client, scenario="scale-up-and-down", seed="3"):
-    response = await client.post("/sim/new", {"scenario": scenario, "seed": seed})
-    assert response.status_code == 302, response.content
-    return response["Location"].strip("/").split("/")[1]
-
-
-async def command(sim_id, cmd):
-    result = await host_package.request(sim_id, cmd, control=True)
-    assert result.get("ok"), result
-    return result
-
-
-async def run_to(sim_id, t):
-    await command(sim_id, {"op": "step", "what": "to", "t": t})
-    for _ in range(500):
-        status = (await host_package.request(sim_id, {"op": "status"}))["status"]
-        if status["t"] >= t and status["goal"] is None:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"never reached t={t}")
 
 
 async def stored(sim_id, *, actions, t):

@@ -11,14 +11,13 @@ import re
 
 import pytest
 from django.template.loader import render_to_string
-from django.test import AsyncClient
 
 from controlplane.scenario import load_file
 from controlplane.simulation import Simulation, configured
 from dashboard.host import panels
 from dashboard.host.hosted import CommandError, HostedSimulation
 
-from .conftest import TOKEN
+from .conftest import controlling_client
 from .test_hosted import drive, frames_until_quiet, run_until
 
 K15 = "https://github.com/kubernetes/kubernetes/blob/a0dadf16f9578b7e926945a85ea34b1621cde796/"
@@ -274,12 +273,6 @@ def test_the_stage_groups_are_each_versions_stages():
 # -- pages ----------------------------------------------------------------------------------------------
 
 pytestmark_db = pytest.mark.django_db(transaction=True)
-
-
-async def controlling_client():
-    client = AsyncClient()
-    await client.get(f"/?token={TOKEN}")
-    return client
 
 
 @pytestmark_db
