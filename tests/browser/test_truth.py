@@ -65,6 +65,9 @@ def test_the_frame_after_a_step_carries_what_it_changed(page: Page, live_server_
     page.click("#sync-next-replicaset")
     page.check("#follow-latest")
     page.evaluate("() => document.activeElement.blur()")  # keys go to the page
+    # Count from the manual sync's own panel: until its frame arrives the slot may still show an
+    # earlier, finished sync with more stages than the new one will have after three steps.
+    expect(page.locator("[data-slot=inspector] .badge.warn")).to_have_text("in progress")
     stages = page.locator("[data-slot=inspector] li.stage")
     for _ in range(3):
         before = stages.count()
