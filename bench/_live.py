@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOKEN = "bench-token-0123456789"  # at least 16 characters (settings refuses a weak token)
+SERVERS: dict[str, int] = {}  # url -> pid of the server process live_server started there
 
 
 def scenario_file(doc: dict, directory: pathlib.Path, name: str) -> pathlib.Path:
@@ -50,8 +51,13 @@ def fleet(replicasets: int, replicas: int, nodes: int, **config: object) -> dict
             }
         )
     client_limits = {"kubeApiQPS": -1, "schedulerQPS": -1, "kubeletQPS": -1}
-    return {"name": "bench fleet", "seed": 1, "config": {"nodes": nodes, **client_limits, **config},
-            "objects": objects, "until": 3600}
+    return {
+        "name": "bench fleet",
+        "seed": 1,
+        "config": {"nodes": nodes, **client_limits, **config},
+        "objects": objects,
+        "until": 3600,
+    }
 
 
 @contextlib.contextmanager
@@ -69,14 +75,20 @@ def live_server(start_file: pathlib.Path) -> Iterator[str]:
         "CTRLSCOPE_START": str(start_file),
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
     }
-    subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True, capture_output=True
+    )
     log = open(state / "daphne.log", "wb")  # noqa: SIM115
     # The project's server (Daphne with an access log that never shows the token); plain Daphne
     # for an older checkout (--root) that has none.
     serve = ["-m", "dashboard.serve"] if (ROOT / "dashboard" / "serve.py").exists() else ["-m", "daphne"]
-    proc = subprocess.Popen([sys.executable, *serve, "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, *serve, "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -88,14 +100,24 @@ def live_server(start_file: pathlib.Path) -> Iterator[str]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((state / "daphne.log").read_text()[-2000:]) from None
                 time.sleep(0.2)
+        SERVERS[url] = proc.pid
         yield url
     finally:
+        SERVERS.pop(url, None)
         proc.terminate()
         proc.wait(timeout=10)
         log.close()
 
 
+def cpu_seconds(url: str) -> float:
+    """CPU time (user + system) the server at `url` has used so far: what a figure of work per CPU
+    second is made of, which other processes on a shared machine do not change as they change
+    wall-clock rates."""
+    with open(f"/proc/{SERVERS[url]}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def status(url: str, sim_id: str) -> dict:
     with urllib.request.urlopen(f"{url}/sim/{sim_id}/status.json", timeout=30) as response:
         return json.loads(response.read())
-

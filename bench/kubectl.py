@@ -7,10 +7,18 @@
    not counted) at wall time T; the controller's create request is answered at virtual time v
    after the scale's virtual time s; the watch line is read at wall time L. The delay is
    `(L - T) - (v - s)`: the wall time the line took beyond the virtual time the simulation needed.
+3. What watching clients cost a churning simulation: the N-pod simulation, paused, is scaled down
+   by `--churn` pods and run to `--window` virtual seconds later at full speed, then scaled back up
+   and run again; each such step is timed (wall seconds from the scale to the paused clock at its
+   target). Steps alternate in pairs (down, up) between no watcher and `--watchers` clients each
+   watching every pod (`/api/v1/pods?watch=true` from the current resourceVersion, one socket
+   each, read and counted by threads of this process); the slowdown is the median watched step over the
+   median unwatched one, minus one.
 
 Prints one JSON line with the figures and the machine and interpreter.
 
 Usage: .venv/bin/python bench/kubectl.py [--pods 10000] [--runs 5] [--samples 10]
+       [--watchers 20] [--churn 500] [--window 30] [--pairs 3] [--no-watch] [--no-get] [--no-churn]
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 
 import requests
 import yaml
@@ -85,8 +94,16 @@ class Server:
             capture_output=True,
         )
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(self.port),
-             "dashboard.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "dashboard.serve",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "dashboard.asgi:application",
+            ],
             cwd=ROOT,
             env=self.env,
             stdout=subprocess.DEVNULL,
@@ -408,6 +425,99 @@ def bench_watch(server: Server, env: dict, samples: int) -> dict:
     }
 
 
+class Watchers:
+    """`count` clients each watching every pod from `resource_version` on a socket of its own,
+    reading and counting the bytes as they come (plain HTTP/1.1, chunked; the socket is
+    shut down to stop, which also wakes a thread blocked reading)."""
+
+    def __init__(self, api: str, count: int, resource_version: str) -> None:
+        parts = urllib.parse.urlsplit(api)
+        self.address = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self.request = (
+            f"GET {parts.path}/api/v1/pods?watch=true&resourceVersion={resource_version} HTTP/1.1\r\n"
+            f"Host: {self.address[0]}:{self.address[1]}\r\nUser-Agent: bench-watcher\r\n\r\n"
+        ).encode()
+        self.received = [0] * count
+        self.sockets: list[socket.socket] = []
+        self.threads = [threading.Thread(target=self._watch, args=(i,), daemon=True) for i in range(count)]
+        for thread in self.threads:
+            thread.start()
+
+    def _watch(self, i: int) -> None:
+        with contextlib.suppress(OSError), socket.create_connection(self.address, timeout=600) as sock:
+            self.sockets.append(sock)
+            sock.sendall(self.request)
+            while chunk := sock.recv(65536):
+                self.received[i] += len(chunk)
+
+    def close(self) -> list[int]:
+        for sock in list(self.sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        for thread in self.threads:
+            thread.join(timeout=10)
+        return self.received
+
+
+def bench_churn(server: Server, pods: int, watchers: int, churn: int, window: float, pairs: int) -> dict:
+    sim = server.start(world(pods, max(3, pods // 100)))
+    api = server.api(sim)
+
+    def ready() -> bool:
+        rs = server.session.get(f"{api}/apis/apps/v1/namespaces/default/replicasets/big", timeout=30).json()
+        return (rs.get("status") or {}).get("readyReplicas") == pods
+
+    wait_for(ready, 900, f"{pods} pods ready")
+    server.command(sim, {"op": "pause"})
+    time.sleep(1.0)
+
+    def now() -> float:
+        return float(server.session.get(f"{server.url}/sim/{sim}/status.json", timeout=30).json()["t"])
+
+    def step(replicas: int) -> float:
+        target = round(now() + window, 3)
+        start = time.perf_counter()
+        scale = {"kind": "ReplicaSet", "name": "big", "replicas": replicas}
+        server.command(sim, {"op": "act", "action": {"scale": scale}})
+        server.command(sim, {"op": "step", "what": "to", "t": target})
+        while now() < target - 1e-6:
+            time.sleep(0.05)
+        return time.perf_counter() - start
+
+    alone: list[float] = []
+    watched: list[float] = []
+    received: list[int] = []
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    for pair in range(2 * pairs):
+        watching = pair % 2 == 1
+        group = None
+        if watching:
+            listed = server.session.get(f"{api}/api/v1/pods?limit=1", timeout=30).json()
+            group = Watchers(api, watchers, listed["metadata"]["resourceVersion"])
+            time.sleep(1.0)  # every watch open
+        try:
+            for replicas in (pods - churn, pods):
+                (watched if watching else alone).append(step(replicas))
+        finally:
+            if group is not None:
+                time.sleep(0.5)  # the last events read
+                received.extend(group.close())
+    alone_median, watched_median = statistics.median(alone), statistics.median(watched)
+    return {
+        "churn_pods": churn,
+        "churn_window_virtual_s": window,
+        "churn_watchers": watchers,
+        "churn_step_alone_s": [round(t, 3) for t in alone],
+        "churn_step_watched_s": [round(t, 3) for t in watched],
+        "churn_step_alone_median_s": round(alone_median, 3),
+        "churn_step_watched_median_s": round(watched_median, 3),
+        "churn_slowdown_pct": round(100.0 * (watched_median / alone_median - 1.0), 1),
+        "churn_watch_bytes_per_watcher": {"min": min(received), "max": max(received)} if received else None,
+        "load_avg_before_churn": load_before,
+        "load_avg_after_churn": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
 def machine() -> dict:
     model = ""
     with contextlib.suppress(OSError, StopIteration), open("/proc/cpuinfo") as cpuinfo:
@@ -429,6 +539,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--samples", type=int, default=10)
     parser.add_argument("--no-watch", action="store_true", help="skip the watch delay")
+    parser.add_argument("--no-get", action="store_true", help="skip get pods -A")
+    parser.add_argument("--no-churn", action="store_true", help="skip the watchers' cost to a churning simulation")
+    parser.add_argument("--watchers", type=int, default=20)
+    parser.add_argument("--churn", type=int, default=500, help="pods deleted, then created, per pair of steps")
+    parser.add_argument("--window", type=float, default=30.0, help="virtual seconds each step runs")
+    parser.add_argument("--pairs", type=int, default=3, help="pairs of steps per condition")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = pathlib.Path(tmp_name)
@@ -459,7 +575,10 @@ def main() -> None:
                 sims.append("")  # the next simulation started is the list's
             else:
                 figures.update(bench_watch(server, watch_env, args.samples))
-            figures.update(bench_get(server, get_env, args.pods, args.runs))
+            if not args.no_get:
+                figures.update(bench_get(server, get_env, args.pods, args.runs))
+            if not args.no_churn:
+                figures.update(bench_churn(server, args.pods, args.watchers, args.churn, args.window, args.pairs))
             figures.update(machine())
         finally:
             server.stop()

@@ -13,7 +13,9 @@ dashboard keeps them), is shown at `--jumps` random earlier moments through the 
 worker (`python -m dashboard.host.replay_worker`, keyframes on, spoken to with the host's
 protocol, end to end: request written, answer with every panel read back; the browser's paint
 is not included). After each jump it steps back by one event, one sync stage and one sync, from
-where the jump landed. The answer carries every panel at once, so the time to the first
+where the jump landed (`--think` seconds apart: a viewer's pause, in which the worker sweeps ahead
+and leaves keyframes; 0, the default, sends each request as the last is answered). The answer
+carries every panel at once, so the time to the first
 repainted panel is the time to all panels. Memory of the history: the keyframes' proportional
 share (PSS, and USS: what ending them would free) plus the records the live session keeps, as a
 percentage of this process's RSS with the live session in it.
@@ -24,7 +26,9 @@ the live simulation's; restore of the 1,000-pod session of 30 virtual minutes <=
 at 10,000 pods is reported with no target.
 
 Prints one JSON line. Usage: .venv/bin/python bench/time_travel.py [--until 1800] [--reps 2]
-[--replicas 1000] [--jumps 20] [--seed 1]
+[--replicas 1000] [--jumps 20] [--seed 1] [--think 0] [--no-sweep] [--near N] [--past-only]
+(`--past-only`: the past alone, no recording overhead nor restore; `--no-sweep`, `--near`: the
+replay worker's sweep ahead and near keyframes, for comparisons).
 """
 
 from __future__ import annotations
@@ -178,7 +182,8 @@ def quantiles(values: list[float]) -> dict:
             "n": len(ordered)}
 
 
-def past(scenario, until: float, jumps: int, seed: int) -> dict:
+def past(scenario, until: float, jumps: int, seed: int, think: float = 0.0, sweep: bool = True,
+         near: int | None = None) -> dict:
     """Jumps and steps back through the replay worker, and the memory of the history."""
     from controlplane.simulation import Simulation
     from dashboard.host.hosted import HostedSimulation
@@ -193,15 +198,21 @@ def past(scenario, until: float, jumps: int, seed: int) -> dict:
     live_rss = rss()
     records = deep_size(hosted.sim.record_log)
     worker = ReplayWorker()
+    if not sweep:
+        worker.raw({"viewer": "bench", "configure": {"sweep": False}})
+    if near is not None:
+        worker.raw({"viewer": "bench", "configure": {"near": near}})
     rng = random.Random(seed)
     first, answer = worker.ask(hosted, {"at": round(rng.uniform(0, until), 3)})
     jump_times: list[float] = []
     steps: dict[str, list[float]] = {"event": [], "stage": [], "sync": []}
     answer_bytes = answer["bytes"]
     for _ in range(jumps):
+        time.sleep(think)
         seconds, answer = worker.ask(hosted, {"at": round(rng.uniform(0, until), 3)})
         jump_times.append(seconds)
         for step in steps:
+            time.sleep(think)
             at = answer["position"]
             seconds, answer = worker.ask(hosted, {"back": step, "from": {k: at[k] for k in ("events", "seq", "time")}})
             steps[step].append(seconds)
@@ -220,7 +231,9 @@ def past(scenario, until: float, jumps: int, seed: int) -> dict:
                               "all": quantiles([t for v in steps.values() for t in v])},
         "answer_bytes": answer_bytes,
         "keyframes": {"count": len(kept), "pss_bytes": pss, "uss_bytes": uss, "evicted": stats["evicted"],
-                      "forks_from_keyframe": stats["forks_from_keyframe"], "forks_from_zero": stats["forks_from_zero"]},
+                      "forks_from_keyframe": stats["forks_from_keyframe"], "forks_from_zero": stats["forks_from_zero"],
+                      "memory_reads": stats.get("memory_reads"), "sweeps": stats.get("sweeps"),
+                      "memory_read_seconds": stats.get("memory_read_seconds")},
         "records_bytes": records,
         "live_rss_bytes": live_rss,
         "live_rss_growth_bytes": live_rss - base,
@@ -236,6 +249,11 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--jumps", type=int, default=20)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--think", type=float, default=0.0, help="seconds between two requests of the past")
+    parser.add_argument("--no-sweep", action="store_true", help="the replay worker does not sweep ahead when idle")
+    parser.add_argument("--near", type=int, default=None,
+                        help="keyframe this many events before a step's target (default: the worker's)")
+    parser.add_argument("--past-only", action="store_true", help="only the past (no recording overhead, no restore)")
     args = parser.parse_args()
     state = Path(tempfile.mkdtemp(prefix="ctrlscope-tt-"))
     os.environ.update(
@@ -254,7 +272,12 @@ def main() -> None:
     from controlplane.scenario import parse_scenario
 
     scenario = parse_scenario(scenario_doc(args.replicas, args.until))
-    past_figures = past(scenario, args.until, args.jumps, args.seed)
+    past_figures = past(scenario, args.until, args.jumps, args.seed, args.think, not args.no_sweep, args.near)
+    if args.past_only:
+        print(json.dumps({"bench": "time_travel", "pods": args.replicas, "think_seconds": args.think,
+                          "sweep": not args.no_sweep, "near": args.near, "past": past_figures,
+                          "machine": machine()}))
+        return
     gc.collect()
     runs: dict[str, list[dict]] = {"recorded": [], "unrecorded": []}
     for _ in range(args.reps):
@@ -267,6 +290,8 @@ def main() -> None:
     print(json.dumps({
         "bench": "time_travel",
         "pods": args.replicas,
+        "think_seconds": args.think,
+        "sweep": not args.no_sweep,
         "virtual_seconds": args.until,
         "actions": runs["recorded"][0]["actions"],
         "run_seconds": {"recorded": round(recorded, 3), "unrecorded": round(unrecorded, 3),

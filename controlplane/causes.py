@@ -22,6 +22,7 @@ Guarantees
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from array import array
@@ -167,22 +168,27 @@ class RecordLog:
         return links
 
     # -- the trace view -----------------------------------------------------------------------
-    def records(self, filters: dict[str, str] | None = None, offset: int = 0, limit: int = 200) -> Record:
+    def records(
+        self, filters: dict[str, str] | None = None, offset: int = 0, limit: int = 200, upto: int | None = None
+    ) -> Record:
         """A page of kept records, oldest first, as trace-view rows (`row`): the `limit` rows
         from `offset` among those matching `filters` (kind: a prefix such as "sync" or
         "queue.get"; controller; key: the subject contains it; name: an object name it
-        mentions; text: anywhere in the row). Returns {total, offset, rows, first, compacted}."""
+        mentions; text: anywhere in the row) and, with `upto`, numbered at most `upto` (the
+        trace as it was at a moment of the past: nothing after it). Returns {total, offset,
+        rows, first, last, compactedBefore, upto}."""
         limit = max(0, min(int(limit), MAX_PAGE))
         offset = max(0, int(offset))
         wanted = tuple(sorted((k, v) for k, v in (filters or {}).items() if k in FILTER_FIELDS and v))
-        out: Record = {"first": self.base, "last": self.last, "compactedBefore": self.full_from}
+        last = self.last if upto is None else min(self.last, int(upto))
+        out: Record = {"first": self.base, "last": last, "compactedBefore": self.full_from, "upto": upto}
         if not wanted:
-            total = len(self._times)
+            total = max(0, last + 1 - self.base)
             seqs: Iterable[int] = range(self.base + offset, self.base + min(total, offset + limit))
         else:
             matches = self._matches(wanted)
-            total = len(matches)
-            seqs = matches[offset : offset + limit]
+            total = bisect.bisect_right(matches, last)  # matches are in seq order
+            seqs = matches[offset : min(total, offset + limit)]
         rows = []
         for seq in seqs:
             record = self.get(seq)
@@ -243,6 +249,8 @@ def trace_row(record: Record, *, text: bool = True) -> Record:
     subject = record.get("key") or record.get("informer") or record.get("name") or record.get("object") or ""
     if kind == "pod.transition":
         subject = f"{record.get('namespace')}/{record.get('name')}"
+    elif kind == "event":
+        subject = str(record.get("object", ""))  # the object it is about (`name` is the Event's)
     controller = record.get("controller") or CONTROLLER_OF_QUEUE.get(record.get("queue") or "", "")
     if not controller and kind.startswith("informer"):
         controller = str(record.get("informer", "")).split("/", 1)[0]

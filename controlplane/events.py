@@ -23,7 +23,10 @@ Guarantees
 
 from __future__ import annotations
 
+import math
+import weakref
 from collections import OrderedDict, deque
+from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from controlplane.kernel import EPOCH, Kernel, rfc3339
@@ -36,6 +39,33 @@ AGGREGATE_INTERVAL = 600.0
 COMBINED_PREFIX = "(combined from similar events): "
 MAX_LRU_CACHE_ENTRIES = 4096  # events_cache.go maxLruCacheEntries
 _EPOCH_NS = int(EPOCH.timestamp()) * 1_000_000_000
+# Events made per kernel: the last part of every Event name. Upstream names an Event
+# "<object>.<UnixNano hex>"; on a virtual clock several components record at the same instant,
+# so a count shared by all the recorders of one simulation keeps the names apart.
+_NAMES_MADE: weakref.WeakKeyDictionary[Kernel, list[int]] = weakref.WeakKeyDictionary()
+
+
+# Parts of Event bodies shared between Events (stored objects are immutable by convention): the
+# same message text ("Started container web") and involvedObject (the Events about one container
+# at one resourceVersion) are one object each, not one per Event. Bounded: cleared when full.
+_TEXTS: dict[str, str] = {}
+_INVOLVED: dict[tuple[str, ...], dict[str, Any]] = {}
+_SHARED_LIMIT = 4096
+
+
+def _shared(table: dict[Any, Any], key: Any, value: Any) -> Any:
+    hit = table.get(key)
+    if hit is not None:
+        return hit
+    if len(table) >= _SHARED_LIMIT:
+        table.clear()
+    table[key] = value
+    return value
+
+
+@lru_cache(maxsize=1024)
+def _stamp(second: int) -> str:
+    return rfc3339(second)
 
 
 class _Bucket:
@@ -88,17 +118,22 @@ class _LRU(Generic[K, V]):
 class EventRecorder:
     """Records Events about objects for one component (`source.component`)."""
 
-    def __init__(self, kernel: Kernel, client: Any, component: str, *, trace: Trace | None = None) -> None:
+    def __init__(
+        self, kernel: Kernel, client: Any, component: str, *, host: str = "", trace: Trace | None = None
+    ) -> None:
+        """`host`: `source.host` (a kubelet's node name); empty for control-plane components."""
         self.kernel = kernel
         self.client = client
         self.component = component
+        self.host = host
+        self.source = {"component": component, "host": host} if host else {"component": component}
         self.trace = trace or NULL_TRACE
         self._spam: _LRU[tuple[str, ...], _Bucket] = _LRU()
         self._aggregate: _LRU[tuple[str, ...], tuple[float, dict[str, None]]] = _LRU()
         self._posted: _LRU[tuple[str, ...], dict[str, Any]] = _LRU()
         self._outbox: deque[tuple[str, dict[str, Any]]] = deque()
         self._posting = False
-        self._names = 0
+        self._names = _NAMES_MADE.setdefault(kernel, [0])
         self._stopped = False
         self.dropped = 0
 
@@ -108,24 +143,19 @@ class EventRecorder:
         self.dropped += len(self._outbox)
         self._outbox.clear()
 
-    def event(self, obj: dict[str, Any], event_type: str, reason: str, message: str) -> None:
+    def event(self, obj: dict[str, Any], event_type: str, reason: str, message: str, *, field_path: str = "") -> None:
+        """`field_path`: the part of the object the event is about (`spec.containers{web}`),
+        as `involvedObject.fieldPath`."""
         if self._stopped:
             return
         meta = obj["metadata"]
         now = self.kernel.now
-        obj_key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("uid", ""))
-        if self.trace.enabled:
-            self.trace.emit(
-                "event",
-                component=self.component,
-                type=event_type,
-                reason=reason,
-                object=f"{obj_key[0]}/{obj_key[1]}/{obj_key[2]}",
-                message=message,
-            )
-        stamp = rfc3339(now)
+        obj_key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("uid", ""), field_path)
+        occurrence = message
+        stamp = _stamp(math.floor(now))
+        message = _shared(_TEXTS, message, message)
         # 1. aggregate (EventAggregate): the similar-event record resets after 600 s of quiet.
-        agg_key = (self.component, *obj_key, event_type, reason)
+        agg_key = (self.component, self.host, *obj_key, event_type, reason)
         record = self._aggregate.get(agg_key)
         last, messages = record if record is not None else (None, {})
         if last is None or now - last > AGGREGATE_INTERVAL:
@@ -148,16 +178,23 @@ class EventRecorder:
             body["message"] = message
             verb = "patch"
         else:
-            self._names += 1
-            involved = {  # built only for a new Event: most occurrences patch or are dropped
-                "kind": obj_key[0],
-                "namespace": obj_key[1],
-                "name": obj_key[2],
-                "uid": obj_key[3],
-                "apiVersion": obj.get("apiVersion", ""),
-                "resourceVersion": meta.get("resourceVersion", ""),
-            }
-            name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names:x}"
+            self._names[0] += 1
+            api_version = obj.get("apiVersion", "")
+            rv = meta.get("resourceVersion", "")
+            involved = _INVOLVED.get((*obj_key, api_version, rv))
+            if involved is None:  # one dict for the Events about one object at one version
+                involved = {
+                    "kind": obj_key[0],
+                    "namespace": obj_key[1],
+                    "name": obj_key[2],
+                    "uid": obj_key[3],
+                    "apiVersion": api_version,
+                    "resourceVersion": rv,
+                }
+                if field_path:
+                    involved["fieldPath"] = field_path
+                _shared(_INVOLVED, (*obj_key, api_version, rv), involved)
+            name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names[0]:x}"
             body = {
                 "apiVersion": "v1",
                 "kind": "Event",
@@ -165,23 +202,40 @@ class EventRecorder:
                 "involvedObject": involved,
                 "reason": reason,
                 "message": message,
-                "source": {"component": self.component},
+                "source": self.source,
                 "firstTimestamp": stamp,
                 "lastTimestamp": stamp,
                 "count": 1,
                 "type": event_type,
                 "reportingComponent": self.component,
-                "reportingInstance": "",
+                "reportingInstance": self.host,
             }
             self._posted.add(dedup_key, body)
             verb = "create"
         # 3. spam filter (creates and patches alike): per source+object, burst 25, 1 per 300 s.
-        spam_key = (self.component, *obj_key)
+        # getSpamKey: source and involved object, without the field path.
+        spam_key = (self.component, self.host, *obj_key[:4])
         bucket = self._spam.get(spam_key)
         if bucket is None:
             bucket = _Bucket(now)
             self._spam.add(spam_key, bucket)
-        if not bucket.take(now):
+        sent = bucket.take(now)
+        if self.trace.enabled:
+            # The occurrence, with what the correlator made of it: the Event it counts into
+            # (`name`, its `count` now) and whether it is posted (`sent`: create or patch) or not
+            # (`dropped` by the spam filter; the Event's count still includes it).
+            self.trace.emit(
+                "event",
+                component=self.component,
+                type=event_type,
+                reason=reason,
+                object=f"{obj_key[0]}/{obj_key[1]}/{obj_key[2]}",
+                message=occurrence,
+                name=body["metadata"]["name"],
+                count=body["count"],
+                sent=verb if sent else "dropped",
+            )
+        if not sent:
             self.dropped += 1
             return
         # The outbox holds a copy: later occurrences keep updating the observation record.

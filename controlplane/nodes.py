@@ -33,6 +33,7 @@ Guarantees
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -42,6 +43,7 @@ from controlplane.kernel import Kernel, Timer
 from controlplane.kubelet import Kubelet, node_host_ip, pod_cidr, pod_key, ready_node_conditions, timestamp
 from controlplane.scheduler import Scheduler, toleration_tolerates
 from controlplane.trace import NULL_TRACE, Trace
+from controlplane.version import GIT_VERSION
 
 Obj = dict[str, Any]
 
@@ -61,6 +63,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "maxPods": 110,  # kubelet --max-pods → allocatable pods
     "kubeletQPS": 50.0,  # KubeletConfiguration kubeAPIQPS
     "kubeletBurst": 100,
+    "kubeletEventQPS": 50.0,  # KubeletConfiguration eventRecordQPS
+    "kubeletEventBurst": 100,  # KubeletConfiguration eventBurst
     "schedulerQPS": 50.0,  # KubeSchedulerConfiguration clientConnection
     "schedulerBurst": 100,
     "nodeControllerQPS": 20.0,  # kube-controller-manager --kube-api-qps
@@ -69,8 +73,17 @@ DEFAULT_CONFIG: dict[str, Any] = {
 }
 
 POD_STATES = (
-    "Pending", "Scheduled", "Running", "Ready", "NotReady", "CrashLoopBackOff",
-    "Terminating", "Failed", "Succeeded", "Unknown", "Deleted",
+    "Pending",
+    "Scheduled",
+    "Running",
+    "Ready",
+    "NotReady",
+    "CrashLoopBackOff",
+    "Terminating",
+    "Failed",
+    "Succeeded",
+    "Unknown",
+    "Deleted",
 )
 
 
@@ -148,10 +161,10 @@ def node_object(index: int, now: float, max_pods: int = 110) -> Obj:
                 "kernelVersion": "6.12.0-1-amd64",
                 "osImage": "Debian GNU/Linux 13 (trixie)",
                 "containerRuntimeVersion": "containerd://2.1.4",
-                "kubeletVersion": "v1.36.0",
-                # Deprecated and left empty since v1.31, but not omitempty: always serialised
-                # (the official Python client's model requires it).
-                "kubeProxyVersion": "",
+                # The version the API server reports too (controlplane/version.py); a v1.32
+                # kubelet still sets the deprecated kubeProxyVersion to its own.
+                "kubeletVersion": GIT_VERSION,
+                "kubeProxyVersion": GIT_VERSION,
                 "operatingSystem": "linux",
                 "architecture": "amd64",
             },
@@ -173,8 +186,12 @@ def eviction_delay(pod: Obj, default_seconds: float) -> float | None:
         for t in tolerations
     ):
         tolerations.append(
-            {"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute",
-             "tolerationSeconds": default_seconds}
+            {
+                "key": TAINT_UNREACHABLE,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": default_seconds,
+            }
         )
     matching = [t for t in tolerations if toleration_tolerates(t, taint)]
     if not matching:
@@ -493,7 +510,13 @@ class NodeSimulator:
         self._pod_states: dict[str, str] = {}  # pod key → display state
         self._node_states: dict[str, str] = {}
         self.kubelets: dict[str, Kubelet] = {}
-        self.scheduler = Scheduler(kernel, self._client("default-scheduler", "scheduler"), self.config, self.trace)
+        self.scheduler = Scheduler(
+            kernel,
+            self._client("default-scheduler", "scheduler"),
+            self.config,
+            self.trace,
+            event_client=self._client("default-scheduler", "scheduler"),  # its own event clientset
+        )
         self.lifecycle = NodeLifecycleController(
             kernel,
             self._client("node-controller", "nodeController"),
@@ -525,8 +548,11 @@ class NodeSimulator:
 
     def _client(self, user_agent: str, prefix: str) -> Client:
         return Client(
-            self.server, self.kernel, user_agent,
-            qps=float(self.config[f"{prefix}QPS"]), burst=int(self.config[f"{prefix}Burst"]),
+            self.server,
+            self.kernel,
+            user_agent,
+            qps=float(self.config[f"{prefix}QPS"]),
+            burst=int(self.config[f"{prefix}Burst"]),
             latency=float(self.config["apiLatency"]),
         )
 
@@ -534,8 +560,14 @@ class NodeSimulator:
         for index in range(len(self.kubelets) + 1, count + 1):
             name = f"node-{index}"
             kubelet = Kubelet(
-                name, index, self.kernel, self._client("kubelet", "kubelet"), self.config, self.trace,
+                name,
+                index,
+                self.kernel,
+                self._client("kubelet", "kubelet"),
+                self.config,
+                self.trace,
                 get_node=partial(self.nodes.get, name),
+                event_client=self._client("kubelet", "kubeletEvent"),
             )
             self.kubelets[name] = kubelet
             body = node_object(index, self.kernel.now, int(self.config["maxPods"]))
@@ -679,7 +711,10 @@ class NodeSimulator:
                     break
             self.trace.emit(
                 "pod.transition",
-                namespace=meta.get("namespace"), name=meta["name"], node=node, owner=owner,
+                namespace=meta.get("namespace"),
+                name=meta["name"],
+                node=node,
+                owner=owner,
                 **{"from": previous, "to": state},
             )
 
@@ -722,7 +757,9 @@ class NodeSimulator:
         self._merge_config(changes)
         latency = float(self.config["apiLatency"])
         clients = [(self.scheduler.client, "scheduler"), (self.lifecycle.client, "nodeController")]
+        clients += [(self.scheduler.recorder.client, "scheduler")]
         clients += [(k.client, "kubelet") for k in self.kubelets.values()]
+        clients += [(k.recorder.client, "kubeletEvent") for k in self.kubelets.values()]
         for client, prefix in clients:
             client.qps = float(self.config[f"{prefix}QPS"])
             client.burst = int(self.config[f"{prefix}Burst"])
@@ -738,6 +775,9 @@ class NodeSimulator:
                 self.config[key] = {**self.config[key], **value}
             else:
                 self.config[key] = value
+        # --default-not-ready/unreachable-toleration-seconds are kube-apiserver flags: the
+        # DefaultTolerationSeconds admission plugin writes them into every pod it admits.
+        self.server.default_toleration_seconds = math.ceil(float(self.config["tolerationSeconds"]))
 
     # -- UI ---------------------------------------------------------------------------------------
     def snapshot(self, pods: bool = True) -> dict[str, Any]:

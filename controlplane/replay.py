@@ -18,12 +18,20 @@ Guarantees
   `previous_sync`) and their forward twins (`next_stage`, `next_sync`), computed from an index of
   the sync records (`marks`: one small tuple per sync start, stage and end) that a caller may
   share between replays of one recording, so rebuilding does not forget it.
+* One primitive for every way the past is rebuilt: the past view replays a session's
+  `recording()` (`from_recording`); a restore after a restart, a re-open and a fork replay the
+  session cut at T (`Simulation.export_scenario(at=T)`, `cut_scenario`: `from_export`), and
+  `reproduces` checks that the replay gave the recorded action log back. The cut replayed to T is
+  the world `python -m controlplane run <the cut> --until T` reaches, which is the contract of
+  `GET /sim/<id>/report.json?at=T` (DESIGN §2.3), and the world a replay of the recording reaches
+  at T (tests/controlplane/test_replay.py checks all three agree).
 * Nothing here reads a clock or touches the live session: a replay is a read of the past.
 """
 
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -35,6 +43,11 @@ from controlplane.trace import Record
 
 Obj = dict[str, Any]
 NANOSECOND = 1.0 / NS_PER_SECOND
+
+
+def _entry(entry: Obj) -> str:
+    """An action log entry without who acted, as JSON text: what a replay must give back."""
+    return json.dumps({k: v for k, v in entry.items() if k != "source"}, sort_keys=True, default=str)
 
 
 class ReplayError(ValueError):
@@ -67,17 +80,20 @@ class Replay:
         actions: Sequence[Obj] = (),
         limits: RunLimits | None = None,
         marks: list[Mark] | None = None,
+        index: bool = True,
     ) -> None:
         """`actions`: the live actions (`Simulation.recording()["actions"]`: `{time, source,
         action}`), in application order. `marks`: an index of sync records to extend (shared by
-        the replays of one recording). The simulation is built, not started: subscribe to
-        `sim` first to see every record (the first run starts it)."""
+        the replays of one recording); `index` False: none is kept (a restore or a fork, which
+        never steps back). The simulation is built, not started: subscribe to `sim` first to
+        see every record (the first run starts it)."""
         self.sim = Simulation(scenario, seed=seed, limits=limits)
         self._actions: list[LiveAction] = []
         self._next = 0  # the first live action not yet applied
         self.extend(actions)
         self.marks: list[Mark] = marks if marks is not None else []
-        self.sim.subscribe(self._index)
+        if index:
+            self.sim.subscribe(self._index)
 
     @classmethod
     def from_recording(
@@ -93,11 +109,27 @@ class Replay:
         )
 
     @classmethod
-    def from_export(cls, data: Obj, *, limits: RunLimits | None = None) -> Replay:
-        """From `Simulation.export_scenario()` (a scenario file's data): every action is then part
-        of the timeline, so the world matches the session's at every position; only the pending
-        timers differ (the replay knows from the start what the session learnt later)."""
-        return cls(parse_scenario(data), limits=limits)
+    def from_export(cls, data: Obj, *, limits: RunLimits | None = None, index: bool = True) -> Replay:
+        """From `Simulation.export_scenario()` (a scenario file's data, a session cut at T): every
+        action is then part of the timeline, so the world matches the session's at every
+        position; only the pending timers differ (the replay knows from the start what the
+        session learnt later). ScenarioError if the data is not a valid scenario."""
+        return cls(parse_scenario(data), limits=limits, index=index)
+
+    def reproduces(self, history: Sequence[Obj]) -> int | None:
+        """Whether this replay gave back `history` (a session's recorded action log,
+        `Simulation.actions`, up to where the replay stands): the index of the first entry its
+        own log does not reproduce (who acted aside), or None when it reproduces each one. Each
+        entry reproduced takes `history`'s `source`: a cut's actions replay as the file's, and
+        who acted is the recording's. Entries the replay applied beyond `history` are not
+        judged (the caller decides: a restore may finish an instant the save cut short)."""
+        log = self.sim.actions
+        for i, old in enumerate(history):
+            if i >= len(log) or _entry(log[i]) != _entry(old):
+                return i
+            if "source" in old:
+                log[i]["source"] = old["source"]
+        return None
 
     def extend(self, actions: Sequence[Obj]) -> None:
         """More live actions, taken since (each at or after the last one known)."""

@@ -17,7 +17,9 @@ Guarantees
 * Scalars resolve as PyYAML's `SafeLoader` resolves them (YAML 1.1: `yes` is true, `010` is
   8), except that timestamps stay strings, as kubectl's YAML-to-JSON conversion keeps them,
   and `=` is a string. Merge keys (`<<: *base`) work. Tags other than str, int, float, bool,
-  null, map and seq are refused, as are duplicate keys (sigs.k8s.io/yaml refuses them too),
+  null, map and seq are refused, as are duplicate keys (sigs.k8s.io/yaml refuses them too;
+  with `duplicates=True` a mapping that repeats a key is a `duplicate_keys.DuplicateKeys` holding
+  the last value and the line of each key, for an API body's strict decoding to report),
   non-string keys, `.nan` and `.inf` (JSON has no such numbers) and more than one document.
 """
 
@@ -32,6 +34,7 @@ from yaml import events as ev
 from yaml.constructor import SafeConstructor
 from yaml.resolver import BaseResolver, Resolver
 
+from controlplane.duplicate_keys import DuplicateKeys
 from controlplane.limits import MAX_SCENARIO_BYTES, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 _TAG = "tag:yaml.org,2002:"
@@ -105,25 +108,25 @@ def _line(event: Any) -> int:
     return int(mark.line) + 1 if mark is not None else 0
 
 
-def load(text: str) -> Any:
+def load(text: str, *, duplicates: bool = False) -> Any:
     """Read one YAML document (see the module docstring). Empty text is None."""
-    return _read(text, many=False)
+    return _read(text, many=False, duplicates=duplicates)
 
 
-def load_all(text: str) -> list[Any]:
+def load_all(text: str, *, duplicates: bool = False) -> list[Any]:
     """Every document of a YAML stream (`---` between them), empty ones as None; the limits
     hold for the stream as a whole (anchors belong to their document, as YAML says)."""
-    documents: list[Any] = _read(text, many=True)
+    documents: list[Any] = _read(text, many=True, duplicates=duplicates)
     return documents
 
 
-def _read(text: str, *, many: bool) -> Any:
+def _read(text: str, *, many: bool, duplicates: bool) -> Any:
     if len(text) > MAX_SCENARIO_BYTES:
         raise YAMLInputError("", f"larger than {MAX_SCENARIO_BYTES // (1024 * 1024)} MiB")
     enabled = gc.isenabled()
     gc.disable()  # building a large result would trigger collections that find nothing to free
     try:
-        return _load(text, many)
+        return _load(text, many, duplicates)
     except yaml.YAMLError as exc:
         raise YAMLInputError("", _yaml_error(exc)) from None
     finally:
@@ -138,15 +141,15 @@ def _yaml_error(exc: yaml.YAMLError) -> str:
     return f"not valid YAML{where}: {problem}"
 
 
-def _load(text: str, many: bool) -> Any:
+def _load(text: str, many: bool, duplicates: bool) -> Any:
     parser = _Parser(text)
     try:
-        return _build(parser, many)
+        return _build(parser, many, duplicates)
     finally:
         parser.dispose()
 
 
-def _build(parser: Any, many: bool) -> Any:
+def _build(parser: Any, many: bool, duplicates: bool) -> Any:
     stack: list[_Frame] = []
     anchors: dict[str, tuple[Any, int, int]] = {}  # anchor → (value, weight, depth)
     open_anchors: set[str] = set()
@@ -224,11 +227,11 @@ def _build(parser: Any, many: bool) -> Any:
         if not stack:
             result = value
             continue
-        _add(stack, value, weight, depth, event)
+        _add(stack, value, weight, depth, event, duplicates)
     return results if many else result
 
 
-def _add(stack: list[_Frame], value: Any, weight: int, depth: int, event: Any) -> None:
+def _add(stack: list[_Frame], value: Any, weight: int, depth: int, event: Any, duplicates: bool = False) -> None:
     parent = stack[-1]
     parent.weight += weight
     if depth + 1 > parent.depth:
@@ -251,8 +254,17 @@ def _add(stack: list[_Frame], value: Any, weight: int, depth: int, event: Any) -
         if value == "<<" and isinstance(event, ev.ScalarEvent) and event.tag is None and event.implicit[0]:
             parent.merge_key = True  # a plain `<<` resolves to the merge tag
             return
-        if value in parent.value:
-            raise YAMLInputError(_path(stack), f'duplicate key "{value}" (line {_line(event)})')
+        mapping = parent.value
+        if value in mapping:
+            if not duplicates:
+                raise YAMLInputError(_path(stack), f'duplicate key "{value}" (line {_line(event)})')
+            if type(mapping) is not DuplicateKeys:
+                mapping = parent.value = DuplicateKeys(mapping, list(mapping), [0] * len(mapping))
+            mapping.order.append(value)
+            mapping.lines.append(_line(event))
+        elif type(mapping) is DuplicateKeys:
+            mapping.order.append(value)
+            mapping.lines.append(0)
         parent.key = value
         return
     if parent.merge_key:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import limits, safeyaml
+from controlplane.duplicate_keys import collect_duplicates
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 # Shipped scenarios are `<id>.scenario.yaml` (the pytest plugin collects that suffix); a plain
@@ -499,6 +500,33 @@ REQUEST_OPTIONS: dict[str, str] = {
 }
 
 
+def _check_duplicates(value: Any, path: str) -> None:
+    """A request's `duplicates`: the objects of its body read with a repeated key
+    (controlplane.duplicate_keys), each `{path: [key or index…], keys: [key…], lines?: [int…]}`."""
+    from controlplane.duplicate_keys import MAX_KEYS, MAX_OBJECTS
+
+    if not isinstance(value, list) or len(value) > MAX_OBJECTS:
+        raise _fail(path, f"must be a list of at most {MAX_OBJECTS} objects")
+    for i, entry in enumerate(value):
+        where = f"{path}[{i}]"
+        entry = _mapping(entry, where)
+        _keys(entry, where, ("path", "keys"), ("lines",))
+        steps, keys = entry["path"], entry["keys"]
+        if not isinstance(steps, list) or len(steps) > limits.MAX_OBJECT_DEPTH:
+            raise _fail(f"{where}.path", f"must be a list of at most {limits.MAX_OBJECT_DEPTH} keys and indexes")
+        if not all(type(step) is str or (type(step) is int and step >= 0) for step in steps):
+            raise _fail(f"{where}.path", "holds keys (strings) and list indexes (integers >= 0) only")
+        if not isinstance(keys, list) or len(keys) > MAX_KEYS or not all(type(key) is str for key in keys):
+            raise _fail(f"{where}.keys", f"must be a list of at most {MAX_KEYS} strings")
+        lines = entry.get("lines")
+        if lines is not None and (
+            not isinstance(lines, list)
+            or len(lines) != len(keys)
+            or not all(type(line) is int and 0 <= line <= 10**7 for line in lines)
+        ):
+            raise _fail(f"{where}.lines", "must be a list of line numbers, one per key")
+
+
 def check_request(value: dict[str, Any], path: str) -> None:
     """The body of a `request` action: one write to the API server, as an HTTP client sent it."""
     from controlplane.apiserver.resources import RESOURCES  # the served resources
@@ -507,7 +535,7 @@ def check_request(value: dict[str, Any], path: str) -> None:
         value,
         path,
         ("verb", "resource"),
-        ("client", "subresource", "namespace", "name", "body", "patchType", "options"),
+        ("client", "subresource", "namespace", "name", "body", "patchType", "options", "duplicates"),
     )
     verb = _string(value["verb"], f"{path}.verb", REQUEST_VERBS)
     _string(value["resource"], f"{path}.resource", tuple(RESOURCES))
@@ -530,6 +558,8 @@ def check_request(value: dict[str, Any], path: str) -> None:
         raise _fail(f"{path}.patchType", "only for patch")
     if "body" in value and not isinstance(value["body"], dict | list):
         raise _fail(f"{path}.body", f"must be a mapping or a list, not {_type_name(value['body'])}")
+    if "duplicates" in value:
+        _check_duplicates(value["duplicates"], f"{path}.duplicates")
     options = _mapping(value.get("options", {}), f"{path}.options")
     _keys(options, f"{path}.options", (), tuple(REQUEST_OPTIONS))
     for key, item in options.items():
@@ -831,12 +861,41 @@ def demand(scenario: Scenario) -> Demand:
 
 def load_scenario(text: str) -> Scenario:
     try:
-        data = safeyaml.load(text)
+        data, duplicates = collect_duplicates(safeyaml.load(text, duplicates=True))
     except safeyaml.YAMLInputError as exc:
         raise ScenarioError(str(exc)) from None
+    if duplicates:
+        _refuse_duplicates(data, duplicates)
     if data is None:  # empty, or only comments: surely not what the author meant to run
         raise ScenarioError("the file is empty: a scenario is a YAML mapping (name, config, objects, actions, until)")
     return parse_scenario(data)
+
+
+def _refuse_duplicates(data: Any, duplicates: list[dict[str, Any]]) -> None:
+    """A repeated key is a file error. In a starting object it is the API server's Strict
+    refusal (`objects[0]: ReplicaSet … strict decoding error: yaml: unmarshal errors: line 12: key
+    "replicas" already set in map`), as an unknown field there is; elsewhere it names the key."""
+    from controlplane.apiserver.decode import duplicate_fields_error
+
+    objects = data.get("objects") if isinstance(data, dict) else None
+    for entry in duplicates:
+        path = entry["path"]
+        if len(path) >= 2 and path[0] == "objects" and isinstance(objects, list) and type(path[1]) is int:
+            index = path[1]
+            own = [{**e, "path": e["path"][2:]} for e in duplicates if e["path"][:2] == ["objects", index]]
+            error = duplicate_fields_error(objects[index], own)
+            if error is not None:
+                raise ScenarioError(f"objects[{index}]: {error}".replace("\n  ", " "))  # one line
+        keys, lines = entry["keys"], entry.get("lines") or []
+        seen: set[str] = set()
+        for i, key in enumerate(keys):
+            if key in seen:
+                where = "".join(f"[{step}]" if type(step) is int else f".{step}" for step in path).lstrip(".")
+                line = f" (line {lines[i]})" if i < len(lines) else ""
+                raise ScenarioError(
+                    f'{where}: duplicate key "{key}"{line}' if where else f'duplicate key "{key}"{line}'
+                )
+            seen.add(key)
 
 
 def resolve(name_or_path: str) -> Path:

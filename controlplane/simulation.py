@@ -31,8 +31,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
+from controlplane.apiserver.decode import duplicate_fields_error as duplicate_fields_error
 from controlplane.apiserver.errors import resource_expired as resource_expired
+from controlplane.apiserver.errors import too_large_resource_version as too_large_resource_version
 from controlplane.apiserver.errors import too_many_requests as too_many_requests
+from controlplane.apiserver.openapi import openapi_v2_document as openapi_v2_document
+from controlplane.apiserver.openapi import openapi_v3_documents as openapi_v3_documents
 from controlplane.causes import FILTER_FIELDS, MAX_RECORDS, RecordLog
 from controlplane.compare import DEFAULT_PAIR as DEFAULT_PAIR
 from controlplane.compare import default_pair as default_pair
@@ -42,6 +46,8 @@ from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
 from controlplane.containerlog import ContainerLog as ContainerLog
 from controlplane.containerlog import container_log
+from controlplane.duplicate_keys import collect_duplicates as collect_duplicates
+from controlplane.duplicate_keys import read_json as read_json
 from controlplane.expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -55,6 +61,7 @@ from controlplane.limits import MAX_OBJECT_DEPTH as MAX_OBJECT_DEPTH
 from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
 from controlplane.limits import MAX_SECONDS as MAX_SECONDS
 from controlplane.limits import nested_deeper_than as nested_deeper_than
+from controlplane.namespace import NamespaceController
 from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
     REPLICA_SET,
@@ -79,6 +86,7 @@ from controlplane.scenario import (
 from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
 from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLLER_VERSION
 from controlplane.trace import Record, Trace
+from controlplane.version import VERSION_INFO as VERSION_INFO
 from controlplane.workqueue import DelayingQueue
 
 Obj = dict[str, Any]
@@ -133,6 +141,7 @@ MAX_ERRORS_KEPT = 1000  # `errors` keeps the first ones; `errors_dropped` counts
 
 
 RECORD_FILTERS = FILTER_FIELDS  # what `records` filters on (the trace view's inputs)
+
 
 class Position(NamedTuple):
     """A point of a run: `events` kernel events have run, the last trace record is `seq`, the
@@ -195,6 +204,9 @@ class Simulation:
             delay=self.config["watchLatency"],
         )
         self.nodes = NodeSimulator(self.server, self.kernel, self.trace, self._node_config())
+        self.namespaces = NamespaceController(
+            self.kernel, self._client("namespace-controller"), self.trace, delay=self.config["watchLatency"]
+        )
         self.controllers: dict[str, ReplicaSetController] = {}
         for name in self.config["controllers"]:
             self.controllers[name] = self._new_controller(name)
@@ -322,6 +334,7 @@ class Simulation:
             except ApiError as exc:
                 raise ScenarioError(f"objects[{i}]: {exc.message}") from None
         self.nodes.start()
+        self.namespaces.start()
         if self.config["enableGarbageCollector"]:
             self.gc.start()
         for controller in self.controllers.values():
@@ -396,9 +409,7 @@ class Simulation:
         # A root of the causes (controlplane.trace): everything the action does is caused by its
         # action.start record, written before it acts; the action record after it has the result.
         outer = trace.cause
-        trace.begin(
-            "action.start", None, action={k: v for k, v in action.items() if k != "at"}, source=source
-        )
+        trace.begin("action.start", None, action={k: v for k, v in action.items() if k != "at"}, source=source)
         try:
             return self._apply(action, verb, source)
         finally:
@@ -938,11 +949,14 @@ class Simulation:
             raise ValueError("seq: this simulation keeps no trace records (keep_records)")
         return self.record_log.why(seq)
 
-    def records(self, filters: dict[str, str] | None = None, offset: int = 0, limit: int = 200) -> Obj:
-        """A page of the kept trace records matching `filters` (`RecordLog.records`)."""
+    def records(
+        self, filters: dict[str, str] | None = None, offset: int = 0, limit: int = 200, upto: int | None = None
+    ) -> Obj:
+        """A page of the kept trace records matching `filters`, numbered at most `upto` when
+        given (`RecordLog.records`)."""
         if self.record_log is None:
-            return {"first": 0, "last": -1, "compactedBefore": 0, "total": 0, "offset": 0, "rows": []}
-        return self.record_log.records(filters, offset, limit)
+            return {"first": 0, "last": -1, "compactedBefore": 0, "upto": upto, "total": 0, "offset": 0, "rows": []}
+        return self.record_log.records(filters, offset, limit, upto)
 
     # -- views ------------------------------------------------------------------------------
     def snapshot(self, recent: int = 200) -> Obj:
@@ -1105,6 +1119,7 @@ def request_of(body: Obj) -> Request:
         body.get("name"),
         copy.deepcopy(body.get("body")),
         options,
+        duplicates=list(body.get("duplicates") or ()),
     )
 
 
@@ -1139,7 +1154,7 @@ def run_scenario(
 # What the web layer also needs from the core, reached through this facade like everything else:
 # the virtual epoch and its timestamps (the API's sinceTime), the pod states of the tiles, the
 # informers' namespace index (cache vs truth), the safe YAML loader (forms), the GC policy of a
-# process that runs simulations (the replay worker).
+# process that runs simulations (the replay worker), the label selector parser (the search box).
 from controlplane import safeyaml as safeyaml  # noqa: E402
 from controlplane.causes import CONTROLLER_OF_QUEUE as CONTROLLER_OF_QUEUE  # noqa: E402
 from controlplane.causes import trace_row as trace_row  # noqa: E402
@@ -1147,6 +1162,7 @@ from controlplane.gcpolicy import simulation_gc as simulation_gc  # noqa: E402
 from controlplane.informers import NAMESPACE_INDEX as NAMESPACE_INDEX  # noqa: E402
 from controlplane.kernel import EPOCH as EPOCH  # noqa: E402
 from controlplane.kernel import parse_rfc3339 as parse_rfc3339  # noqa: E402
+from controlplane.labels import parse as parse_label_selector  # noqa: E402, F401 - the page's search box
 from controlplane.nodes import POD_STATES as POD_STATES  # noqa: E402
 from controlplane.replay import NANOSECOND as NANOSECOND  # noqa: E402
 from controlplane.replay import Replay as Replay  # noqa: E402

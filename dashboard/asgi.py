@@ -16,7 +16,7 @@ from django.core.asgi import get_asgi_application
 django_asgi_app = get_asgi_application()
 
 from dashboard.access import SameOriginWebsocket  # noqa: E402
-from dashboard.asgi_limits import BodyLimit, StartHost  # noqa: E402
+from dashboard.asgi_limits import BodyLimit, StartHost, answer_oversized_websocket_messages  # noqa: E402
 from dashboard.k8s.api import KubernetesAPI  # noqa: E402
 from dashboard.k8s.endpoints import RefuseWebsocket  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
@@ -42,6 +42,7 @@ def _start_with_daphne() -> None:
     from dashboard.serve import redact_access_logs
 
     redact_access_logs()  # a plain `daphne dashboard.asgi:application` never logs the token either
+    answer_oversized_websocket_messages()  # nor drops a page over one oversized message
 
     def start() -> None:
         from dashboard.host import ensure_started

@@ -1,4 +1,6 @@
-"""ASGI wrappers: a body size limit enforced before the body is read, and the host's start.
+"""ASGI wrappers: a body size limit enforced before the body is read, and the host's start; and
+Daphne's websocket protocol answering a message over its size cut instead of dropping the
+connection (`answer_oversized_websocket_messages`).
 
 Django's ASGI handler reads a whole request body before the view runs (spooling to disk past
 `FILE_UPLOAD_MAX_MEMORY_SIZE`). `BodyLimit` answers 413 as soon as the declared length, or the
@@ -89,6 +91,58 @@ class BodyLimit:
             return message
 
         await self.app(scope, limited_receive, send)
+
+
+class _AnswersOversizedMessages:
+    """Mixed into Daphne's websocket protocol. Daphne (autobahn) fails the connection with 1009
+    when a message passes `websocket_max_message_size` (1 MiB a message and a frame by default):
+    the page loses its session over one oversized paste. Instead, the rest of that message is
+    read and thrown away as it arrives (never buffered: the connection costs no more memory
+    than at the cut) and the application receives an empty binary message in its place, which
+    the consumer answers with its documented error (`{"type": "error", "error": "messages must
+    be JSON text of at most …"}`); the connection stays open."""
+
+    _oversized = False
+
+    def onMessageBegin(self, isBinary: bool) -> None:
+        self._oversized = False
+        super().onMessageBegin(isBinary)  # type: ignore[misc]
+
+    def _max_message_size_exceeded(self, msg_size: int, max_msg_size: int, reason: str) -> None:
+        if not self._oversized:
+            self._oversized = True
+            self.message_data: list[bytes] = []  # what was kept of it so far goes too
+            self.frame_data: list[bytes] = []
+
+    def onMessageFrameData(self, payload: bytes) -> None:
+        if not self._oversized:
+            super().onMessageFrameData(payload)  # type: ignore[misc]
+
+    def onMessageFrameEnd(self) -> None:
+        if self._oversized:
+            self.frame_data = []
+            return
+        super().onMessageFrameEnd()  # type: ignore[misc]
+
+    def onMessageEnd(self) -> None:
+        if self._oversized:
+            self._oversized = False
+            self.message_data = []
+            self.onMessage(b"", True)  # type: ignore[attr-defined]
+            return
+        super().onMessageEnd()  # type: ignore[misc]
+
+
+def answer_oversized_websocket_messages() -> None:
+    """Daphne's websocket protocol in this process answers an oversized message (see
+    `_AnswersOversizedMessages`); once, again is a no-op. Applied by `dashboard.serve` and when
+    Daphne imports `dashboard.asgi`, before the first connection."""
+    from daphne import ws_protocol
+
+    factory = ws_protocol.WebSocketFactory
+    if issubclass(factory.protocol, _AnswersOversizedMessages):
+        return
+    factory.protocol = type("WebSocketProtocol", (_AnswersOversizedMessages, factory.protocol), {})
 
 
 class StartHost:

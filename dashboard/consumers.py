@@ -5,9 +5,10 @@
   the full state.
 * Flow control: the page acknowledges each frame. With `WINDOW` frames unacknowledged the
   consumer stops sending (frames are skipped, never queued), and once the page has caught up
-  it asks the host for a full state again. A frame lost between host and consumer (a gap in
-  `seq`) does the same. A slow page therefore costs the simulation and the other viewers
-  nothing.
+  it asks the host to catch it up: the frames it skipped, merged into one frame (`catchup`;
+  a full state only if the host no longer keeps them). A frame lost between host and consumer
+  (a gap in `seq`) does the same. A slow page therefore costs the simulation and the other
+  viewers nothing, and gets what changed, not the world again.
 * Commands (`{"type": "cmd", "id": n, "cmd": {"op": …}}`) go to the host with this viewer's
   control right; the answer comes back as `{"type": "reply", "id": n, "result": …}`. A message
   that is not such an object (not JSON, nested deeper than `MAX_OBJECT_DEPTH`, over
@@ -20,9 +21,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -34,7 +33,6 @@ from dashboard.access import scope_can_control
 from dashboard.host import command_channel, viewers_group
 
 WINDOW = 8  # frames in flight (sent, not yet acknowledged) before a viewer counts as behind
-RESYNC_EVERY = 2.0  # seconds: a viewer that keeps falling behind gets a full state at most this often
 CHUNK = 512 * 1024  # a longer message goes out in parts (Daphne refuses messages over 1 MiB)
 MAX_MESSAGE = 256 * 1024  # bytes a viewer may send in one message (a YAML manifest fits)
 
@@ -54,10 +52,9 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         self.last_sent = -1  # seq of the last frame (or state) sent to the page
         self.acked = -1
         self.behind = False
-        self.asked_at = -RESYNC_EVERY
-        self.resync_due: asyncio.Task[None] | None = None
         self.focus: list[list[str]] = []
         self.open_pod: str | None = None  # the pod its Pod tab shows, kept live (a focused panel)
+        self.owner: list[str] | None = None  # the key the whole page is focused on (#19 §3)
         if not await _alive(self.sim_id):
             await self.close(code=4404)
             return
@@ -67,8 +64,6 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         await self._ask_state()
 
     async def disconnect(self, code: int) -> None:
-        if getattr(self, "resync_due", None) is not None:
-            self.resync_due.cancel()
         if hasattr(self, "sim_id"):
             await self.channel_layer.group_discard(viewers_group(self.sim_id), self.channel_name)
             await self._to_host({"op": "bye"})
@@ -103,8 +98,14 @@ class SimulationConsumer(AsyncWebsocketConsumer):
     async def _ask_state(self) -> None:
         self.last_seq = None
         self.behind = False
-        self.asked_at = time.monotonic()
-        await self._to_host({"op": "state", "focus": self.focus, "pod": self.open_pod})
+        await self._to_host({"op": "state", "focus": self.focus, "pod": self.open_pod, "owner": self.owner})
+
+    async def _catch_up(self) -> None:
+        """The page has every frame up to `last_sent`: ask for the rest, merged (the host answers
+        like a state, as `sim.state`, with a frame or, if it no longer has them, a full state)."""
+        self.last_seq = None
+        self.behind = False
+        await self._to_host({"op": "catchup", "since": self.last_sent})
 
     # -- from the host ------------------------------------------------------------------------------
     async def sim_state(self, event: dict[str, Any]) -> None:
@@ -116,7 +117,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         if self.last_seq is None or event["seq"] <= self.last_seq:
             return  # waiting for a state, or already covered by it
         if event["seq"] != self.last_seq + 1:
-            await self._ask_state()  # a frame was lost on the way: start over from a full state
+            await self._catch_up()  # a frame was lost on the way: the host merges what is missing
             return
         self.last_seq = event["seq"]
         if self.behind or self.last_sent - self.acked >= WINDOW:
@@ -170,7 +171,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
             await self._ack(message.get("seq"))
         elif kind == "cmd" and isinstance(message.get("cmd"), dict) and isinstance(message["cmd"].get("op"), str):
             cmd = message["cmd"]
-            if cmd["op"] in ("state", "bye"):
+            if cmd["op"] in ("state", "catchup", "bye"):
                 await self.send_json(
                     {"type": "error", "id": message.get("id"), "error": f"{cmd['op']} is not a command"}
                 )
@@ -182,6 +183,9 @@ class SimulationConsumer(AsyncWebsocketConsumer):
                 if "pod" in cmd:
                     pod = cmd.get("pod")
                     self.open_pod = pod if isinstance(pod, str) else None
+                if "owner" in cmd:
+                    owner = cmd.get("owner")
+                    self.owner = owner if isinstance(owner, list) and len(owner) == 2 else None
             try:
                 await self._to_host(cmd, message.get("id"))
             except ChannelFull:
@@ -204,19 +208,7 @@ class SimulationConsumer(AsyncWebsocketConsumer):
             return
         self.acked = seq
         if self.behind and self.acked == self.last_sent:
-            # Caught up with what it was sent. A full state costs the host a pass over the
-            # world, so a viewer that keeps falling behind gets one at most every RESYNC_EVERY.
-            wait = self.asked_at + RESYNC_EVERY - time.monotonic()
-            if wait > 0:
-                if self.resync_due is None:
-                    self.resync_due = asyncio.create_task(self._resync_after(wait))
-            else:
-                await self._ask_state()
-
-    async def _resync_after(self, wait: float) -> None:
-        await asyncio.sleep(wait)
-        self.resync_due = None
-        await self._ask_state()
+            await self._catch_up()  # caught up with what it was sent: now the frames it skipped
 
 
 _TOO_DEEP = object()

@@ -503,15 +503,32 @@ MAX_OFFSET = 100_000_000  # beyond any session's records (the record log keeps a
 @_answers_busy
 async def sim_why(request: HttpRequest, sim_id: str, seq: int) -> HttpResponse:
     """The chain of causes of trace record `seq`, newest first: the why? panel (an HTML partial),
-    or `?format=json` → {"seq", "links": [{seq, time, kind, text[, side]}]}."""
+    or `?format=json` → {"seq", "upto", "links": [{seq, time, kind, text[, side][, future]}]}.
+    `?upto=S` (the page views the past at record S): each link after S is marked `future`."""
     await _record(sim_id)
+    try:
+        upto = _upto(request)
+    except BadTime as exc:
+        return _status(400, "BadRequest", str(exc))
     result = await _ask(sim_id, {"op": "why", "seq": seq})
     if not result.get("ok"):
         return _status(400, "BadRequest", str(result.get("error", "bad request")))
     links = result["links"]
+    if upto is not None:  # viewing the past at record `upto`: what came after is its future
+        for link in links:
+            link["future"] = link["seq"] > upto and link["time"] is not None
     if request.GET.get("format") == "json":
-        return JsonResponse({"seq": seq, "links": links})
-    return render(request, "dashboard/_why.html", {"seq": seq, "links": links})
+        return JsonResponse({"seq": seq, "upto": upto, "links": links})
+    future = upto is not None and seq > upto
+    return render(request, "dashboard/_why.html", {"seq": seq, "links": links, "upto": upto, "future": future})
+
+
+def _upto(request: HttpRequest) -> int | None:
+    """`?upto=S`: the seq of the moment of the past the page views (records after it are its
+    future), or None when absent or empty (the present)."""
+    if not request.GET.get("upto"):
+        return None
+    return _whole(request, "upto", 0, 0, MAX_OFFSET)
 
 
 def _whole(request: HttpRequest, name: str, default: int, low: int, high: int) -> int:
@@ -536,6 +553,7 @@ async def sim_records(request: HttpRequest, sim_id: str) -> HttpResponseBase:
     try:
         offset = _whole(request, "offset", 0, 0, MAX_OFFSET)
         limit = _whole(request, "limit", 200, 0, 1000)
+        upto = _upto(request)
     except BadTime as exc:
         return _status(400, "BadRequest", str(exc))
     filters: dict[str, str] = {}
@@ -545,5 +563,5 @@ async def sim_records(request: HttpRequest, sim_id: str) -> HttpResponseBase:
             return _status(400, "BadRequest", f"{name}: at most 100 characters")
         if value.strip():
             filters[name] = value.strip()
-    cmd = {"op": "records", "filters": filters, "offset": offset, "limit": limit}
+    cmd = {"op": "records", "filters": filters, "offset": offset, "limit": limit, "upto": upto}
     return await _streamed(request, sim_id, cmd, "application/json")

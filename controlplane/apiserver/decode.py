@@ -14,12 +14,15 @@ Guarantees
   into Go struct field ReplicaSetSpec.spec.replicas of type int32`, with one cause per field
   (`reason: FieldValueTypeInvalid`, `field: spec.replicas` with list indexes) — upstream's
   decode errors carry no causes; ctrlscope adds them so a UI can point at every bad field.
-* Unknown fields (strict decoding, sigs.k8s.io/json): a key that is not a field of its Go struct
-  is not a cause; `check_body` / `check_patched` return their paths in document order
-  (`spec.replcas`, `spec.template.spec.containers[0].imagePullPolcy`) for the API server to
-  refuse, warn about or drop (`fieldValidation`), and `prune` returns the body without them, so
-  an unknown field is never stored. Inside a struct the simulator does not model
-  (`map[string]interface {}`: probes, affinity, …) every key is kept as sent.
+* Unknown and duplicate fields (strict decoding, sigs.k8s.io/json): a key that is not a field of
+  its Go struct is not a cause; `check_body` / `check_patched` return upstream's strict errors in
+  document order (`unknown field "spec.replcas"`, `duplicate field "spec.replicas"` for a field
+  met twice in a body read with repeated keys — duplicate_keys.py —, `line 12: key "replicas"
+  already set in map` for a YAML body's repeats) for the API server to refuse, warn about or
+  drop (`fieldValidation`), and `prune` returns the body without the unknown ones, so an
+  unknown field is never stored (of a repeated key the last value is kept, as Go does). Inside
+  a struct the simulator does not model (`map[string]interface {}`: probes, affinity, …) every
+  key is kept as sent.
 * Every value, typed or not, is JSON: string keys, finite numbers,
   integers within 64 bits, nesting of at most `MAX_OBJECT_DEPTH`, and about
   `MAX_REQUEST_BYTES` of JSON at most (413 RequestEntityTooLarge beyond, as kube-apiserver's
@@ -43,8 +46,16 @@ import re
 from typing import Any, Final
 
 from controlplane.apiserver.errors import REASON_BAD_REQUEST, ApiError, invalid
-from controlplane.apiserver.resources import ResourceInfo
+from controlplane.apiserver.resources import ResourceInfo, for_kind
+from controlplane.apiserver.validation import (
+    DNS_POLICIES,
+    PORT_PROTOCOLS,
+    PULL_POLICIES,
+    RESTART_POLICIES,
+    TERMINATION_MESSAGE_POLICIES,
+)
 from controlplane.apiserver.validation import invalid as invalid_cause
+from controlplane.duplicate_keys import DuplicateKeys, mark
 from controlplane.kernel import parse_rfc3339
 from controlplane.limits import MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES
 
@@ -65,9 +76,12 @@ _QUANTITY_ERROR: Final = "quantities must match the regular expression '^([+-]?[
 
 class GoType:
     """One Go type as the decoder sees it: its kind, its name in messages and, for lists,
-    maps and structs, the element type or the fields."""
+    maps and structs, the element type or the fields. The same table is the OpenAPI schema
+    (controlplane/apiserver/openapi.py): a struct's `package` and `name` make its upstream
+    schema name (`io.k8s.api.core.v1.Pod`), `required` lists the fields upstream's schema
+    requires, `enum` the values a string field may take (the ones validation.py enforces)."""
 
-    __slots__ = ("bits", "code", "fields", "item", "memo", "name")
+    __slots__ = ("bits", "code", "enum", "fields", "item", "memo", "name", "package", "required")
 
     def __init__(
         self,
@@ -78,6 +92,9 @@ class GoType:
         fields: dict[str, GoType] | None = None,
         bits: int = 0,
         memo: bool = False,
+        package: str = "",
+        required: tuple[str, ...] = (),
+        enum: tuple[str, ...] = (),
     ) -> None:
         self.code = code
         self.name = name
@@ -85,10 +102,34 @@ class GoType:
         self.fields = fields or {}
         self.bits = bits
         self.memo = memo  # check values by identity once (see _Memo)
+        self.package = package
+        self.required = required
+        self.enum = enum
 
 
-def _struct(name: str, fields: dict[str, GoType], *, memo: bool = False) -> GoType:
-    return GoType(_STRUCT, name, fields=fields, memo=memo)
+# Upstream's Go packages, as OpenAPI names them.
+CORE_V1: Final = "io.k8s.api.core.v1"
+APPS_V1: Final = "io.k8s.api.apps.v1"
+AUTOSCALING_V1: Final = "io.k8s.api.autoscaling.v1"
+POLICY_V1: Final = "io.k8s.api.policy.v1"
+META_V1: Final = "io.k8s.apimachinery.pkg.apis.meta.v1"
+
+
+def _struct(
+    name: str,
+    fields: dict[str, GoType],
+    *,
+    memo: bool = False,
+    package: str = CORE_V1,
+    required: tuple[str, ...] = (),
+) -> GoType:
+    assert all(field in fields for field in required), (name, required)
+    return GoType(_STRUCT, name, fields=fields, memo=memo, package=package, required=required)
+
+
+def _enum(values: list[str]) -> GoType:
+    """A string field whose values validation.py checks against `values` (decoding takes any string)."""
+    return GoType(_STRING, "string", enum=tuple(values))
 
 
 def _list(item: GoType) -> GoType:
@@ -126,6 +167,8 @@ OWNER_REFERENCE = _struct(
         "controller": BOOL,
         "blockOwnerDeletion": BOOL,
     },
+    package=META_V1,
+    required=("apiVersion", "kind", "name", "uid"),
     memo=True,  # a controller's creates of one sync share one reference
 )
 OBJECT_META = _struct(
@@ -147,6 +190,7 @@ OBJECT_META = _struct(
         "finalizers": STRINGS,
         "managedFields": ANY_LIST,
     },
+    package=META_V1,
 )
 OBJECT_REFERENCE = _struct(
     "ObjectReference",
@@ -165,9 +209,15 @@ LABEL_SELECTOR = _struct(
     {
         "matchLabels": STRING_MAP,
         "matchExpressions": _list(
-            _struct("LabelSelectorRequirement", {"key": STRING, "operator": STRING, "values": STRINGS})
+            _struct(
+                "LabelSelectorRequirement",
+                {"key": STRING, "operator": STRING, "values": STRINGS},
+                package=META_V1,
+                required=("key", "operator"),
+            )
         ),
     },
+    package=META_V1,
 )
 CONTAINER = _struct(
     "Container",
@@ -184,13 +234,14 @@ CONTAINER = _struct(
                     "name": STRING,
                     "hostPort": INT32,
                     "containerPort": INT32,
-                    "protocol": STRING,
+                    "protocol": _enum(PORT_PROTOCOLS),
                     "hostIP": STRING,
                 },
+                required=("containerPort",),
             )
         ),
         "envFrom": ANY_LIST,
-        "env": _list(_struct("EnvVar", {"name": STRING, "value": STRING, "valueFrom": OBJECT})),
+        "env": _list(_struct("EnvVar", {"name": STRING, "value": STRING, "valueFrom": OBJECT}, required=("name",))),
         "resources": _struct(
             "ResourceRequirements", {"limits": RESOURCE_LIST, "requests": RESOURCE_LIST, "claims": ANY_LIST}
         ),
@@ -203,13 +254,14 @@ CONTAINER = _struct(
         "startupProbe": OBJECT,
         "lifecycle": OBJECT,
         "terminationMessagePath": STRING,
-        "terminationMessagePolicy": STRING,
-        "imagePullPolicy": STRING,
+        "terminationMessagePolicy": _enum(TERMINATION_MESSAGE_POLICIES),
+        "imagePullPolicy": _enum(PULL_POLICIES),
         "securityContext": OBJECT,
         "stdin": BOOL,
         "stdinOnce": BOOL,
         "tty": BOOL,
     },
+    required=("name",),
 )
 TOLERATION = _struct(
     "Toleration",
@@ -222,10 +274,10 @@ POD_SPEC = _struct(
         "initContainers": _list(CONTAINER),
         "containers": _list(CONTAINER),
         "ephemeralContainers": ANY_LIST,
-        "restartPolicy": STRING,
+        "restartPolicy": _enum(RESTART_POLICIES),
         "terminationGracePeriodSeconds": INT64,
         "activeDeadlineSeconds": INT64,
-        "dnsPolicy": STRING,
+        "dnsPolicy": _enum(DNS_POLICIES),
         "nodeSelector": STRING_MAP,
         "serviceAccountName": STRING,
         "serviceAccount": STRING,
@@ -255,19 +307,22 @@ POD_SPEC = _struct(
         "setHostnameAsFQDN": BOOL,
         "os": OBJECT,
         "hostUsers": BOOL,
-        "schedulingGates": _list(_struct("PodSchedulingGate", {"name": STRING})),
+        "schedulingGates": _list(_struct("PodSchedulingGate", {"name": STRING}, required=("name",))),
         "resourceClaims": ANY_LIST,
         "resources": OBJECT,
     },
+    required=("containers",),
     memo=True,
 )
 POD_TEMPLATE_SPEC = _struct("PodTemplateSpec", {"metadata": OBJECT_META, "spec": POD_SPEC})
 
 
-def _condition(name: str, *times: str, memo: bool = False) -> GoType:
+def _condition(
+    name: str, *times: str, memo: bool = False, package: str = CORE_V1, required: tuple[str, ...] = ("type", "status")
+) -> GoType:
     fields = {"type": STRING, "status": STRING, "reason": STRING, "message": STRING, "observedGeneration": INT64}
     fields.update({key: TIME for key in times})
-    return _list(_struct(name, fields, memo=memo))
+    return _list(_struct(name, fields, memo=memo, package=package, required=required))
 
 
 CONTAINER_STATE = _struct(
@@ -286,6 +341,7 @@ CONTAINER_STATE = _struct(
                 "finishedAt": TIME,
                 "containerID": STRING,
             },
+            required=("exitCode",),
         ),
     },
     memo=True,  # the kubelet shares one state dict among the containers started in one second
@@ -303,6 +359,7 @@ CONTAINER_STATUS = _struct(
         "containerID": STRING,
         "started": BOOL,
     },
+    required=("name", "ready", "restartCount", "image", "imageID"),
 )
 POD_STATUS = _struct(
     "PodStatus",
@@ -315,9 +372,9 @@ POD_STATUS = _struct(
         "reason": STRING,
         "nominatedNodeName": STRING,
         "hostIP": STRING,
-        "hostIPs": _list(_struct("HostIP", {"ip": STRING}, memo=True)),  # one list per node
+        "hostIPs": _list(_struct("HostIP", {"ip": STRING}, memo=True, required=("ip",))),  # one list per node
         "podIP": STRING,
-        "podIPs": _list(_struct("PodIP", {"ip": STRING})),
+        "podIPs": _list(_struct("PodIP", {"ip": STRING}, required=("ip",))),
         "startTime": TIME,
         "initContainerStatuses": _list(CONTAINER_STATUS),
         "containerStatuses": _list(CONTAINER_STATUS),
@@ -328,11 +385,12 @@ POD_STATUS = _struct(
 )
 
 
-def _kind(name: str, fields: dict[str, GoType]) -> GoType:
-    return _struct(name, {"apiVersion": STRING, "kind": STRING, "metadata": OBJECT_META, **fields})
+def _kind(name: str, fields: dict[str, GoType], *, package: str = CORE_V1, required: tuple[str, ...] = ()) -> GoType:
+    meta = {"apiVersion": STRING, "kind": STRING, "metadata": OBJECT_META}
+    return _struct(name, {**meta, **fields}, package=package, required=required)
 
 
-def _replicas_status(name: str, condition: str) -> GoType:
+def _replicas_status(name: str, condition: str, package: str, condition_required: tuple[str, ...]) -> GoType:
     return _struct(
         name,
         {
@@ -342,8 +400,10 @@ def _replicas_status(name: str, condition: str) -> GoType:
             "availableReplicas": INT32,
             "terminatingReplicas": INT32,
             "observedGeneration": INT64,
-            "conditions": _condition(condition, "lastTransitionTime"),
+            "conditions": _condition(condition, "lastTransitionTime", package=package, required=condition_required),
         },
+        package=package,
+        required=("replicas",),
     )
 
 
@@ -360,9 +420,13 @@ KINDS: dict[str, GoType] = {
                     "selector": LABEL_SELECTOR,
                     "template": POD_TEMPLATE_SPEC,
                 },
+                package=APPS_V1,
+                required=("selector",),
             ),
-            "status": _replicas_status("ReplicaSetStatus", "ReplicaSetCondition"),
+            "status": _replicas_status("ReplicaSetStatus", "ReplicaSetCondition", APPS_V1, ()),
         },
+        package=APPS_V1,
+        required=("spec",),
     ),
     "replicationcontrollers": _kind(
         "ReplicationController",
@@ -371,7 +435,9 @@ KINDS: dict[str, GoType] = {
                 "ReplicationControllerSpec",
                 {"replicas": INT32, "minReadySeconds": INT32, "selector": STRING_MAP, "template": POD_TEMPLATE_SPEC},
             ),
-            "status": _replicas_status("ReplicationControllerStatus", "ReplicationControllerCondition"),
+            "status": _replicas_status(
+                "ReplicationControllerStatus", "ReplicationControllerCondition", CORE_V1, ("type", "status")
+            ),
         },
     ),
     "nodes": _kind(
@@ -385,7 +451,11 @@ KINDS: dict[str, GoType] = {
                     "providerID": STRING,
                     "unschedulable": BOOL,
                     "taints": _list(
-                        _struct("Taint", {"key": STRING, "value": STRING, "effect": STRING, "timeAdded": TIME})
+                        _struct(
+                            "Taint",
+                            {"key": STRING, "value": STRING, "effect": STRING, "timeAdded": TIME},
+                            required=("key", "effect"),
+                        )
                     ),
                     "configSource": OBJECT,
                     "externalID": STRING,
@@ -398,7 +468,9 @@ KINDS: dict[str, GoType] = {
                     "allocatable": RESOURCE_LIST,
                     "phase": STRING,
                     "conditions": _condition("NodeCondition", "lastHeartbeatTime", "lastTransitionTime"),
-                    "addresses": _list(_struct("NodeAddress", {"type": STRING, "address": STRING})),
+                    "addresses": _list(
+                        _struct("NodeAddress", {"type": STRING, "address": STRING}, required=("type", "address"))
+                    ),
                     "daemonEndpoints": OBJECT,
                     "nodeInfo": OBJECT,
                     "images": ANY_LIST,
@@ -436,30 +508,35 @@ KINDS: dict[str, GoType] = {
             "reportingComponent": STRING,
             "reportingInstance": STRING,
         },
+        required=("metadata", "involvedObject"),
     ),
 }
 SCALE = _kind(
     "Scale",
     {
-        "spec": _struct("ScaleSpec", {"replicas": INT32}),
-        "status": _struct("ScaleStatus", {"replicas": INT32, "selector": STRING}),
+        "spec": _struct("ScaleSpec", {"replicas": INT32}, package=AUTOSCALING_V1),
+        "status": _struct(
+            "ScaleStatus", {"replicas": INT32, "selector": STRING}, package=AUTOSCALING_V1, required=("replicas",)
+        ),
     },
+    package=AUTOSCALING_V1,
 )
-BINDING = _kind("Binding", {"target": OBJECT_REFERENCE})
+BINDING = _kind("Binding", {"target": OBJECT_REFERENCE}, required=("target",))
 DELETE_OPTIONS = _struct(
     "DeleteOptions",
     {
         "apiVersion": STRING,
         "kind": STRING,
         "gracePeriodSeconds": INT64,
-        "preconditions": _struct("Preconditions", {"uid": STRING, "resourceVersion": STRING}),
+        "preconditions": _struct("Preconditions", {"uid": STRING, "resourceVersion": STRING}, package=META_V1),
         "orphanDependents": BOOL,
         "propagationPolicy": STRING,
         "dryRun": STRINGS,
         "ignoreStoreReadErrorWithClusterBreakingPotential": BOOL,
     },
+    package=META_V1,
 )
-EVICTION = _kind("Eviction", {"deleteOptions": DELETE_OPTIONS})  # policy/v1
+EVICTION = _kind("Eviction", {"deleteOptions": DELETE_OPTIONS}, package=POLICY_V1)
 
 
 # -- checking ------------------------------------------------------------------------------
@@ -547,6 +624,37 @@ _UNKNOWN = GoType(_UNKNOWN_CODE, "")  # a frame popped once a memoised value's w
 # an empty struct); ctrlscope refuses it instead (400), so no code meets a None there.
 _NOT_NULL_CODE = -2
 _NOT_NULL = GoType(_NOT_NULL_CODE, "")
+# A later occurrence of a key its object holds more than once (a `_Repeat` as the frame's value;
+# the frame's `old` says whether the key is a field its Go type has).
+_REPEAT_CODE = -4
+_REPEAT = GoType(_REPEAT_CODE, "")
+
+
+class _Repeat:
+    """A key met again in a `DuplicateKeys` object, with its line (YAML; 0 for JSON)."""
+
+    __slots__ = ("key", "line")
+
+    def __init__(self, key: str, line: int) -> None:
+        self.key = key
+        self.line = line
+
+
+def _keys_reversed(value: DuplicateKeys) -> list[Any]:
+    """The keys of `value` in reverse document order: each key once, at its first occurrence
+    (its value is the last one, as Go keeps it), and a `_Repeat` for each later occurrence."""
+    seen: set[str] = set()
+    keys: list[Any] = []
+    lines = value.lines
+    for i, key in enumerate(value.order):
+        if key in seen:
+            keys.append(_Repeat(key, lines[i] if lines else 0))
+        else:
+            seen.add(key)
+            keys.append(key)
+    keys.reverse()
+    return keys
+
 
 # Where a value sits, kept cheap until an error needs it: None for the root, else
 # (parent trail, key or list index, the enclosing Go struct's name — None for a map's key).
@@ -576,11 +684,13 @@ def _paths(trail: Trail) -> tuple[str, str, str]:
 class _Walk:
     """One body's check: an explicit stack (no recursion), causes in document order."""
 
-    __slots__ = ("causes", "size", "unknown")
+    __slots__ = ("causes", "size", "strict")
 
     def __init__(self) -> None:
         self.causes: list[Obj] = []
-        self.unknown: list[str] = []  # paths of unknown fields, in document order
+        # Strict decoding errors in document order: `unknown field "spec.replcas"`, `duplicate
+        # field "spec.replicas"`, a YAML body's `line 12: key "replicas" already set in map`.
+        self.strict: list[str] = []
         self.size = 0  # JSON bytes, roughly
 
     def mismatch(self, trail: Trail, value: Any, type_name: str) -> None:
@@ -618,9 +728,12 @@ class _Walk:
                 value, go_type, trail, depth, old = pop()
                 code = go_type.code
                 if code == _UNKNOWN_CODE:
-                    if len(self.unknown) < MAX_CAUSES:
-                        self.unknown.append(_paths(trail)[1])
+                    if len(self.strict) < MAX_CAUSES:
+                        self.strict.append(f'unknown field "{_paths(trail)[1]}"')
                     go_type, code = ANY, ANY.code
+                elif code == _REPEAT_CODE:
+                    self.repeat(value, trail, old)
+                    continue
                 if depth > MAX_OBJECT_DEPTH or size > MAX_REQUEST_BYTES:
                     self.limit(trail, depth)
                 if value is None:
@@ -630,24 +743,27 @@ class _Walk:
                     continue
                 kind = type(value)
                 if code == _STRUCT:
-                    if kind is not dict:
+                    if kind is not dict and kind is not DuplicateKeys:
                         self.mismatch(trail, value, f"v1.{go_type.name}")
                         continue
-                    if go_type.memo:
+                    if go_type.memo and kind is dict:
                         known = remembered(value)
                         if known is not None:
                             size += known
                             continue
-                        push(((value, len(self.causes) + len(self.unknown), size), _MEMO_END, trail, depth, None))
+                        push(((value, len(self.causes) + len(self.strict), size), _MEMO_END, trail, depth, None))
                     fields = go_type.fields
                     name = go_type.name
                     old_fields = old if type(old) is dict else None
                     size += 2
-                    for key in reversed(value):
-                        item = value[key]
+                    for key in reversed(value) if kind is dict else _keys_reversed(value):
                         if type(key) is not str:
-                            push((_BadKey(key), ANY, trail, depth, None))
+                            if type(key) is _Repeat:
+                                push((key, _REPEAT, (trail, key.key, name), depth + 1, key.key in fields))
+                            else:
+                                push((_BadKey(key), ANY, trail, depth, None))
                             continue
+                        item = value[key]
                         size += len(key) + 4
                         field_type = fields.get(key, _UNKNOWN)
                         if field_type is _UNKNOWN:
@@ -708,19 +824,23 @@ class _Walk:
                             push((None, _NOT_NULL, (trail, i, ""), depth + 1, item_type))
                         elif old_item is not item:
                             push((item, item_type, (trail, i, ""), depth + 1, old_item))
-                elif code in (_MAP, _OBJECT) or (code == _ANY and kind is dict):
-                    if kind is not dict:
+                elif code in (_MAP, _OBJECT) or (code == _ANY and (kind is dict or kind is DuplicateKeys)):
+                    if kind is not dict and kind is not DuplicateKeys:
                         self.mismatch(trail, value, go_type.name)
                         continue
                     size += 2
                     item_type = go_type.item if code == _MAP else ANY
                     assert item_type is not None
                     old_fields = old if type(old) is dict else None
-                    for key in reversed(value):
-                        item = value[key]
+                    owner = None if code == _MAP else ""
+                    for key in reversed(value) if kind is dict else _keys_reversed(value):
                         if type(key) is not str:
-                            push((_BadKey(key), ANY, trail, depth, None))
+                            if type(key) is _Repeat:  # every key of a map is known
+                                push((key, _REPEAT, (trail, key.key, owner), depth + 1, True))
+                            else:
+                                push((_BadKey(key), ANY, trail, depth, None))
                             continue
+                        item = value[key]
                         size += len(key) + 4
                         if item_type is STRING and type(item) is str:
                             size += len(item) + 2
@@ -731,7 +851,6 @@ class _Walk:
                         elif old_item is not item:
                             # A typed map's key is a Key in the path (`labels[app]`); an
                             # untyped object's key a field (`affinity.deep`).
-                            owner = None if code == _MAP else ""
                             push((item, item_type, (trail, key, owner), depth + 1, old_item))
                 elif code == _STRING:
                     if kind is str:
@@ -755,7 +874,7 @@ class _Walk:
                     self._quantity(value, trail)
                 elif code < 0:  # _MEMO_END: `value` is (the value, causes before, size before)
                     memoised, causes_before, size_before = value
-                    if len(self.causes) + len(self.unknown) == causes_before:
+                    if len(self.causes) + len(self.strict) == causes_before:
                         _memo.remember(memoised, size - size_before)
                 else:  # _ANY (or _OBJECT given a scalar): a scalar
                     if code == _OBJECT:
@@ -766,6 +885,17 @@ class _Walk:
                 raise _Problem(_too_large())
         finally:
             self.size = size
+
+    def repeat(self, repeat: _Repeat, trail: Trail, known: bool) -> None:
+        """A key met again: a YAML body's every repeat is sigs.k8s.io/yaml's error (its YAML to
+        JSON conversion, before any type); a JSON body's repeat of a field its Go type has is
+        sigs.k8s.io/json's `duplicate field` (an unknown one is reported once, as unknown)."""
+        if len(self.strict) >= MAX_CAUSES:
+            return
+        if repeat.line:
+            self.strict.append(f'line {repeat.line}: key "{repeat.key}" already set in map')
+        elif known:
+            self.strict.append(f'duplicate field "{_paths(trail)[1]}"')
 
     def _time(self, value: Any, trail: Trail) -> None:
         # metav1.Time.UnmarshalJSON: a JSON string, then time.Parse(RFC3339).
@@ -1025,12 +1155,21 @@ def type_of(info: ResourceInfo, subresource: str | None = None) -> GoType:
     return KINDS[info.plural]
 
 
-def check_body(info: ResourceInfo, body: Any, subresource: str | None = None, stored: Obj | None = None) -> list[str]:
+def check_body(
+    info: ResourceInfo,
+    body: Any,
+    subresource: str | None = None,
+    stored: Obj | None = None,
+    duplicates: list[Obj] | None = None,
+) -> list[str]:
     """400 unless `body` decodes into the Go type (413 if too large); see the module docstring.
     `stored`: the object an update replaces (its parts the body shares are not checked again).
-    Returns the paths of the body's unknown fields (empty for most bodies)."""
+    `duplicates`: the objects the body was read with a repeated key in (duplicate_keys.py).
+    Returns the body's strict decoding errors (empty for most bodies)."""
     go_type = type_of(info, subresource)
-    if _accepted(body, go_type, stored):
+    if duplicates:
+        body = mark(body, duplicates)
+    elif _accepted(body, go_type, stored):
         return []
     walk = _walk(body, go_type, stored)
     if walk.causes:
@@ -1038,7 +1177,41 @@ def check_body(info: ResourceInfo, body: Any, subresource: str | None = None, st
         version = info.version if subresource is None else "v1"
         first = walk.causes[0]["message"]
         raise _bad_request(f'{kind} in version "{version}" cannot be handled as a {kind}: {first}', walk.causes)
-    return walk.unknown
+    return walk.strict
+
+
+def strict_error(messages: list[str], info: ResourceInfo, go_type: GoType | None = None) -> str:
+    """The message of a Strict refusal of `messages` (check_body's strict decoding errors): a
+    YAML body's repeated keys first, as one `yaml: unmarshal errors:` (sigs.k8s.io/yaml converts
+    YAML to JSON before anything decodes it), then the rest in document order. `go_type`: the
+    type the body decodes into (the kind's by default); None for a patch, whose handler names none."""
+    yaml_lines = [text for text in messages if text.startswith("line ")]
+    found = [text for text in messages if not text.startswith("line ")]
+    if yaml_lines:
+        found.insert(0, "yaml: unmarshal errors:\n  " + "\n  ".join(yaml_lines))
+    text = "strict decoding error: " + ", ".join(found)
+    if go_type is None:
+        return text
+    kind = go_type.name
+    version = info.version if go_type is type_of(info) else "v1"
+    return f'{kind} in version "{version}" cannot be handled as a {kind}: {text}'
+
+
+def duplicate_fields_error(manifest: Any, duplicates: list[Obj]) -> str | None:
+    """The Strict refusal of a manifest read with repeated keys (the YAML editor and scenario
+    files apply with fieldValidation=Strict); None when it has none, or is not a served kind or
+    not well-typed (the API server answers those as any other body)."""
+    if not duplicates or not isinstance(manifest, dict):
+        return None
+    api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+    info = for_kind(api_version, kind) if isinstance(api_version, str) and isinstance(kind, str) else None
+    if info is None:
+        return None
+    try:
+        messages = check_body(info, manifest, duplicates=duplicates)
+    except ApiError:
+        return None
+    return strict_error(messages, info, type_of(info)) if messages else None
 
 
 def check_json(value: Any, what: str = "body") -> None:
@@ -1059,15 +1232,25 @@ def check_patch_body(body: Any) -> None:
     check_json(body, "patch")
 
 
+def patch_duplicates(body: Any, duplicates: list[Obj]) -> list[str]:
+    """The strict decoding errors of a merge, strategic merge or apply patch read with repeated
+    keys (upstream decodes such a patch strictly into an untyped map before applying it): every
+    repeated key is a `duplicate field "spec.replicas"` (JSON) or a YAML line's error. Call it on
+    a body check_patch_body accepted."""
+    if not duplicates:
+        return []
+    return _walk(mark(body, duplicates), ANY).strict
+
+
 def check_patched(info: ResourceInfo, obj: Any, subresource: str | None = None, stored: Obj | None = None) -> list[str]:
     """The patched object must decode too: upstream's patch handler answers 422 with one cause
     on the field `patch`, the patched JSON as its value (kind and name left empty, as upstream).
-    Returns the paths of its unknown fields (a stored object has none: they came with the patch)."""
+    Returns its strict decoding errors (a stored object has no unknown field: they came with the patch)."""
     walk = _walk(obj, type_of(info, subresource), stored)
     if walk.causes:
         text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
         raise invalid("", "", [invalid_cause("patch", text, walk.causes[0]["message"])])
-    return walk.unknown
+    return walk.strict
 
 
 def prune(value: Any, go_type: GoType) -> Any:

@@ -30,6 +30,8 @@ REASON_TOO_MANY_REQUESTS = "TooManyRequests"
 REASON_METHOD_NOT_ALLOWED = "MethodNotAllowed"
 REASON_INTERNAL_ERROR = "InternalError"
 REASON_UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"
+REASON_TIMEOUT = "Timeout"
+CAUSE_RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"  # metav1.CauseTypeResourceVersionTooLarge
 
 # The message of a 409 on a stale resourceVersion (registry.OptimisticLockErrorMsg).
 OPTIMISTIC_LOCK_ERROR_MSG = (
@@ -165,6 +167,20 @@ def gone(message: str) -> ApiError:
 def resource_expired(message: str) -> ApiError:
     """410 with reason Expired: a watch from a compacted resourceVersion (errors.NewResourceExpired)."""
     return ApiError(410, REASON_EXPIRED, message)
+
+
+def too_large_resource_version(minimum: int, current: int) -> ApiError:
+    """504 Timeout with cause ResourceVersionTooLarge: a read or watch from a resourceVersion the
+    server has not reached (storage.NewTooLargeResourceVersionError, retry after 1 s)."""
+    return ApiError(
+        504,
+        REASON_TIMEOUT,
+        f"Timeout: Too large resource version: {minimum}, current: {current}",
+        {
+            "causes": [{"reason": CAUSE_RESOURCE_VERSION_TOO_LARGE, "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        },
+    )
 
 
 def bad_request(message: str) -> ApiError:

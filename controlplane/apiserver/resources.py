@@ -79,7 +79,7 @@ RESOURCES: dict[str, ResourceInfo] = {
         ),
         ResourceInfo("events", "event", "Event", "", "v1", True, ("ev",)),
         ResourceInfo("nodes", "node", "Node", "", "v1", False, ("no",), (), ("status",)),
-        ResourceInfo("namespaces", "namespace", "Namespace", "", "v1", False, ("ns",), (), ("status",)),
+        ResourceInfo("namespaces", "namespace", "Namespace", "", "v1", False, ("ns",), (), ("status", "finalize")),
         ResourceInfo(
             "replicasets", "replicaset", "ReplicaSet", "apps", "v1", True, ("rs",), ("all",), ("status", "scale")
         ),

@@ -30,7 +30,11 @@ Guarantees
   that its kind's Go type (decode.py) does not have are refused under `Strict` (400 `strict
   decoding error: unknown field "spec.replcas"`), reported in `Request.warnings` under `Warn`
   (the default, as upstream's) and dropped silently under `Ignore`. Whatever the directive, an
-  unknown field is never stored: the body is pruned before anything reads it.
+  unknown field is never stored: the body is pruned before anything reads it. A create's or
+  update's body read with a repeated key (`Request.duplicates`) is handled the same way, and so is
+  a merge, strategic merge or apply patch's (every repeated key of the patch, before it applies):
+  `duplicate field "spec.replicas"` (JSON) or `yaml: unmarshal errors: line 12: key "replicas"
+  already set in map` (YAML); the last value is the one kept.
 * Lists are in key order (`namespace/name`, as etcd keys sort), carry the current revision as
   `metadata.resourceVersion`, and never scan other namespaces when one is given.
 * Stored objects are shared with every reader (lists, watches, clients): nobody may mutate
@@ -41,6 +45,7 @@ Guarantees
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import hashlib
 import json
@@ -57,7 +62,12 @@ from controlplane.apiserver import validation as v
 from controlplane.apiserver.errors import ApiError
 from controlplane.apiserver.request_log import RequestLog
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo, lookup
-from controlplane.apiserver.strategy import ORPHAN_DEPENDENTS, Strategy, strategy_for
+from controlplane.apiserver.strategy import (
+    DEFAULT_TOLERATION_SECONDS,
+    ORPHAN_DEPENDENTS,
+    Strategy,
+    strategy_for,
+)
 from controlplane.apiserver.watch import ADDED, DELETED, MODIFIED, Watch
 from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
 from controlplane.limits import MAX_SECONDS
@@ -138,6 +148,9 @@ class Request:
     answer_seq: int | None = None
     # Filled by the server: the `Warning` headers of the answer (`unknown field "spec.replcas"`).
     warnings: builtins.list[str] = field(default_factory=builtins.list)
+    # The objects of `body` that were read with a repeated key (controlplane.duplicate_keys): a
+    # create's, update's or (merge, strategic, apply) patch's strict decoding reports them.
+    duplicates: builtins.list[Obj] = field(default_factory=builtins.list)
 
 
 def query_options(**params: Any) -> dict[str, Any]:
@@ -234,13 +247,15 @@ class APIServer:
         # A ceiling on live pods (RunLimits.pods): creates beyond it are refused with 403, as an
         # exhausted ResourceQuota refuses them. None: no ceiling.
         self.max_pods: int | None = None
+        # The DefaultTolerationSeconds admission plugin's flags (--default-not-ready- and
+        # --default-unreachable-toleration-seconds), one value for both.
+        self.default_toleration_seconds = DEFAULT_TOLERATION_SECONDS
         # resource -> namespace ("" for cluster-scoped) -> name -> object.
         self._store: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in RESOURCES}
         self._history = _History(history_limit)
         self._watches: dict[str, list[Watch]] = {plural: [] for plural in RESOURCES}
         self._watch_seq = 0
         self._strategies: dict[str, Strategy] = {plural: strategy_for(info) for plural, info in RESOURCES.items()}
-        self._terminating: set[str] = set()
         self._stamp_from = -1.0
         self._scheduled: dict[tuple[int, str], tuple[Obj, Obj]] = {}  # see _scheduled_status
         self._label_sets: dict[tuple[tuple[str, str], ...], Obj] = {}  # see _shared_labels
@@ -496,9 +511,9 @@ class APIServer:
         options = {**req.options, "dryRun": "All"}
         state = self.kernel.rng.getstate()
         try:
-            result: tuple[Any, int] = handler(
-                Request(req.client, req.verb, req.resource, req.subresource, req.namespace, req.name, req.body, options)
-            )
+            # The same request (its repeated keys too: strict decoding refuses them as for the
+            # real write), dry; its Warning headers land in `req.warnings`, the list it shares.
+            result: tuple[Any, int] = handler(dataclasses.replace(req, options=options))
             return result
         finally:
             self.kernel.rng.setstate(state)
@@ -570,6 +585,10 @@ class APIServer:
                 since = int(rv_option)
             except (TypeError, ValueError) as exc:
                 raise errors.bad_request(f'invalid resource version "{rv_option}"') from exc
+            if since > self.revision:
+                # The watch cache waits up to 3 s for the revision, then gives up with this;
+                # here nothing can commit while the request is handled, so at once.
+                raise errors.too_large_resource_version(since, self.revision)
             floor = self.revision - len(self._history)
             if since < floor:
                 # watchCache.getAllEventsSinceLocked: older than the oldest retained event - 1.
@@ -610,7 +629,7 @@ class APIServer:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request was in an unknown format")
         directive = _field_validation(req)
-        unknown = decode.check_body(info, body)
+        unknown = decode.check_body(info, body, duplicates=req.duplicates)
         if unknown:
             body = self._unknown_fields(req, directive, info, body, unknown, decode.type_of(info))
         namespace = self._namespace(info, req.namespace, body=body)
@@ -627,12 +646,14 @@ class APIServer:
             raise errors.bad_request("the body of the request was in an unknown format")
         directive = _field_validation(req)
         body_type = req.subresource if req.subresource == "scale" else None
-        unknown = decode.check_body(info, body, body_type, existing)
+        unknown = decode.check_body(info, body, body_type, existing, req.duplicates)
         if unknown:
             body = self._unknown_fields(req, directive, info, body, unknown, decode.type_of(info, body_type))
         dry_run = _dry_run(req.options)
         if req.subresource == "scale":
             return self._update_scale(info, existing, body, dry_run), 200
+        if req.subresource == "finalize":
+            return self._finalize(existing, body, dry_run), 200
         uid = (body.get("metadata") or {}).get("uid")
         if uid and uid != existing["metadata"].get("uid"):
             # DefaultUpdatedObjectInfo.Preconditions: a uid in the body is a storage precondition.
@@ -663,6 +684,12 @@ class APIServer:
             raise errors.unsupported_media_type()
         decode.check_patch_body(req.body)
         directive = _field_validation(req)
+        if req.duplicates and patch_type != "json":
+            repeated = decode.patch_duplicates(req.body, req.duplicates)
+            if repeated and directive == "Strict":
+                raise errors.bad_request(decode.strict_error(repeated, info))
+            if repeated and directive == "Warn":
+                req.warnings.extend(repeated)
         dry_run = _dry_run(req.options)
         existing = self._store[info.plural].get(namespace, {}).get(name)
         if existing is None:
@@ -764,18 +791,12 @@ class APIServer:
         patched: bool = False,
     ) -> Obj:
         """The body without its unknown fields, after refusing it (Strict) or noting a warning per
-        field (Warn), as upstream's strict decoding and KEP-2885's fieldValidation do."""
-        found = ", ".join(f'unknown field "{path}"' for path in unknown)
+        strict error (Warn), as upstream's strict decoding and KEP-2885's fieldValidation do.
+        `unknown` holds decode's strict errors (decode.strict_error words the refusal)."""
         if directive == "Strict":
-            if patched:  # the patch handler names no type
-                raise errors.bad_request(f"strict decoding error: {found}")
-            kind = go_type.name
-            version = info.version if go_type is decode.type_of(info) else "v1"
-            raise errors.bad_request(
-                f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: {found}'
-            )
+            raise errors.bad_request(decode.strict_error(unknown, info, None if patched else go_type))
         if directive == "Warn":
-            req.warnings.extend(f'unknown field "{path}"' for path in unknown)
+            req.warnings.extend(unknown)
         pruned: Obj = decode.prune(body, go_type)
         return pruned
 
@@ -830,6 +851,9 @@ class APIServer:
             if generate:
                 meta["name"] = self._generate_name(meta["generateName"])
             strategy.default_for_create(obj)
+            refused = strategy.admit_for_create(obj, self.default_toleration_seconds)
+            if refused is not None:
+                raise errors.forbidden(info.group_resource, meta.get("name") or "", refused)
             strategy.prepare_for_create(obj)
             causes = strategy.validate(obj)
             if causes:
@@ -921,7 +945,7 @@ class APIServer:
         ns = self._store["namespaces"].get("", {}).get(namespace)
         if ns is None:
             raise errors.not_found("namespaces", namespace)
-        if namespace in self._terminating:
+        if ns["metadata"].get("deletionTimestamp"):
             message = f"unable to create new content in namespace {namespace} because it is being terminated"
             raise errors.forbidden(
                 info.group_resource,
@@ -1004,6 +1028,7 @@ class APIServer:
             old_meta.get("deletionTimestamp")
             and not meta.get("finalizers")
             and not old_meta.get("deletionGracePeriodSeconds")
+            and not (info.plural == "namespaces" and (new.get("spec") or {}).get("finalizers"))
         ):
             # ShouldDeleteDuringUpdate: the last finalizer of a marked object is gone.
             return self._commit_delete(info, new, existing)
@@ -1334,14 +1359,16 @@ class APIServer:
         return kept
 
     def _delete_namespace(self, existing: Obj) -> Obj:
+        """The namespace REST's Delete: mark it Terminating (deletionTimestamp, phase) and leave
+        its content to the namespace controller, which removes the `kubernetes` finalizer from
+        `spec.finalizers` (`namespaces/{name}/finalize`) once the namespace is empty; a namespace
+        with no finalizer left at all goes at once."""
         info = RESOURCES["namespaces"]
         name = existing["metadata"]["name"]
         if name in IMMORTAL_NAMESPACES:
             raise errors.forbidden(info.group_resource, name, "this namespace may not be deleted")
-        if name in self._terminating:
+        if existing["metadata"].get("deletionTimestamp"):
             return existing
-        # The namespace REST marks it Terminating; the namespace controller then deletes its
-        # content and finalizes it. Here the content is deleted at once (server-internal).
         marked = dict(existing)
         marked["metadata"] = {
             **existing["metadata"],
@@ -1349,24 +1376,35 @@ class APIServer:
             "deletionGracePeriodSeconds": 0,
         }
         marked["status"] = {**(existing.get("status") or {}), "phase": "Terminating"}
-        self._terminating.add(name)
+        if not (existing.get("spec") or {}).get("finalizers") and not existing["metadata"].get("finalizers"):
+            return self._commit_delete(info, marked, existing)
         self._commit(info, MODIFIED, marked, existing)
-        for plural, resource_info in RESOURCES.items():
-            if not resource_info.namespaced:
-                continue
-            for obj in list(self._store[plural].get(name, {}).values()):
-                self._delete_object(resource_info, obj, {"propagationPolicy": "Background"})
-        self._finalize_namespace(name)
-        return self._store["namespaces"].get("", {}).get(name) or marked
+        return marked
 
-    def _finalize_namespace(self, namespace: str) -> None:
-        for plural, info in RESOURCES.items():
-            if info.namespaced and self._store[plural].get(namespace):
-                return
-        self._terminating.discard(namespace)
-        ns = self._store["namespaces"].get("", {}).get(namespace)
-        if ns is not None:
-            self._commit_delete(RESOURCES["namespaces"], ns, None)
+    def _finalize(self, existing: Obj, body: Obj, dry_run: bool) -> Obj:
+        """PUT namespaces/{name}/finalize: only `spec.finalizers` changes; a namespace being
+        deleted that has no finalizer left is deleted (ShouldDeleteNamespaceDuringUpdate)."""
+        info = RESOURCES["namespaces"]
+        name = existing["metadata"]["name"]
+        finalizers = (body.get("spec") or {}).get("finalizers") or []
+        if not isinstance(finalizers, builtins.list) or not all(isinstance(f, str) and f for f in finalizers):
+            raise errors.invalid(
+                info.group_kind, name, [v.invalid("spec.finalizers", finalizers, "must be a list of names")]
+            )
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != existing["metadata"].get("resourceVersion"):
+            raise errors.conflict(info.group_resource, name)
+        new = dict(existing)
+        new["metadata"] = dict(existing["metadata"])
+        new["spec"] = {**(existing.get("spec") or {}), "finalizers": list(finalizers)}
+        if not finalizers:
+            del new["spec"]["finalizers"]
+        if new == existing or dry_run:
+            return existing if new == existing else new
+        if existing["metadata"].get("deletionTimestamp") and not finalizers and not new["metadata"].get("finalizers"):
+            return self._commit_delete(info, new, existing)
+        self._commit(info, MODIFIED, new, existing)
+        return new
 
     # -- commits ----------------------------------------------------------------------------
     def _commit(self, info: ResourceInfo, event_type: str, obj: Obj, old: Obj | None) -> None:
@@ -1408,9 +1446,6 @@ class APIServer:
         deleted = dict(last)
         deleted["metadata"] = dict(last["metadata"])
         self._commit(info, DELETED, deleted, old if old is not None else last)
-        namespace = deleted["metadata"].get("namespace")
-        if namespace and namespace in self._terminating:
-            self._finalize_namespace(namespace)
         return deleted
 
     # -- helpers ----------------------------------------------------------------------------
@@ -1451,7 +1486,12 @@ class APIServer:
             return
         if subresource not in info.subresources:
             raise ApiError(404, errors.REASON_NOT_FOUND, "the server could not find the requested resource")
-        allowed = ("create",) if subresource in ("binding", "eviction") else ("get", "update", "patch")
+        if subresource in ("binding", "eviction"):
+            allowed: tuple[str, ...] = ("create",)
+        elif subresource == "finalize":
+            allowed = ("update",)
+        else:
+            allowed = ("get", "update", "patch")
         if verb not in allowed:
             raise errors.method_not_allowed(info.subresource_group_resource(subresource), verb)
 

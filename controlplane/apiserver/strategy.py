@@ -11,8 +11,16 @@ Guarantees
   container defaults (`imagePullPolicy`, `terminationMessagePath/Policy`, `resources`); pod
   templates get the same spec defaults; ReplicaSets and ReplicationControllers get
   `spec.replicas: 1`; RCs copy template labels into an empty selector and empty labels.
-  Fields admission plugins would add (service account volume, default tolerations, priority)
-  are not added.
+* Admission (the mutating plugins a cluster runs on pod create, after defaulting, before
+  validation): ServiceAccount sets `serviceAccountName: default` (and the deprecated
+  `serviceAccount`) when none is named; DefaultTolerationSeconds adds the
+  `node.kubernetes.io/not-ready` and `node.kubernetes.io/unreachable` NoExecute tolerations
+  (operator Exists, `tolerationSeconds` from the server's flag, 300 by default) unless the pod
+  already tolerates that key; Priority sets `priority` from `priorityClassName` (none: 0; the two
+  built-in `system-*` classes; any other name is refused with 403 as no such PriorityClass
+  exists here) and `preemptionPolicy: PreemptLowerPriority`, and refuses a `priority` that
+  differs from it. Not modelled: the service account's token volume
+  (`kube-api-access-*`) and the lookup of the ServiceAccount object.
 * Strategies only ever mutate the top-level dict and the `metadata` dict the server built for
   the write; nested parts (spec, status, containers) are replaced copy-on-write, never changed
   in place, because they may be shared with the caller or with stored objects.
@@ -39,6 +47,12 @@ ORPHAN_DEPENDENTS = "OrphanDependents"
 
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
+DEFAULT_TOLERATION_SECONDS = 300  # --default-not-ready/unreachable-toleration-seconds
+DEFAULT_SERVICE_ACCOUNT = "default"
+# scheduling.SystemPriorityClasses(): the PriorityClasses every cluster has.
+SYSTEM_PRIORITY_CLASSES = {"system-node-critical": 2000001000, "system-cluster-critical": 2000000000}
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
 # -- defaulting (copy-on-write) --------------------------------------------------------------
@@ -122,6 +136,52 @@ def default_pod_spec(spec: Any, *, is_pod: bool) -> Any:
     if not missing:
         return spec
     return {**spec, **missing}
+
+
+def _tolerates_key(tolerations: list[Any], key: str) -> bool:
+    # DefaultTolerationSeconds: an existing toleration of the key (or of every key) with effect
+    # NoExecute (or every effect) keeps the plugin from adding its own.
+    return any(
+        isinstance(t, dict) and t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
+        for t in tolerations
+    )
+
+
+def admit_pod_spec(spec: Obj, toleration_seconds: int) -> tuple[Obj, str | None]:
+    """The pod spec after the ServiceAccount, DefaultTolerationSeconds and Priority admission
+    plugins (copy-on-write), or the reason Priority refuses it."""
+    missing: Obj = {}
+    account = spec.get("serviceAccountName") or spec.get("serviceAccount") or DEFAULT_SERVICE_ACCOUNT
+    if spec.get("serviceAccountName") != account:
+        missing["serviceAccountName"] = account
+    if spec.get("serviceAccount") != account:
+        missing["serviceAccount"] = account
+    tolerations = spec.get("tolerations")
+    if tolerations is None or isinstance(tolerations, list):
+        added = [
+            {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": toleration_seconds}
+            for key in (TAINT_NOT_READY, TAINT_UNREACHABLE)
+            if not _tolerates_key(tolerations or [], key)
+        ]
+        if added:
+            missing["tolerations"] = [*(tolerations or []), *added]
+    class_name = spec.get("priorityClassName") or ""
+    if class_name and class_name not in SYSTEM_PRIORITY_CLASSES:
+        return spec, f"no PriorityClass with name {class_name} was found"
+    priority = SYSTEM_PRIORITY_CLASSES.get(class_name, 0)
+    given = spec.get("priority")
+    if given is not None and given != priority:
+        return spec, (
+            f"the integer value of priority ({given}) must not be provided in pod spec; "
+            f"priority admission controller computed {priority} from the given PriorityClass name"
+        )
+    if given is None:
+        missing["priority"] = priority
+    if not spec.get("preemptionPolicy"):
+        missing["preemptionPolicy"] = "PreemptLowerPriority"
+    if not missing:
+        return spec, None
+    return {**spec, **missing}, None
 
 
 def _default_requests(containers: Any) -> Any:
@@ -222,6 +282,17 @@ class _SpecMemo:
                 self._entries[id(defaulted)] = _SpecFacts(defaulted, None)
         return facts
 
+    def owns(self, spec: Obj) -> bool:
+        """Whether `spec` is an object this memo built (stored, never mutated)."""
+        facts = self._entries.get(id(spec))
+        return facts is not None and facts.spec is spec and facts.snapshot is None
+
+    def adopt(self, spec: Obj) -> None:
+        """Remember `spec`, built by the server from one this memo owns, as owned too."""
+        if len(self._entries) + 1 > self._limit:
+            self._entries.clear()
+        self._entries[id(spec)] = _SpecFacts(spec, None)
+
     def qos(self, spec: Obj) -> str:
         facts = self.facts(spec)
         if facts.qos is None:
@@ -265,6 +336,11 @@ class Strategy:
     def default_for_create(self, obj: Obj) -> None:
         """`default` on the body of a create (a strategy may remember results per template)."""
         self.default(obj)
+
+    def admit_for_create(self, obj: Obj, toleration_seconds: int) -> str | None:
+        """The mutating admission plugins on a create of a defaulted object whose top-level
+        dict the server owns; a message when admission refuses it (403 Forbidden)."""
+        return None
 
     def default_for_status_update(self, obj: Obj) -> None:
         """`default` on the body of a status update. A strategy whose defaults touch only the
@@ -315,6 +391,8 @@ class PodStrategy(Strategy):
         self._specs = _SpecMemo()
         # One initial status per QoS class, shared by every pod created (immutable by convention).
         self._pending: dict[str, Obj] = {}
+        # (id of a defaulted template spec, toleration seconds) -> (that spec, its admitted copy).
+        self._admitted: dict[tuple[int, int], tuple[Obj, Obj]] = {}
 
     def default(self, obj: Obj) -> None:
         spec = obj.get("spec")
@@ -331,6 +409,26 @@ class PodStrategy(Strategy):
 
     def default_for_status_update(self, obj: Obj) -> None:
         pass  # only the spec has defaults, and pods/status keeps the stored spec
+
+    def admit_for_create(self, obj: Obj, toleration_seconds: int) -> str | None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return None
+        memo_key = (id(spec), toleration_seconds)
+        hit = self._admitted.get(memo_key)
+        if hit is not None and hit[0] is spec:
+            obj["spec"] = hit[1]
+            return None
+        admitted, refused = admit_pod_spec(spec, toleration_seconds)
+        if refused is not None:
+            return refused
+        if self._specs.owns(spec):  # a template's defaulted spec: admitted once for all its pods
+            if len(self._admitted) >= 4096:
+                self._admitted.clear()
+            self._admitted[memo_key] = (spec, admitted)
+            self._specs.adopt(admitted)
+        obj["spec"] = admitted
+        return None
 
     def prepare_for_create(self, obj: Obj) -> None:
         obj["metadata"]["generation"] = 1
@@ -490,6 +588,18 @@ class NamespaceStrategy(Strategy):
         label = "kubernetes.io/metadata.name"
         if name and (meta.get("labels") or {}).get(label) != name:
             meta["labels"] = {**(meta.get("labels") or {}), label: name}
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        # namespaceStrategy.PrepareForUpdate: status and spec.finalizers change only through
+        # their own subresources (status, finalize).
+        super().prepare_for_update(new, old)
+        found = new.get("spec")
+        spec: Obj = found if isinstance(found, dict) else {}
+        finalizers = (old.get("spec") or {}).get("finalizers")
+        if finalizers:
+            new["spec"] = {**spec, "finalizers": finalizers}
+        elif "finalizers" in spec:
+            new["spec"] = {k: val for k, val in spec.items() if k != "finalizers"}
 
     def prepare_for_create(self, obj: Obj) -> None:
         obj["status"] = {"phase": "Active"}

@@ -26,7 +26,6 @@ Guarantees
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from typing import TYPE_CHECKING, Any
@@ -34,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from controlplane.scenario import ACTION_VERBS, ScenarioError, parse_scenario
-from controlplane.simulation import Simulation, safeyaml
+from controlplane.scenario import ACTION_VERBS, ScenarioError
+from controlplane.simulation import Replay, Simulation, safeyaml
 from dashboard.host import reads, recording
 from dashboard.host.hosted import MAX_RECORDED_ACTIONS, CommandError, HostedSimulation
 
@@ -82,11 +81,6 @@ def parse_change(text: str) -> Obj | None:
     return action
 
 
-def _entry(entry: Obj) -> str:
-    """A log entry without who acted, as JSON text: what a replay must reproduce."""
-    return json.dumps({k: v for k, v in entry.items() if k != "source"}, sort_keys=True)
-
-
 def _replay(
     data: Obj, history: list[Obj], change: Obj | None, sim_id: str, source: str, parent: str
 ) -> HostedSimulation:
@@ -94,21 +88,18 @@ def _replay(
     check it reproduced `history` (the original's log up to T), then apply `change` at T."""
     at = float(data["until"])
     try:
-        scenario = parse_scenario(data)
-        sim = Simulation(scenario, seed=data["seed"])
-        forked = HostedSimulation(sim_id, sim, name=scenario.name, source=source)
-        sim.run_until(at)
+        past = Replay.from_export(data, index=False)  # the one replay primitive (controlplane.replay)
+        sim = past.sim
+        forked = HostedSimulation(sim_id, sim, name=sim.scenario.name, source=source)
+        past.run_to_time(at)
     except ScenarioError as exc:
         raise ForkError(f"the session cannot be forked at t={at:.3f}: {exc}") from None
     if sim.halted is not None:
         raise ForkError(f"the replay to t={at:.3f} stopped: {sim.halted}")
-    replayed = sim.actions
-    for i, old in enumerate(history):
-        if i >= len(replayed) or _entry(replayed[i]) != _entry(old):
-            raise ForkError(f"the replay to t={at:.3f} differs from {parent} from its action {i + 1} on: not forked")
-        if "source" in old:
-            replayed[i]["source"] = old["source"]  # who acted, as in the original
-    if len(replayed) != len(history):
+    diverged = past.reproduces(history)  # who acted: as in the original
+    if diverged is not None:
+        raise ForkError(f"the replay to t={at:.3f} differs from {parent} from its action {diverged + 1} on: not forked")
+    if len(sim.actions) != len(history):
         raise ForkError(f"the replay to t={at:.3f} applied more actions than {parent} had: not forked")
     if change is not None:
         try:

@@ -29,14 +29,17 @@ from django.template.loader import render_to_string
 from controlplane.nodes import POD_STATES
 from controlplane.simulation import CONTROLLER_OF_QUEUE, trace_row
 from dashboard.host import panels
+from dashboard.host import rows as log_rows
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation
 
 Obj = dict[str, Any]
 
-ROWS_PER_FRAME = 30  # newest rows of each log per frame; older ones are counted as skipped
+ROWS_PER_FRAME = 30  # newest rows of each log per frame; older ones are counted as skipped ...
+NOTABLE_PER_FRAME = 30  # ... but for this many failed API calls and Warning Events
 ROWS_IN_STATE = 300  # rows of each log a (re)connecting viewer gets
+FOCUS_ROWS_PER_FRAME = 200  # rows of each log per frame for a page focused on one owner
 TRANSITIONS_PER_FRAME = 1500  # canvas deltas per frame at 20 frames a second ...
 TRANSITIONS_PER_SECOND = 30_000  # ... and more in a frame that comes later: the rest follow next
 MAX_TRANSITIONS = 400_000  # timeline history kept (oldest dropped beyond, and the page says so)
@@ -45,10 +48,16 @@ MAX_DEPTH_SAMPLES = 100_000
 FRAME_WORK = 0.004  # seconds of panel building per frame, beyond which panels wait
 PANEL_SHARE = 10.0  # a panel is built again at the earliest PANEL_SHARE x its build time later
 STARVE = 1.0  # seconds a dirty panel may wait for the budget before it is built regardless
+STATUS_EVERY = 0.2  # seconds: a frame that would carry only a new status waits this long after the last
+TICK_EVERY = 1.0  # seconds: a panel only the clock changes (ages, countdowns) is built at most this often
+CATCHUP_FRAMES = 256  # recent frames kept to catch a lagging viewer up (13 s at 20 frames/s) ...
+CATCHUP_BYTES = 8 * 1024 * 1024  # ... and at most this much of their JSON text
 LOGS_KEPT = 5  # controller.log lines kept per controller (the lookup cache panel shows them)
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
+
+
 def ms(t: float) -> float:
     """Times leave the host rounded to the millisecond (the page shows milliseconds)."""
     return round(t, 3)
@@ -74,6 +83,7 @@ class Narration:
     # v1.5: whether the pods were listed with the garbage collector's ControllerRef handling
     # (the `list` stage's scope), which decides the create call the narration names.
     garbage_collector: bool | None = None
+    start_seq: int = 0  # the seq of its sync.start record (the span's link to its moment and why?)
 
     @property
     def duration(self) -> float | None:
@@ -106,7 +116,7 @@ class FrameBuilder:
         self.canvas_at = time.perf_counter()  # when the last canvas delta was taken
         self.keys: list[str] = []
         self.key_index: dict[str, int] = {}
-        self.spans: list[list[Any]] = []  # [start, end, controller, key index, worker, error 0/1]
+        self.spans: list[list[Any]] = []  # [start, end, controller, key index, worker, error 0/1, start seq]
         self.sent_spans = 0
         self.depth: list[list[Any]] = []  # [t, controller, depth]
         self.sent_depth = 0
@@ -123,6 +133,10 @@ class FrameBuilder:
         self.api_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
         self.event_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
         self.new_rows: dict[str, list[Obj]] = {"trace": [], "api": [], "events": []}
+        # Pages focused on one owner (#19 §3) get that owner's Events and API calls apart from
+        # everyone's, picked before the per-frame cap: "controller:ns/name" -> log -> records.
+        self.focus_owners: dict[tuple[str, str], str] = {}  # ("Kind/name", namespace) -> focus key
+        self.focus_rows: dict[str, dict[str, list[Obj]]] = {}
         self.skipped: dict[str, int] = {"trace": 0, "api": 0, "events": 0}
         # -- dirty panels -----------------------------------------------------------------------
         self.dirty: set[str] = set()
@@ -131,6 +145,15 @@ class FrameBuilder:
         self._state_cache: tuple[Any, str] | None = None  # the last state() and what it was for
         self.cost: dict[str, float] = {}  # panel id -> seconds its last build took
         self.dirty_since: dict[str, float] = {}  # panel id -> when it became dirty (wall time)
+        # -- catching up ----------------------------------------------------------------------------
+        # The last frames (seq, frame, length of its text), so that a viewer that skipped some
+        # gets them merged into one frame instead of a full state (`catchup`).
+        self.recent: deque[tuple[int, Obj, int]] = deque()
+        self.recent_bytes = 0
+        self._catchup_cache: tuple[tuple[int, int], str] | None = None
+        self._last_status: Obj | None = None  # the status of the last frame, and when it was built
+        self._status_at = -math.inf
+        self.skipped_through = -1  # seq when `skip` last dropped changes no frame carried
         # A frame left something out (an urgent frame's ages, a panel over the budget): the host
         # owes the viewers a complete frame once the simulation holds still (`frame(complete=True)`).
         self.owed = False
@@ -144,14 +167,63 @@ class FrameBuilder:
         if kind != "api.request":
             self._log("trace", record)  # formatted only if it is among the rows a frame shows
 
+    def set_owner_focus(self, owners: set[tuple[str, str]]) -> None:
+        """The owners some page is focused on ([controller, "ns/name"]): their Events and API
+        calls are kept apart from every frame's capped rows (`focusRows`)."""
+        self.focus_owners = {}
+        for controller, key in owners:
+            c = self.sim.controllers.get(controller)
+            if c is not None:
+                namespace, name = key.split("/", 1)
+                self.focus_owners[(f"{c.kind.kind}/{name}", namespace)] = f"{controller}:{key}"
+        self.focus_rows = {k: v for k, v in self.focus_rows.items() if k in self.focus_owners.values()}
+
+    def _focus_key(self, kind: str, namespace: str, name: str) -> str | None:
+        """The focus key ("controller:ns/name") an object belongs to, if some page is focused on
+        its owner: the owner itself, or one of its pods (by the pod table, else by its name)."""
+        if kind != "Pod":
+            return self.focus_owners.get((f"{kind}/{name}", namespace))
+        entry = self.pods.get(f"{namespace}/{name}")
+        if entry is not None and entry[1]:
+            return self.focus_owners.get((self.owners[entry[1]], namespace))
+        for (owner, ns), key in self.focus_owners.items():
+            if ns == namespace and name.startswith(owner.split("/", 1)[1] + "-"):
+                return key
+        return None
+
+    def _log_focused(self, log: str, record: Obj) -> None:
+        if log == "events":
+            parts = str(record.get("object", "")).split("/", 2)
+            if len(parts) != 3:
+                return
+            key = self._focus_key(*parts)
+        else:
+            request = self.sim.server.requests[record["id"]]
+            if not request["name"]:
+                return
+            base = (request["resource"] or "").split("/", 1)[0]
+            kind = {"pods": "Pod", "replicasets": "ReplicaSet", "replicationcontrollers": "ReplicationController"}
+            if base not in kind:
+                return
+            key = self._focus_key(kind[base], request["namespace"] or "", request["name"])
+        if key is not None:
+            rows = self.focus_rows.setdefault(key, {}).setdefault(log, [])
+            rows.append(record)
+            if len(rows) > 2 * FOCUS_ROWS_PER_FRAME:
+                del rows[: len(rows) - FOCUS_ROWS_PER_FRAME]
+
     def _log(self, log: str, row: Obj) -> None:
+        if self.focus_owners and log != "trace":
+            self._log_focused(log, row)
         rows = self.new_rows[log]
         rows.append(row)
-        if len(rows) > 2 * ROWS_PER_FRAME:
-            # Keep the newest; count the rest as skipped (a frame shows at most ROWS_PER_FRAME).
-            drop = len(rows) - ROWS_PER_FRAME
-            self.skipped[log] += drop
-            del rows[:drop]
+        if len(rows) > 2 * ROWS_PER_FRAME + NOTABLE_PER_FRAME:
+            # Keep the newest, and of the older ones the failed API calls and Warning Events (at
+            # most NOTABLE_PER_FRAME: what someone debugging looks for must not be crowded out
+            # by a busy world's 2xx and Normal rows); count the rest as skipped.
+            capped = _capped(log, rows, ROWS_PER_FRAME)
+            self.skipped[log] += len(rows) - len(capped)
+            rows[:] = capped
 
     def _on_queue(self, record: Obj) -> None:
         controller = CONTROLLER_OF_QUEUE.get(record["queue"])
@@ -190,6 +262,7 @@ class FrameBuilder:
                 record["worker"],
                 record["time"],
                 version=record.get("version") or "v1.36",
+                start_seq=record["seq"],
             )
             self.running[ident] = narration
             history = self.narrations.setdefault(ident, deque(maxlen=SYNCS_PER_KEY))
@@ -226,6 +299,7 @@ class FrameBuilder:
                     key_index,
                     narration.worker,
                     0 if narration.error is None else 1,
+                    narration.start_seq,  # the sync.start record: a click on the span goes to it
                 ]
             )
             if len(self.spans) > MAX_SPANS:
@@ -416,8 +490,10 @@ class FrameBuilder:
         for panel_id in [p for p in self.dirty if panels.is_focused_panel(p) and p not in focused]:
             self.dirty.discard(panel_id)  # nobody looks at that key any more
         for panel_id in focused:
-            if panel_id not in self.rendered:
-                self.dirty.add(panel_id)  # just focused: build it now
+            if panel_id not in self.rendered or panel_id.split(":", 1)[0] in self.dirty:
+                # just focused: build it now; a focused queue or expectations panel is dirty
+                # with the panel it filters (`queue-replicaset:default/web`, `queue-replicaset`)
+                self.dirty.add(panel_id)
         for panel_id in self.dirty:
             self.dirty_since.setdefault(panel_id, time.perf_counter())
         # The panels records made dirty (what a command or an event changed), then the small
@@ -434,7 +510,8 @@ class FrameBuilder:
         # only a panel dirty for twice as long jumps in, so an expensive panel never stands
         # between a click and its result.
         start = time.perf_counter()
-        every = self._panel_ids()
+        # The focused queue and expectations panels tick like the ones they filter (countdowns).
+        every = self._panel_ids() + [p for p in focused if p.startswith(("queue-", "expectations-"))]
         starve = 2 * STARVE if urgent else STARVE
 
         def cost(p: str) -> float:
@@ -460,7 +537,22 @@ class FrameBuilder:
         dirty = sorted((p for p in self.dirty if eligible(p)), key=first)
         # Ages and countdowns wait out an urgent frame: they would only add work between the
         # click and its result (the page's too: a frame every 15 ms of new ages to swap in).
-        ticking = [] if urgent else sorted((p for p in every if p not in self.dirty and eligible(p)), key=stale)
+        # A panel no record touched changes only with the clock: once a wall second is enough
+        # (a frame carries the clock itself). At 1x, rebuilding ages at every frame sent the
+        # whole expectations table (16 KB at 100 ReplicaSets) ten times a second, and the page
+        # laid it out and painted it as often.
+        ticking = (
+            []
+            if urgent
+            else sorted(
+                (
+                    p
+                    for p in every
+                    if p not in self.dirty and eligible(p) and (complete or start >= stale(p) + TICK_EVERY)
+                ),
+                key=stale,
+            )
+        )
         order = dirty + ticking
         left_out = urgent or len(order) < len(self.dirty) + len([p for p in every if p not in self.dirty])
         for panel_id in order:
@@ -481,7 +573,21 @@ class FrameBuilder:
             if self.rendered.get(panel_id) != html:
                 self.rendered[panel_id] = html
                 changed[panel_id] = html
-        rows = {log: self._rows_html(log, self.new_rows[log]) for log in self.new_rows if self.new_rows[log]}
+        rows = {}
+        for log, new in self.new_rows.items():
+            if new:
+                shown = _capped(log, new, ROWS_PER_FRAME)
+                self.skipped[log] += len(new) - len(shown)  # left out here, counted as skipped
+                rows[log] = self._rows_html(log, shown)
+        focus_rows = {
+            key: {
+                log: self._rows_html(log, _capped(log, records, FOCUS_ROWS_PER_FRAME))
+                for log, records in logs.items()
+                if records
+            }
+            for key, logs in self.focus_rows.items()
+        }
+        self.focus_rows = {}
         skipped = {log: n for log, n in self.skipped.items() if n}
         canvas = self._canvas_delta()
         for log in self.new_rows:
@@ -491,22 +597,105 @@ class FrameBuilder:
             self.skipped[log] = 0
         status = panels.status(self.hosted)
         self.owed = left_out or bool(self.dirty)
-        if not changed and not rows and not canvas and status == getattr(self, "_last_status", None):
-            return None
+        # Only the status line moved (the clock while running, nothing else changed): a few
+        # times a second is enough for a clock, and each frame costs the page a rendering
+        # (style, layout, paint: ~10 ms at 10,000 pods). A command's frame goes out at once; a
+        # status held back is owed (the driver sends it once the simulation holds still).
+        if not changed and not rows and not canvas:  # (focus rows are rows too: none without rows)
+            if status == self._last_status:
+                return None
+            if not urgent and not complete and start - self._status_at < STATUS_EVERY:
+                self.owed = True
+                return None
         self._last_status = status
+        self._status_at = start
         self.seq += 1
         frame = {"type": "frame", "seq": self.seq, "status": status, "panels": changed, "rows": rows}
         if skipped:
             frame["skipped"] = skipped
+        if focus_rows:
+            frame["focusRows"] = focus_rows
         if canvas:
             frame["canvas"] = canvas
-        return json.dumps(frame, separators=(",", ":"), allow_nan=False, default=_json_default)
+        text = json.dumps(frame, separators=(",", ":"), allow_nan=False, default=_json_default)
+        self._remember(frame, len(text))
+        return text
+
+    def _remember(self, frame: Obj, size: int) -> None:
+        self.recent.append((frame["seq"], frame, size))
+        self.recent_bytes += size
+        while len(self.recent) > CATCHUP_FRAMES or (self.recent_bytes > CATCHUP_BYTES and len(self.recent) > 1):
+            self.recent_bytes -= self.recent.popleft()[2]
+
+    def catchup(self, since: int) -> str | None:
+        """One frame that takes a viewer which has every frame up to `since` to the current one:
+        the frames after `since` merged (each panel's newest HTML, the log rows in order, the
+        canvas deltas one after the other, the newest status), as JSON text with the current
+        `seq`. None when those frames are no longer kept (the viewer needs a full state).
+        A lagging viewer so gets what changed, not the world again: a full state carries every
+        panel and the whole pod table and timeline (megabytes at 10,000 pods)."""
+        if since > self.seq or since <= self.skipped_through:
+            return None
+        if since < self.seq and (not self.recent or self.recent[0][0] > since + 1):
+            return None
+        key = (since, self.seq)
+        if self._catchup_cache is not None and self._catchup_cache[0] == key:
+            return self._catchup_cache[1]  # several viewers behind by the same frames
+        frames = [f for seq, f, _ in self.recent if seq > since]
+        merged: Obj = {"type": "frame", "seq": self.seq, "status": panels.status(self.hosted), "panels": {}, "rows": {}}
+        if frames:
+            merged["status"] = frames[-1]["status"]
+        skipped: dict[str, int] = {}
+        rows: dict[str, list[str]] = {}
+        focus_rows: dict[str, dict[str, list[str]]] = {}
+        canvas: Obj = {}
+        for f in frames:
+            merged["panels"].update(f["panels"])
+            for log, html in f["rows"].items():
+                rows.setdefault(log, []).append(html)
+            for focus, logs in f.get("focusRows", {}).items():  # a page focused on one owner
+                for log, html in logs.items():
+                    focus_rows.setdefault(focus, {}).setdefault(log, []).append(html)
+            for log, n in f.get("skipped", {}).items():
+                skipped[log] = skipped.get(log, 0) + n
+            delta = f.get("canvas") or {}
+            for part in ("tr", "names", "nodes", "spans", "depth"):
+                if part in delta:
+                    canvas.setdefault(part, []).extend(delta[part])
+            for table in ("owners", "nodeNames", "keys"):  # whole tables, only ever growing
+                if table in delta:
+                    canvas[table] = delta[table]
+            canvas.pop("behind", None)
+            if "behind" in delta:
+                canvas["behind"] = delta["behind"]
+        # Each frame's rows are at most ROWS_PER_FRAME: the last frames' rows fill a log's
+        # table; older ones are counted as skipped (as a single frame does).
+        keep = max(1, ROWS_IN_STATE // ROWS_PER_FRAME)
+        for log, parts in rows.items():
+            merged["rows"][log] = "".join(parts[-keep:])
+            if len(parts) > keep:
+                skipped[log] = skipped.get(log, 0) + sum(html.count("<tr") for html in parts[:-keep])
+        if skipped:
+            merged["skipped"] = skipped
+        if focus_rows:
+            merged["focusRows"] = {
+                k: {log: "".join(parts) for log, parts in logs.items()} for k, logs in focus_rows.items()
+            }
+        if canvas:
+            merged["canvas"] = canvas
+        text = json.dumps(merged, separators=(",", ":"), allow_nan=False, default=_json_default)
+        self._catchup_cache = (key, text)
+        return text
 
     def skip(self) -> None:
         """Nobody watches: drop what a frame would carry (a viewer who comes later gets it all
         in its state), so nothing piles up and no time is spent rendering."""
         self.owed = False
+        self.recent.clear()  # what was dropped here no catch-up could carry
+        self.recent_bytes = 0
+        self.skipped_through = self.seq
         self._refresh_owners()
+        self.focus_rows = {}
         for log in self.new_rows:
             for row in self.new_rows[log][-ROWS_IN_STATE:]:
                 self._keep(log, row)
@@ -522,14 +711,14 @@ class FrameBuilder:
         {"trace": self.trace_rows, "api": self.api_rows, "events": self.event_rows}[log].append(row)
 
     def _rows_html(self, log: str, records: list[Obj]) -> str:
-        records = records[-ROWS_PER_FRAME:]
+        """The HTML of these rows (the callers choose which: `_capped`)."""
         if log == "trace":
             rows = [trace_row(r, text=False) for r in records]
         elif log == "api":
             rows = [self._api_row(r) for r in records]
         else:
             rows = records
-        return render_to_string(panels.ROW_TEMPLATES[log], {"rows": rows, "sim": self.hosted})
+        return log_rows.RENDER[log](rows)
 
     def _api_row(self, response: Obj) -> Obj:
         request = self.sim.server.requests[response["id"]]
@@ -631,6 +820,24 @@ class FrameBuilder:
         text = json.dumps(state, separators=(",", ":"), allow_nan=False, default=_json_default)
         self._state_cache = (key, text)
         return text
+
+
+def _capped(log: str, rows: list[Obj], limit: int) -> list[Obj]:
+    """The rows a frame shows of `rows` (oldest first): the newest `limit`, and before them the
+    newest NOTABLE_PER_FRAME notable ones of the rest, in their order."""
+    if len(rows) <= limit:
+        return rows
+    older = rows[:-limit]
+    return [r for r in older if _notable(log, r)][-NOTABLE_PER_FRAME:] + rows[-limit:]
+
+
+def _notable(log: str, row: Obj) -> bool:
+    """A row that survives a frame's cap: a failed API call, a Warning Event."""
+    if log == "api":
+        return bool(row.get("code", 0) >= 400)
+    if log == "events":
+        return row.get("type") == "Warning"
+    return False
 
 
 def _json_default(value: Any) -> Any:

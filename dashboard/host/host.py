@@ -41,7 +41,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from controlplane.gcpolicy import GcHold, simulation_gc
 from controlplane.scenario import Scenario
 from controlplane.simulation import RECORD_FILTERS, Simulation
-from dashboard.host import k8s_ops, past, reads, recording
+from dashboard.host import edit, k8s_ops, past, reads, recording, search
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 FRAME_INTERVAL = 0.05  # at most 20 frames per second per simulation ...
-FRAME_BUDGET = 10.0  # ... and, while the simulation wants the CPU, one per 10x what a frame costs ...
+FRAME_BUDGET = 20.0  # ... and, while the simulation wants the CPU, one per 20x what a frame costs ...
 SLOWEST_FRAMES = 0.5  # ... but at least one every half second, so that the page stays live
 COMMAND_FRAME_INTERVAL = 0.005  # after a command, its frame goes out this soon after the last ...
 AFTER_COMMAND = 0.3  # ... and so do the frames of the next 0.3 s (the command's consequences)
@@ -234,7 +234,7 @@ class Host:
             # Frames of a huge world cost more to build, and each viewer costs its share of
             # sending them and reading its acknowledgements. While the simulation wants all the
             # CPU (as fast as possible, or behind its speed), space frames out so that building
-            # and delivering them stays under a tenth of the host's time -- except right after a
+            # and delivering them stays under a twentieth of the host's time -- except right after a
             # command, whose effect the user is waiting to see. A simulation that keeps up has
             # time to spare.
             responding = wake.is_set()
@@ -395,7 +395,18 @@ class Host:
                 hosted.viewers.add(viewer)
                 hosted.focus(viewer, [tuple(k) for k in cmd.get("focus") or [] if isinstance(k, list) and len(k) == 2])
                 hosted.open_pod(viewer, cmd.get("pod"))
+                hosted.focus_owner(viewer, cmd.get("owner"))
             text = hosted.frames.state(sorted(hosted.focused()))
+            if reply_to:
+                await layer.send(reply_to, {"type": "sim.state", "seq": hosted.frames.seq, "text": text})
+            return
+        if op == "catchup":
+            # A viewer that skipped frames (it fell behind, or one was lost on the way): the
+            # frames after the last one it has, merged; a full state only if they are gone.
+            since = cmd.get("since")
+            text = hosted.frames.catchup(since) if isinstance(since, int) and not isinstance(since, bool) else None
+            if text is None:
+                text = hosted.frames.state(sorted(hosted.focused()))
             if reply_to:
                 await layer.send(reply_to, {"type": "sim.state", "seq": hosted.frames.seq, "text": text})
             return
@@ -475,8 +486,16 @@ class Host:
         sim_id: str | None = first if first in ids else first_sim_id(first)
         if sim_id not in self.sims and not await _record_alive(str(sim_id)):
             source = first if first in ids else "file"
-            if sim_id in await recording.stored_ids():
-                sim_id = None  # its id is a stopped session's recording: a fresh one
+            stored = await recording.stored_ids()
+            if sim_id in stored:
+                # Its id is a stopped session's recording (the demo of an earlier run): that
+                # recording moves to an id of its own, and the new session gets the one its
+                # URL promises. Not movable (not stopped): the new one gets a fresh id.
+                moved = f"{sim_id}-{secrets.token_hex(3)}"
+                while moved in stored or moved in self.sims:
+                    moved = f"{sim_id}-{secrets.token_hex(3)}"
+                if not await recording.move_stopped(sim_id, moved):
+                    sim_id = None
             await self.start_simulation(load_file(first), source=source, sim_id=sim_id, running=True)
 
     async def shutdown(self) -> None:
@@ -565,7 +584,10 @@ def _read_records(hosted: HostedSimulation, cmd: Obj) -> Obj:
     offset, limit = cmd.get("offset", 0), cmd.get("limit", 200)
     if type(offset) is not int or offset < 0 or type(limit) is not int or not 0 <= limit <= 1000:
         raise CommandError("offset, limit: must be whole numbers, offset >= 0 and 0 <= limit <= 1000")
-    page = hosted.sim.records(clean, offset, limit)
+    upto = cmd.get("upto")
+    if upto is not None and (type(upto) is not int or upto < 0):
+        raise CommandError("upto: must be the number of a trace record (a whole number >= 0)")
+    page = hosted.sim.records(clean, offset, limit, upto)
     return {"body": json.dumps(page, separators=(",", ":"), allow_nan=False, default=str)}
 
 
@@ -604,6 +626,9 @@ READS = {
     "status": _read_status,
     "why": _read_why,
     "records": _read_records,
+    "edit": edit.open_edit,  # the object `kubectl edit` would open
+    "edit_preview": edit.preview,  # a server dry run of the edit, and its diff
+    "search": search.search,  # the page's search box (pods, owners, nodes by name or label selector)
     **k8s_ops.READS,  # the Kubernetes API's reads, dry runs and watches
 }
 

@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from controlplane import safeyaml
-from controlplane.simulation import MAX_SECONDS, Simulation
+from controlplane.simulation import MAX_SECONDS, Simulation, collect_duplicates, duplicate_fields_error
 from dashboard.host import panels
 from dashboard.host.breakpoints import BreakpointError, Breakpoints, Hit
 from dashboard.host.frames import FrameBuilder
@@ -75,7 +75,9 @@ class Goal:
 
 
 class HostedSimulation:
-    def __init__(self, sim_id: str, sim: Simulation, *, name: str, source: str) -> None:
+    def __init__(self, sim_id: str, sim: Simulation, *, name: str, source: str, keep_records: bool = True) -> None:
+        """`keep_records` False: no record log (why? and the complete trace view are answered by
+        the live session; a replayed past world, `replay_worker`, needs none)."""
         self.id = sim_id
         self.sim = sim
         self.name = name
@@ -89,6 +91,9 @@ class HostedSimulation:
         self.breakpoints = Breakpoints()
         self._focus: dict[str, set[tuple[str, str]]] = {}  # viewer channel -> keys it looks at
         self._open: dict[str, str] = {}  # viewer channel -> the pod ("ns/name") its Pod tab shows
+        # viewer channel -> the owner key its whole page is focused on (#19 §3): its queue and
+        # expectations panels are then filtered here, before their lists are capped
+        self._owner: dict[str, tuple[str, str]] = {}
         self.open_pods: set[str] = set()  # the pods some viewer's Pod tab shows (frames keep them live)
         self.viewers: set[str] = set()  # channels of the viewers connected (frames are for them)
         self.marks: list[Obj] = []  # times pinned on the timeline: {t, label}
@@ -101,7 +106,8 @@ class HostedSimulation:
         self.restored_note: str | None = None  # "restored after a restart at t=…; replayed N actions"
         self.frames = FrameBuilder(self)
         # Every record of the session, for why? and the complete trace view (controlplane.causes).
-        sim.keep_records()
+        if keep_records:
+            sim.keep_records()
         sim.subscribe(self._on_record)
         sim.start()
 
@@ -133,8 +139,28 @@ class HostedSimulation:
             self._open.pop(viewer, None)
         self.open_pods = set(self._open.values())
 
+    def focus_owner(self, viewer: str, owner: Any) -> None:
+        """The viewer's page is focused on one controller key (`[controller, "ns/name"]`), or
+        on nothing (None): the focused queue and expectations panels of that key exist while
+        some viewer is focused on it."""
+        if (
+            isinstance(owner, list | tuple)
+            and len(owner) == 2
+            and owner[0] in self.sim.controllers
+            and isinstance(owner[1], str)
+            and owner[1].count("/") == 1
+        ):
+            controller, key = str(owner[0]), owner[1]
+            self._owner[viewer] = (controller, key)
+            self.frames.dirty.update(panels.owner_panel_ids(controller, key))
+        else:
+            self._owner.pop(viewer, None)
+        self.frames.set_owner_focus(set(self._owner.values()))
+
     def unfocus(self, viewer: str) -> None:
         self._focus.pop(viewer, None)
+        if self._owner.pop(viewer, None) is not None:
+            self.frames.set_owner_focus(set(self._owner.values()))
         self._open.pop(viewer, None)
         self.open_pods = set(self._open.values())
         self.viewers.discard(viewer)
@@ -153,6 +179,8 @@ class HostedSimulation:
         for controller, key in sorted(self.focused()):
             ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
         ids += [panels.pod_id(key) for key in sorted(self.open_pods)]
+        for controller, key in sorted(set(self._owner.values())):
+            ids += panels.owner_panel_ids(controller, key)
         return ids
 
     # -- the trace ------------------------------------------------------------------------------
@@ -404,8 +432,11 @@ class HostedSimulation:
         # Stepping follows the sync it stopped in last, while that sync runs (like a debugger
         # stepping one thread); otherwise the next sync of any key.
         current = self.stepping if self.stepping in self.frames.running else None
-        if what in ("stage", "sync") and current is None and not self.frames.running and all(
-            c.config.manual_workers for c in sim.controllers.values()
+        if (
+            what in ("stage", "sync")
+            and current is None
+            and not self.frames.running
+            and all(c.config.manual_workers for c in sim.controllers.values())
         ):
             raise CommandError("no sync is running and the workers are manual: click “sync next” first")
         if what == "stage":
@@ -506,6 +537,18 @@ class HostedSimulation:
             results.append(result)
         return {"ok": all(r.get("ok") for r in results), "results": results}
 
+    def _cmd_edit_apply(self, cmd: Obj, viewer: str | None) -> Obj:
+        """An edit (dashboard.host.edit), applied: an update `request` action carrying the
+        resourceVersion the object was opened at (a 409 if it changed meanwhile)."""
+        from dashboard.host import edit
+
+        result = self._cmd_act({"action": {"request": edit.request_of_edit(cmd)}}, viewer)
+        response = result.get("response")
+        code = response[0] if isinstance(response, list | tuple) and response else None
+        if isinstance(code, int) and code >= 400:
+            return {**result, "ok": False, "code": code}
+        return result
+
     def _cmd_orphan(self, cmd: Obj, viewer: str | None) -> Obj:
         """Relabel a pod so its controller's selector no longer matches: the controller releases it."""
         namespace, name = _text(cmd, "namespace", "default"), _text(cmd, "name")
@@ -536,8 +579,9 @@ class HostedSimulation:
         raise CommandError("breakpoint: do must be add, remove or toggle")
 
     def _cmd_focus(self, cmd: Obj, viewer: str | None) -> Obj:
-        """`{op: focus, keys?: [[controller, namespace/name]], pod?: "namespace/name" | null}`:
-        what this viewer looks at; a field left out keeps its value."""
+        """`{op: focus, keys?: [[controller, namespace/name]], pod?: "namespace/name" | null,
+        owner?: [controller, namespace/name] | null}`: what this viewer looks at (`owner`: the
+        key its whole page is focused on); a field left out keeps its value."""
         pairs = []
         keys = cmd.get("keys") or []
         if not isinstance(keys, list) or len(keys) > 4:
@@ -549,7 +593,22 @@ class HostedSimulation:
         pod = cmd.get("pod")
         if pod is not None and not (isinstance(pod, str) and pod.count("/") == 1 and 3 <= len(pod) <= 317):
             raise CommandError("focus: pod is namespace/name or null")
+        owner = cmd.get("owner")
+        if owner is not None and not (
+            isinstance(owner, list)
+            and len(owner) == 2
+            and all(isinstance(x, str) for x in owner)
+            and owner[0] in self.sim.controllers
+            and owner[1].count("/") == 1
+            and len(owner[1]) <= 317
+        ):
+            running = ", ".join(self.sim.controllers)
+            raise CommandError(
+                f"focus: owner is [controller, namespace/name] of a running controller ({running}), or null"
+            )
         if viewer is not None:
+            if "owner" in cmd:
+                self.focus_owner(viewer, owner)
             if "keys" in cmd:
                 self.focus(viewer, pairs)
             if "pod" in cmd:
@@ -585,7 +644,9 @@ MAX_DOCUMENTS = 50
 
 def parse_manifests(text: Any) -> list[Obj]:
     """The manifests of a YAML text (`---` between documents), or CommandError saying what is
-    wrong. Read by `safeyaml`: bounded depth and nodes (aliases counted expanded), iteratively."""
+    wrong. Read by `safeyaml`: bounded depth and nodes (aliases counted expanded), iteratively.
+    A manifest with a repeated key is refused as the API server refuses it under
+    fieldValidation=Strict, which the editor's apply uses (`yaml: unmarshal errors: …`)."""
     if not isinstance(text, str) or not text.strip():
         raise CommandError("yaml: paste one or more manifests")
     if len(text) > MAX_YAML:
@@ -593,7 +654,7 @@ def parse_manifests(text: Any) -> list[Obj]:
     try:
         # Built iteratively, within limits: libyaml's own composer recurses in C, and a few
         # hundred KiB of `[` crash the process before any RecursionError.
-        docs = [doc for doc in safeyaml.load_all(text) if doc is not None]
+        docs = [doc for doc in safeyaml.load_all(text, duplicates=True) if doc is not None]
     except safeyaml.YAMLInputError as exc:
         raise CommandError(f"yaml: {exc}") from None
     except yaml.YAMLError as exc:
@@ -610,6 +671,10 @@ def parse_manifests(text: Any) -> list[Obj]:
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise CommandError(f"yaml: document {i + 1} is not a mapping (a manifest has apiVersion, kind, metadata …)")
+        docs[i], duplicates = collect_duplicates(doc)
+        error = duplicate_fields_error(docs[i], duplicates)
+        if error is not None:
+            raise CommandError(f"yaml: document {i + 1}: {error}")
     return docs
 
 

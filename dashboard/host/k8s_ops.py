@@ -65,7 +65,12 @@ from channels.layers import get_channel_layer
 from controlplane.apiserver import ApiError, Request, bad_request
 from controlplane.apiserver.resources import ResourceInfo, lookup
 from controlplane.apiserver.server import selection_predicate
-from controlplane.simulation import request_of, resource_expired, too_many_requests
+from controlplane.simulation import (
+    request_of,
+    resource_expired,
+    too_large_resource_version,
+    too_many_requests,
+)
 from dashboard.host.hosted import CommandError, HostedSimulation
 from dashboard.host.keyindex import KeyIndex, key_of
 from dashboard.k8s import tables
@@ -222,7 +227,7 @@ def _dry_run(hosted: HostedSimulation, cmd: Obj) -> Obj:
         answer, code = hosted.sim.server.dry_run(req)
     except ApiError as err:
         return _status_answer(err)
-    return {"code": code, "body": dumps(answer)}
+    return {"code": code, "body": dumps(answer), "warnings": req.warnings}
 
 
 # -- watches ---------------------------------------------------------------------------------------
@@ -452,7 +457,9 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
             except ValueError:
                 raise bad_request(f'invalid resource version "{rv_text}"') from None
             try:
-                events = server.events_after(min(since, server.revision))
+                if since > server.revision:  # a client that read from another (or a later) world
+                    raise too_large_resource_version(since, server.revision)
+                events = server.events_after(since)
             except ApiError as err:
                 return {"code": 200, "lines": _error_line(err.status()), "end": True}
             watcher.since = since
@@ -608,6 +615,7 @@ def _log_crash(task: asyncio.Task[None]) -> None:
 async def _send_all(hub: WatchHub) -> None:
     layer = get_channel_layer()
     wall = time.monotonic()
+    shared: _Shared = {}  # this round's messages, built once for every watcher that gets the same
     for key, watcher in list(hub.watchers.items()):
         if hub.watchers.get(key) is not watcher:
             continue  # ended (or replaced) while an earlier watcher's send awaited
@@ -616,18 +624,37 @@ async def _send_all(hub: WatchHub) -> None:
             continue
         if not watcher.backlog and watcher.final is None:
             continue
-        if await _drain(layer, watcher, hub):
+        if await _drain(layer, watcher, hub, shared):
             if watcher.final is not None and hub.watchers.get(key) is watcher:
                 del hub.watchers[key]  # its last message is in the channel
         elif watcher.backlog_bytes > WATCH_BACKLOG_BYTES:
             status = resource_expired(FELL_BEHIND.format(WATCH_BACKLOG_BYTES)).status()
             watcher.end(_error_line(status), watcher.backlog[-1][1])
-            await _drain(layer, watcher, hub)  # sent now if there is room, else on a later publish
+            await _drain(layer, watcher, hub, shared)  # sent now if there is room, else on a later publish
 
 
-async def _drain(layer: Any, watcher: Watcher, hub: WatchHub | None) -> bool:
+# Messages of one round of sends, by the identity of their lines: watchers that print events
+# alike share the lines' text objects (`Watcher.lines`), so those with the same backlog get one
+# joined and encoded message instead of a copy each. The lines are kept with it: an id stays
+# theirs for the round.
+_Shared = dict[tuple[int, ...], tuple[list[str], bytes]]
+
+
+def _encoded(texts: list[str], shared: _Shared | None) -> bytes:
+    if shared is None:
+        return "".join(texts).encode()
+    key = tuple(map(id, texts))
+    hit = shared.get(key)
+    if hit is None:
+        hit = shared[key] = (texts, "".join(texts).encode())
+    return hit[1]
+
+
+async def _drain(layer: Any, watcher: Watcher, hub: WatchHub | None, shared: _Shared | None = None) -> bool:
     """Hand the watcher's backlog (then its last message) to its channel, in order, in messages
-    of at most WATCH_MESSAGE_BYTES; False when the channel is full before the end."""
+    of at most WATCH_MESSAGE_BYTES; False when the channel is full before the end. The HTTP
+    side's watches get their lines as bytes (built once per round for watchers that share them),
+    a page's websocket watches as text."""
     backlog = watcher.backlog
     while backlog:
         if hub is not None and hub.watchers.get(watcher.key) is not watcher:
@@ -643,7 +670,11 @@ async def _drain(layer: Any, watcher: Watcher, hub: WatchHub | None) -> bool:
         watcher.backlog_bytes -= size
         sent = False
         try:
-            sent = await _send(layer, watcher, "".join(parts), taken[-1][1])
+            if watcher.watch_id is None:  # the HTTP side: bytes for the response body as they are
+                data = _encoded(parts, shared)
+                sent = await _send(layer, watcher, "", taken[-1][1], data=data)
+            else:
+                sent = await _send(layer, watcher, "".join(parts), taken[-1][1])
         finally:  # (not sent, or cancelled as the simulation stops: its last round sends them)
             if not sent and (watcher.final is None or not watcher.final[0]):  # (not ended by an error meanwhile)
                 backlog.extendleft(reversed(taken))
@@ -687,9 +718,18 @@ async def close_watches(hosted: HostedSimulation) -> None:
 
 
 async def _send(
-    layer: Any, watcher: Watcher, text: str, revision: int, *, end: bool = False, error: bool = False
+    layer: Any,
+    watcher: Watcher,
+    text: str,
+    revision: int,
+    *,
+    end: bool = False,
+    error: bool = False,
+    data: bytes | None = None,
 ) -> bool:
     message: Obj = {"type": "k8s.watch", "text": text, "revision": revision, "end": end, "error": error}
+    if data is not None:
+        message["data"] = data
     if watcher.watch_id is not None:
         message["watch"] = watcher.watch_id
     try:

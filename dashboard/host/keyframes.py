@@ -26,16 +26,24 @@ Guarantees
 * Every world holds one socket to the broker and exits when it closes: when the worker ends
   (the session stopped, idle, killed with -9), so do its keyframes. The broker ignores SIGCHLD
   (no zombies) and never signals a pid (a pid may be reused).
+* Ahead of the viewer, between requests: once no request came for `SWEEP_AFTER` seconds after
+  an answer, while the keyframes stop short of the live moment, a *sweeper* (a copy of the
+  current, so the current stays where the viewer is) replays on towards the live moment and
+  leaves keyframes on the way, in chunks of `SWEEP_CHUNK_EVENTS`; it is stopped before the
+  broker serves the next request (so it never competes with one) and goes on when the worker is
+  idle again. Done, it is a keyframe at the live moment. So a later jump beyond the moments
+  viewed so far is served from a keyframe too.
 * Without `os.fork` (or with `CTRLSCOPE_KEYFRAMES=0`, or when a fork fails) the worker keeps its
   world in its own process and replays from t=0 for every move back (`Worker`, as before).
 
 Protocol between the broker and a world: JSON lines on a Unix socket (an optional second line
 of text: the rendered state). A new world connects to the broker's listener and says
-`{"hello": "current"|"keyframe", "here": position, "actions": n}`. To a world: `{"op": "go",
+`{"hello": "current"|"keyframe"|"sweeper", "here": position, "actions": n}`. To a world: `{"op": "go",
 "id", …a worker request…, "have": [keyframe event counts]}` (answered with the worker's answer
 or `{"behind": bounds, "target"}` or `{"superseded": true}`, each with `here`), `{"op": "stop",
-"id"}` (the request `id` is superseded: stop between chunks) and `{"op": "fork", "actions"}` (to a
-keyframe: fork a new current).
+"id"}` (the request `id` is superseded: stop between chunks) and `{"op": "fork", "actions"[, "role"]}`
+(to a keyframe: fork a new current; to the current, role "sweeper": fork the sweeper). A `go` with
+`"sweep": true` is answered without the rendered state.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ import select
 import socket
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
 from typing import Any, NoReturn
@@ -58,8 +67,12 @@ from dashboard.host.replay_worker import Behind, Requests, Superseded, Worker
 Obj = dict[str, Any]
 
 KEYFRAME_EVENTS = 2_000  # kernel events between two keyframes (~0.1 s of replay: see docs)
+KEYFRAME_NEAR = 200  # a replay to an event count leaves a keyframe this many events before it
 MAX_KEYFRAMES = 32  # keyframes kept at once
 KEYFRAME_MEMORY = 512 << 20  # bytes of private memory all keyframes may hold together
+SWEEP_AFTER = 0.25  # seconds without a request before the sweeper starts or goes on
+SWEEP_CHUNK_EVENTS = 250  # the sweeper looks for a stop this often (~10 ms of replay)
+MEASURE_PER_ROUND = 2  # keyframes whose memory is read again after an answer (the stalest)
 HELLO_TIMEOUT = 10.0  # seconds a new world has to connect
 MAX_ROUNDS = 4  # worlds one request may go through (a step back: at most two)
 
@@ -159,6 +172,7 @@ class _World:
         self.address = address
         self.conn: Conn | None = None
         self.have: set[int] = set()
+        self.chunk = worker.chunk_events
         worker.on_keyframe = self.keyframe
 
     def connect(self, role: str) -> None:
@@ -189,7 +203,7 @@ class _World:
                     self.go(conn, message)
                 elif op == "fork":
                     self.extend(message.get("actions") or [])
-                    self.fork("current")
+                    self.fork("sweeper" if message.get("role") == "sweeper" else "current")
         except EOFError:
             pass
         except BaseException:  # a bug: the broker sees the socket close and drops this world
@@ -209,6 +223,8 @@ class _World:
         assert isinstance(inbox, _Inbox)
         inbox.request_id, inbox.stopped = message.get("id"), False
         self.have = {int(e) for e in message.get("have") or ()}
+        # A sweeper looks for a stop every SWEEP_CHUNK_EVENTS (~10 ms); a request, as configured.
+        self.worker.chunk_events = SWEEP_CHUNK_EVENTS if message.get("sweep") else self.chunk
         answer: Obj
         try:
             answer = self.worker.handle(message)
@@ -221,13 +237,18 @@ class _World:
         conn.send(answer, text)
 
     def keyframe(self) -> None:
-        """At a multiple of `KEYFRAME_EVENTS` (the worker's hook): leave a paused copy here."""
-        replay = self.worker.replay
+        """At a multiple of `KEYFRAME_EVENTS`, or `KEYFRAME_NEAR` events before the event count a
+        request goes to (the worker's hook): leave a paused copy here."""
+        worker = self.worker
+        replay = worker.replay
         if replay is None:
             return
         events = replay.sim.kernel.events
         if events in self.have:
             return
+        every, near = worker.keyframe_every or 0, worker.keyframe_near or 0
+        if every and events % every and any(events - near <= held <= events for held in self.have):
+            return  # a keyframe close enough before it is held already
         self.have.add(events)
         # Everything alive now is the keyframe's too: frozen, this process's collections never
         # traverse it, so they do not copy the pages the keyframe shares (controlplane.gcpolicy).
@@ -276,7 +297,12 @@ class _Held:
         self.pid = int(hello["pid"])
         self.here: Obj | None = hello.get("here")
         self.actions = int(hello.get("actions") or 0)
+        self.role = str(hello.get("hello"))
         self.used = 0  # the broker's tick when it last served from this world
+        # Its private memory (bytes) as last read from /proc, and when (the broker's count of
+        # reads): a read costs ~3 ms a process, so the broker reads a few per round (`_memory`).
+        self.uss: int | None = None
+        self.measured = 0
 
     @property
     def events(self) -> int:
@@ -293,11 +319,14 @@ class Broker:
         self.keyframes: list[_Held] = []  # sorted by position
         self.tick = 0
         self.every = KEYFRAME_EVENTS
+        self.near = KEYFRAME_NEAR
         self.max_keyframes = MAX_KEYFRAMES
         self.max_memory = KEYFRAME_MEMORY
         self.chunk_events: int | None = None  # the worlds' chunk size (None: the worker's default)
         self.viewer = ""
         self.evicted = 0
+        self.reads = 0  # memory reads of /proc made so far
+        self.measure_seconds = 0.0  # time they took (the benchmark reports it)
         self.forks_from_zero = 0
         self.forks_from_keyframe = 0
         if sys.platform.startswith("linux"):
@@ -310,13 +339,23 @@ class Broker:
         self.listener.bind(self.address)
         self.listener.listen(64)
         self.fallback: Worker | None = None  # replaying in this process: a fork failed
+        # The sweeper (see the module's guarantees): its world, the id of its `go` in flight (None:
+        # paused), the live position of the last request (where sweeps go), sweeps started.
+        self.sweeper: _Held | None = None
+        self.sweep_id: str | None = None
+        self.live: Obj | None = None
+        self.sweeps = 0
+        self.sweep_on = True
 
     # -- worlds ------------------------------------------------------------------------------------
     def _worlds(self) -> list[_Held]:
-        return self.keyframes + ([self.current] if self.current is not None else [])
+        others = [w for w in (self.current, self.sweeper) if w is not None]
+        return self.keyframes + others
 
     def _drop(self, world: _Held) -> None:
         world.conn.close()  # the world sees the end of its socket and exits
+        if world is self.sweeper:
+            self.sweeper, self.sweep_id = None, None
         if world is self.current:
             self.current = None
         elif world in self.keyframes:
@@ -339,18 +378,21 @@ class Broker:
         sock.settimeout(None)
         world = _Held(conn, hello)
         if hello.get("hello") == "keyframe":
-            self._add_keyframe(world)
+            self._add_keyframe(world, measure=False)  # memory: between requests (`housekeep`)
         return world
 
-    def _await_current(self) -> _Held:
-        """The next world to say hello as a current (keyframes may connect meanwhile)."""
+    def _await_current(self, role: str = "current") -> _Held:
+        """The next world to say hello as `role` (keyframes may connect meanwhile; a world of
+        another role, late from a fork given up on, is dropped)."""
         while True:
             ready, _, _ = select.select([self.listener], [], [], HELLO_TIMEOUT)
             if not ready:
                 raise OSError("a new replay process did not connect")
             world = self._accept()
-            if world not in self.keyframes:
+            if world.role == role:
                 return world
+            if world not in self.keyframes:
+                self._drop(world)
 
     def _from_zero(self) -> _Held:
         """A new world forked from this process: a fresh replay of the recording."""
@@ -378,6 +420,7 @@ class Broker:
         worker = Worker(self.requests)
         worker.rebuilds = False
         worker.keyframe_every = self.every
+        worker.keyframe_near = self.near
         if self.chunk_events is not None:
             worker.chunk_events = self.chunk_events
         return worker
@@ -401,20 +444,30 @@ class Broker:
         self._evict(measure=measure)
 
     def _evict(self, *, measure: bool = True) -> None:
-        """Thin to `max_keyframes`, and (`measure`: reading /proc costs ~2 ms a process) to
-        `max_memory`."""
+        """Thin to `max_keyframes`, and (`measure`) to `max_memory`."""
         over = len(self.keyframes) - self.max_keyframes
-        while over > 0 or (measure and len(self.keyframes) > 1 and self._memory() > self.max_memory):
-            self._drop(self._victim())
+        total = self._memory() if measure else 0
+        while over > 0 or (measure and len(self.keyframes) > 1 and total > self.max_memory):
+            victim = self._victim()
+            total -= victim.uss or 0
+            self._drop(victim)
             self.evicted += 1
             over -= 1
 
-    def _memory(self) -> int:
-        total = 0
-        for world in self.keyframes:
+    def _memory(self, refresh: int = MEASURE_PER_ROUND) -> int:
+        """The keyframes' private memory together: each new keyframe read from /proc, and the
+        `refresh` read longest ago read again (a keyframe's share grows as later worlds write
+        to the pages it shared with them); the others as last read. Reading every keyframe
+        after every answer cost ~3 ms each, ~80 ms for 27 at 1,000 pods, which the next
+        request waited for."""
+        stale = sorted((w for w in self.keyframes if w.uss is not None), key=lambda w: w.measured)[:refresh]
+        for world in [w for w in self.keyframes if w.uss is None] + stale:
+            started = time.perf_counter()
             used = memory(world.pid)
-            total += used["uss"] if used else 0
-        return total
+            self.measure_seconds += time.perf_counter() - started
+            self.reads += 1
+            world.uss, world.measured = (used["uss"] if used else 0), self.reads
+        return sum(w.uss or 0 for w in self.keyframes)
 
     def _victim(self) -> _Held:
         """Thinning: the keyframe whose removal leaves the smallest gap (never the furthest, nor
@@ -455,6 +508,9 @@ class Broker:
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
         self.viewer = str(request.get("viewer"))
+        self._pause_sweep()  # a request never competes with the sweeper
+        if isinstance(request.get("live"), dict):
+            self.live = request["live"]
         if request.get("stats"):
             return self.stats()
         if "configure" in request:
@@ -553,20 +609,98 @@ class Broker:
         self._accept_pending()
         self._evict()
 
+    def idle(self) -> None:
+        """No request came for `SWEEP_AFTER` seconds: sweep on towards the live moment (a viewer
+        scrubbing sends one every 100 ms, so a sweep never slows a scrub down)."""
+        with contextlib.suppress(OSError):  # no fork: no sweep (the requests are served as before)
+            self._sweep()
+
+    # -- the sweeper -------------------------------------------------------------------------------
+    def _sweep(self) -> None:
+        """Start (or go on with) the sweep to the live moment, while the keyframes stop short of it
+        by more than `every` events. Never waits for it."""
+        live, current = self.live, self.current
+        if not self.sweep_on or live is None or self.recording is None or self.sweep_id is not None:
+            return
+        target = int(live["events"])
+        ahead = max([k.events for k in self.keyframes] + [0])
+        sweeper = self.sweeper
+        if sweeper is None:
+            if current is None or target - max(ahead, current.events) <= self.every:
+                return
+            actions = self.recording["actions"]
+            current.conn.send({"op": "fork", "role": "sweeper", "actions": actions[current.actions :]})
+            current.actions = len(actions)
+            sweeper = self.sweeper = self._await_current("sweeper")
+        elif target - max(ahead, sweeper.events) <= self.every:
+            return
+        self.sweeps += 1
+        self.sweep_id = f"sweep-{self.sweeps}"
+        actions = self.recording["actions"]
+        sweeper.conn.send(
+            {
+                "op": "go",
+                "id": self.sweep_id,
+                "viewer": "sweep",
+                "sweep": True,
+                "target": {"events": target, "time": float(live["time"])},
+                "live": live,
+                "focus": [],
+                "actions": actions[sweeper.actions :],
+                "have": [k.events for k in self.keyframes],
+            }
+        )
+        sweeper.actions = len(actions)
+
+    def _pause_sweep(self) -> None:
+        """Stop the sweeper between two chunks and wait for it (keyframes it left are taken in);
+        at the live moment it has done its work: it is a keyframe now."""
+        sweeper, sweep_id = self.sweeper, self.sweep_id
+        if sweeper is None or sweep_id is None:
+            return
+        sweeper.conn.send({"op": "stop", "id": sweep_id})
+        while True:
+            ready, _, _ = select.select([sweeper.conn, self.listener], [], [], HELLO_TIMEOUT)
+            if not ready:
+                self._drop(sweeper)  # stuck: it goes; nothing depends on it
+                return
+            if self.listener in ready:
+                self._accept()
+            if sweeper.conn in ready:
+                try:
+                    answer = sweeper.conn.recv()
+                except (EOFError, OSError, ValueError):
+                    self._drop(sweeper)
+                    return
+                break
+        self.sweep_id = None
+        sweeper.here = answer.pop("here", None) or sweeper.here
+        if not answer.get("superseded"):  # it reached the live moment it was sent to (or failed)
+            self.sweeper = None
+            if answer.get("ok"):
+                self._add_keyframe(sweeper, measure=False)
+            else:
+                self._drop(sweeper)
+
     def _accept_pending(self) -> None:
         while select.select([self.listener], [], [], 0)[0]:
             self._accept()
 
     def configure(self, config: Obj) -> Obj:
         """Change the policy (tests and the benchmark): `every`, `max_keyframes`, `max_memory`,
-        `chunk_events`, each a whole number >= 1; the keyframes held are kept (and thinned)."""
-        for field in ("every", "max_keyframes", "max_memory", "chunk_events"):
+        `chunk_events`, each a whole number >= 1, and `sweep` (true/false: sweep ahead between
+        requests); the keyframes held are kept (and thinned)."""
+        if "sweep" in config:
+            if not isinstance(config["sweep"], bool):
+                return {"ok": False, "error": "configure.sweep: must be true or false"}
+            self.sweep_on = config["sweep"]
+        for field in ("every", "near", "max_keyframes", "max_memory", "chunk_events"):
             if field in config:
                 value = config[field]
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     return {"ok": False, "error": f"configure.{field}: must be a whole number >= 1"}
                 setattr(self, field, value)
-        if "every" in config or "chunk_events" in config:
+        if "every" in config or "near" in config or "chunk_events" in config:
             self.drop_world()  # worlds keep the policy they were forked with
         self._evict()
         return {"ok": True}
@@ -589,6 +723,10 @@ class Broker:
             "current": None if now is None else {"here": now.here, "pid": now.pid, "memory": memory(now.pid)},
             "broker": {"pid": os.getpid(), "memory": memory(os.getpid())},
             "evicted": self.evicted,
+            "sweeps": self.sweeps,
+            "sweeper": None if self.sweeper is None else {"here": self.sweeper.here, "pid": self.sweeper.pid},
+            "memory_reads": self.reads,
+            "memory_read_seconds": round(self.measure_seconds, 4),
             "forks_from_zero": self.forks_from_zero,
             "forks_from_keyframe": self.forks_from_keyframe,
         }

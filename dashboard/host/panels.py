@@ -33,26 +33,46 @@ Obj = dict[str, Any]
 
 ALWAYS = ("informers", "faults", "clients", "breakpoints", "timers")
 ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
-ROW_TEMPLATES = {
-    "trace": "dashboard/_trace_rows.html",
-    "api": "dashboard/_api_rows.html",
-    "events": "dashboard/_event_rows.html",
-}
-UPSTREAM = "https://github.com/kubernetes/kubernetes/blob/release-1.36/"
-RS_GO = UPSTREAM + "pkg/controller/replicaset/replica_set.go"
-# Each sync stage: the upstream function it follows and the file it lives in.
+# v1.36 (today's controller, the default): each sync stage links to the line of the upstream
+# function it follows, or of the call in syncReplicaSet it narrates, at a pinned commit (like
+# K15's below). No stored copy of these files at the v1.36.0 tag could be read here, so each file
+# is pinned to the commit the spec (upstream-spec.md §0 "Sources read") read it at, which is the
+# code ctrlscope implements. Every line below was counted in that commit's text and re-read:
+# * replica_set.go at pohly/kubernetes bf9daf44 (the spec's [M]: a snapshot of upstream master
+#   carried by that contributor fork; 970 lines): processNextWorkItem L601 (AddRateLimited L615),
+#   manageReplicas L623, its getPodsToDelete call L684 (podControl.DeletePod L700),
+#   syncReplicaSet L729: rsLister.Get L752, SatisfiedExpectations L763,
+#   LabelSelectorAsSelector L764, FilterPodsByOwner L771 (FilterActivePods L778),
+#   calculateStatus L798 (updateReplicaSetStatus L801), the requeue decision
+#   `if manageReplicasErr != nil` L813 (queue.AddAfter L828); claimPods L833 (its
+#   cm.ClaimPods L847), slowStartBatch L861.
+# * consistency.go at kubernetes/kubernetes d7ce957d (the spec's read; 217 lines):
+#   RealConsistencyStore.EnsureReady L123.
+# controller_utils.go, controller_ref_manager.go and replica_set_utils.go are not linked: the
+# stored copies that could be read at a known commit are older revisions than the [M] code (e.g.
+# replica_set_utils.go at kubernetes/kubernetes f0116bf3 is v1.5-era), so the stages of their
+# functions link to the call in syncReplicaSet (or manageReplicas) at RS_COMMIT instead.
+RS_COMMIT = "bf9daf44a97ad65b76745a63fbaa302200b4d492"
+CONSISTENCY_COMMIT = "d7ce957d8a8729e0e9c2e365288277d742491a5b"
+RS_GO = f"https://github.com/pohly/kubernetes/blob/{RS_COMMIT}/pkg/controller/replicaset/replica_set.go"
+_CONSISTENCY_GO = (
+    f"https://github.com/kubernetes/kubernetes/blob/{CONSISTENCY_COMMIT}/pkg/controller/util/consistency/consistency.go"
+)
+# The worker's loop the inspector's first and last rows tell (not a stage of its own).
+PROCESS_NEXT_WORK_ITEM = f"{RS_GO}#L601"
+# Each sync stage: the upstream function it follows and its line.
 STAGES = {
-    "consistency": ("consistencyStore.EnsureReady", UPSTREAM + "pkg/controller/util/consistency/consistency.go"),
-    "get": ("syncReplicaSet: rsLister.Get", RS_GO),
-    "expectations": ("expectations.SatisfiedExpectations", UPSTREAM + "pkg/controller/controller_utils.go"),
-    "selector": ("metav1.LabelSelectorAsSelector", RS_GO),
-    "list": ("controller.FilterPodsByOwner + FilterActivePods", UPSTREAM + "pkg/controller/controller_utils.go"),
-    "claim": ("claimPods → PodControllerRefManager.ClaimPods", UPSTREAM + "pkg/controller/controller_ref_manager.go"),
-    "manage": ("manageReplicas", RS_GO),
-    "batch": ("slowStartBatch", RS_GO),
-    "delete": ("getPodsToDelete + podControl.DeletePod", RS_GO),
-    "status": ("calculateStatus + updateReplicaSetStatus", UPSTREAM + "pkg/controller/replicaset/replica_set_utils.go"),
-    "requeue": ("syncReplicaSet: queue.AddAfter / AddRateLimited", RS_GO),
+    "consistency": ("consistencyStore.EnsureReady", f"{_CONSISTENCY_GO}#L123"),
+    "get": ("syncReplicaSet: rsLister.Get", f"{RS_GO}#L752"),
+    "expectations": ("expectations.SatisfiedExpectations", f"{RS_GO}#L763"),
+    "selector": ("metav1.LabelSelectorAsSelector", f"{RS_GO}#L764"),
+    "list": ("controller.FilterPodsByOwner + FilterActivePods", f"{RS_GO}#L771"),
+    "claim": ("claimPods → PodControllerRefManager.ClaimPods", f"{RS_GO}#L833"),
+    "manage": ("manageReplicas", f"{RS_GO}#L623"),
+    "batch": ("slowStartBatch", f"{RS_GO}#L861"),
+    "delete": ("getPodsToDelete + podControl.DeletePod", f"{RS_GO}#L684"),
+    "status": ("calculateStatus + updateReplicaSetStatus", f"{RS_GO}#L798"),
+    "requeue": ("syncReplicaSet: queue.AddAfter / AddRateLimited", f"{RS_GO}#L813"),
 }
 # The v1.5 ReplicationManager (config.controllerVersion.replicationcontroller: v1.5): its stages
 # as the engine names them (controlplane.replication.STAGES, each with its upstream line), and
@@ -143,8 +163,17 @@ def pod_id(key: str) -> str:
     return f"pod:{key}"
 
 
+def owner_panel_ids(controller: str, key: str) -> list[str]:
+    """The panels of a page focused on one key (#19 §3): the controller's queue and expectations
+    with only that key's entries (`queue-replicaset:default/web`), filtered before the lists are
+    capped, so that a focused list shows the key's entries and not the first 50 of everyone's."""
+    return [f"{queue_id(controller)}:{key}", f"{expectations_id(controller)}:{key}"]
+
+
 def is_focused_panel(panel_id: str) -> bool:
-    return panel_id.startswith(("inspector:", "truth:", "pod:"))
+    return panel_id.startswith(("inspector:", "truth:", "pod:")) or (
+        panel_id.startswith(("queue-", "expectations-")) and ":" in panel_id
+    )
 
 
 def template_of(panel_id: str) -> str:
@@ -154,9 +183,23 @@ def template_of(panel_id: str) -> str:
 
 def context(hosted: HostedSimulation, panel_id: str) -> Obj:
     base, _, rest = panel_id.partition(":")
-    if base.startswith(("queue-", "workers-", "expectations-", "lookupcache-")):
+    if base.startswith(("queue-", "expectations-")):
+        # `queue-replicaset` or, for a page focused on a key, `queue-replicaset:default/web`:
+        # the same element on the page (dom_id), the key's entries only.
         kind, controller = base.split("-", 1)
-        builder = {"queue": queue, "workers": workers, "expectations": expectations, "lookupcache": lookupcache}[kind]
+        builder = queue if kind == "queue" else expectations
+        only = rest or None
+        return {
+            "panel_id": panel_id,
+            "dom_id": base,
+            "only": only,
+            "sim": hosted,
+            **version(hosted, controller),
+            **builder(hosted, controller, only),
+        }
+    if base.startswith(("workers-", "lookupcache-")):
+        kind, controller = base.split("-", 1)
+        builder = workers if kind == "workers" else lookupcache
         return {"panel_id": panel_id, "sim": hosted, **version(hosted, controller), **builder(hosted, controller)}
     if base in ("inspector", "truth"):
         controller, key = rest.split(":", 1)
@@ -213,21 +256,40 @@ def version(hosted: HostedSimulation, name: str) -> Obj:
 
 
 # -- the controller side --------------------------------------------------------------------------
-def queue(hosted: HostedSimulation, name: str) -> Obj:
+def queue(hosted: HostedSimulation, name: str, only: str | None = None) -> Obj:
+    """The workqueue; with `only` (a key), only that key's entries, each list filtered before it
+    is capped (and where the key stands in the queue)."""
     c = hosted.sim.controllers[name]
     snap = c.queue.snapshot()
     now = hosted.sim.now
     workers = {str(w.key): w.id for w in c.workers if w.key is not None}
-    waiting = [{"key": w["key"], "readyAt": w["readyAt"], "in": max(0.0, w["readyAt"] - now)} for w in snap["waiting"]]
+
+    def mine(key: Any) -> bool:
+        return only is None or str(key) == only
+
+    waiting = [
+        {"key": w["key"], "readyAt": w["readyAt"], "in": max(0.0, w["readyAt"] - now)}
+        for w in snap["waiting"]
+        if mine(w["key"])
+    ]
     requeues = [
-        {"key": key, "count": n, "backoff": snap["backoff"].get(key, 0.0)} for key, n in snap["requeues"].items()
+        {"key": key, "count": n, "backoff": snap["backoff"].get(key, 0.0)}
+        for key, n in snap["requeues"].items()
+        if mine(key)
     ]
     processing = [
-        {"key": p["key"], "for": now - p["startedAt"], "worker": workers.get(str(p["key"]))} for p in snap["processing"]
+        {"key": p["key"], "for": now - p["startedAt"], "worker": workers.get(str(p["key"]))}
+        for p in snap["processing"]
+        if mine(p["key"])
     ]
-    queued = snap["queue"]
-    dirty_only = [k for k in snap["dirty"] if k not in set(queued)]
+    everyone = snap["queue"]
+    queued = [k for k in everyone if mine(k)]
+    position = next((i for i, k in enumerate(everyone) if str(k) == only), None) if only is not None else None
+    in_queue = set(everyone)
+    dirty_only = [k for k in snap["dirty"] if k not in in_queue and mine(k)]
     return {
+        "position": position,
+        "all_queued": len(everyone),
         "controller": name,
         "name": snap["name"],
         "manual": c.config.manual_workers,
@@ -268,10 +330,13 @@ def workers(hosted: HostedSimulation, name: str) -> Obj:
     }
 
 
-def expectations(hosted: HostedSimulation, name: str) -> Obj:
+def expectations(hosted: HostedSimulation, name: str, only: str | None = None) -> Obj:
+    """Every key's expectations record; with `only`, that key's (and its consistency rows)."""
     c = hosted.sim.controllers[name]
     rows = []
-    for key in c.expectations.keys():  # noqa: SIM118 - not a dict
+    keys = list(c.expectations.keys())
+    total = len(keys)
+    for key in keys if only is None else [k for k in keys if k == only]:
         snap = c.expectations.snapshot(key)
         if snap is None:
             continue
@@ -298,18 +363,27 @@ def expectations(hosted: HostedSimulation, name: str) -> Obj:
         c.kind.group_resource: c.rs_informer.indexer.last_store_sync_resource_version(),
     }
     for owner, written in c.consistency.snapshot().items():
+        if only is not None and str(owner) != only:
+            continue
         for resource, rv in written.items():
             have = read.get(resource, "")
             consistency.append(
                 {"owner": owner, "resource": resource, "written": rv, "read": have, "stale": _rv_gt(rv, have)}
             )
+    # At most LIST_LIMIT rows, the blocking ones (the next sync may not create or delete) first;
+    # the consistency store likewise. A page focused on a key sees that key's (`only`).
+    shown = [r for r in rows if not r["satisfied"]] + [r for r in rows if r["satisfied"]]
+    shown_consistency = [r for r in consistency if r["stale"]] + [r for r in consistency if not r["stale"]]
     return {
         "controller": name,
         "enabled": c.expectations.enabled,
-        "rows": rows,
+        "rows": shown[:LIST_LIMIT],
+        "rows_more": max(0, len(shown) - LIST_LIMIT),
+        "total": total,
         "timeout": EXPECTATIONS_TIMEOUT,
         "gate": c.config.stale_controller_consistency and c.kind.kind == "ReplicaSet",
-        "consistency": consistency,
+        "consistency": shown_consistency[:LIST_LIMIT],
+        "consistency_more": max(0, len(consistency) - LIST_LIMIT),
     }
 
 
@@ -326,9 +400,7 @@ def lookupcache(hosted: HostedSimulation, name: str) -> Obj:
     return {
         "controller": name,
         "cache": snap,
-        "entries": [
-            {**e, "selector": ",".join(f"{k}={v}" for k, v in e["labels"].items())} for e in snap["entries"]
-        ],
+        "entries": [{**e, "selector": ",".join(f"{k}={v}" for k, v in e["labels"].items())} for e in snap["entries"]],
         "entries_more": max(0, snap["size"] - len(snap["entries"])),
         "hit_pct": 100.0 * snap["hits"] / lookups if lookups else None,
         "fill_pct": 100.0 * snap["size"] / snap["capacity"],
@@ -421,9 +493,7 @@ def nodes(hosted: HostedSimulation) -> Obj:
                 "kubelet": "running" if sim.nodes.kubelets[name].running else "stopped",
                 "pods": sum(n for s, n in counts.items() if s not in terminal),
                 "podStates": {frames_states[s]: n for s, n in sorted(counts.items())},
-                "taints": [
-                    f"{t.get('key')}:{t.get('effect')}" for t in (node.get("spec") or {}).get("taints") or []
-                ],
+                "taints": [f"{t.get('key')}:{t.get('effect')}" for t in (node.get("spec") or {}).get("taints") or []],
             }
         )
     unscheduled = sum(frames.node_pods.get(0, {}).values())
@@ -543,9 +613,15 @@ def stage_names() -> tuple[str, ...]:
 
 
 def narration_tables() -> Obj:
-    """What the inspector links each version's stages to: v1.36's (function, release-1.36 file)
-    by stage, v1.5's `Stage`s by name and the K15 lines within a v1.5 sync."""
-    return {"stages": STAGES, "stages15": {stage.name: stage for stage in SYNC_STAGES["v1.5"]}, "k15": K15_LINES}
+    """What the inspector links each version's stages to: v1.36's (function, pinned line) by
+    stage and its processNextWorkItem line, v1.5's `Stage`s by name and the K15 lines within a
+    v1.5 sync."""
+    return {
+        "stages": STAGES,
+        "process_next_work_item": PROCESS_NEXT_WORK_ITEM,
+        "stages15": {stage.name: stage for stage in SYNC_STAGES["v1.5"]},
+        "k15": K15_LINES,
+    }
 
 
 def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:

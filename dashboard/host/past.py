@@ -80,7 +80,7 @@ class PastWorker:
         self.actions_sent = None
         self.reader = asyncio.get_running_loop().create_task(self._read(self.proc), name=f"past {self.hosted.id}")
 
-    async def ask(self, viewer: str, target: Obj, focus: list[Any]) -> Obj:
+    async def ask(self, viewer: str, target: Obj, focus: list[Any], owner: list[str] | None = None) -> Obj:
         """The worker's answer for `target` (`{"ok": False, "superseded": True}` when a newer
         request of the same viewer took its place)."""
         self._touch()
@@ -94,6 +94,8 @@ class PastWorker:
         assert proc is not None and proc.stdin is not None
         recording = self.hosted.sim.recording()
         request: Obj = {"viewer": viewer, "target": target, "focus": focus, "live": live_position(self.hosted)}
+        if owner is not None:
+            request["owner"] = owner  # the page's focus on one owner (#19 §3): its panels filtered
         if self.actions_sent is None:
             request["recording"] = recording
         else:
@@ -213,14 +215,21 @@ def _time(value: Any, field: str, live: Position) -> float:
     return t
 
 
-def target_of(cmd: Obj, live: Position) -> Obj | None:
+def target_of(cmd: Obj, live: Position, kept: Any = None) -> Obj | None:
     """The worker's target for a `past` command, or None for the live moment itself;
-    CommandError naming the field when the command is not a moment of this session."""
+    CommandError naming the field when the command is not a moment of this session. A trace
+    record (`seq`) without its time `t` takes it from the session's kept records (`kept`: the
+    record log, when the session keeps one)."""
     if "at" in cmd:
         t = _time(cmd["at"], "t", live)
         return None if t >= live.time else {"at": t}
     if "seq" in cmd:
         seq = _count(cmd["seq"], "seq", live.seq)
+        if cmd.get("t") is None and kept is not None:  # a record of the kept log: its own time
+            record = kept.get(seq)
+            if record is None:
+                raise CommandError(f"seq: no record {seq} is kept: give its time t")
+            return {"seq": seq, "time": _time(record["time"], "t", live)}
         return {"seq": seq, "time": _time(cmd.get("t"), "t", live)}
     if "events" in cmd:
         events = _count(cmd["events"], "events", live.events)
@@ -262,7 +271,7 @@ async def handle(hosted: HostedSimulation, message: Obj) -> None:
             await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": "past", "result": result})
 
     try:
-        target = target_of(cmd, live)
+        target = target_of(cmd, live, hosted.sim.record_log)
     except CommandError as exc:
         await reply({"ok": False, "error": str(exc)})
         return
@@ -270,13 +279,16 @@ async def handle(hosted: HostedSimulation, message: Obj) -> None:
         await reply({"ok": True, "live": True})
         return
     focus = [k for k in cmd.get("focus") or [] if isinstance(k, list) and len(k) == 2][:4]
+    owner = cmd.get("owner")
+    if not (isinstance(owner, list) and len(owner) == 2 and all(isinstance(x, str) for x in owner)):
+        owner = None
 
     async def answer() -> None:
         worker = _workers.get(hosted.id)
         if worker is None:
             worker = _workers[hosted.id] = PastWorker(hosted)
         try:
-            head = await worker.ask(viewer, target, focus)
+            head = await worker.ask(viewer, target, focus, owner)
         except reads.Busy as exc:
             head = {"ok": False, "error": str(exc), "busy": exc.retry_after}
         if head.get("superseded") or hosted.stopped or not reply_to:

@@ -35,8 +35,8 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
-from controlplane.scenario import ScenarioError, parse_scenario
-from controlplane.simulation import Simulation, cut_scenario
+from controlplane.scenario import ScenarioError
+from controlplane.simulation import Replay, cut_scenario
 from dashboard.host.hosted import MAX_RECORDED_ACTIONS
 
 if TYPE_CHECKING:
@@ -267,32 +267,20 @@ load_async = sync_to_async(load, thread_sensitive=False)
 
 # -- replaying -------------------------------------------------------------------------------------------
 def replay(stored: Stored, build: Any) -> tuple[HostedSimulation, int, int | None]:
-    """Rebuild a session from its recording: `build(Simulation)` hosts it (frames see every
-    record of the replay), then it runs to the recording's last time. Returns the hosted
-    session, how many actions were replayed, and the first log entry the replay did not
-    reproduce (None: all were). RecordingError when the recording cannot be replayed."""
+    """Rebuild a session from its recording with the replay primitive (`Replay.from_export` of
+    the recording cut at its last time): `build(Simulation)` hosts it (frames see every record
+    of the replay), then it runs to the recording's last time. Returns the hosted session, how
+    many actions were replayed, and the first log entry the replay did not reproduce (None: all
+    were). RecordingError when the recording cannot be replayed."""
     data = stored.cut()
     data["description"] = stored.start["description"]  # one export note, not one per restore
     try:
-        scenario = parse_scenario(data)
-        sim = Simulation(scenario, seed=stored.start["seed"])
-        hosted: HostedSimulation = build(sim)
-        sim.run_until(stored.recording.virtual_time)
+        past = Replay.from_export(data, index=False)
+        hosted: HostedSimulation = build(past.sim)
+        past.run_to_time(stored.recording.virtual_time)
     except ScenarioError as exc:
         raise RecordingError(f"the recording cannot be replayed: {exc}") from None
-    diverged: int | None = None
-    for i, old in enumerate(stored.entries):
-        new = sim.actions[i] if i < len(sim.actions) else None
-        same = new is not None and json.loads(_dumps({k: v for k, v in new.items() if k != "source"})) == {
-            k: v for k, v in old.items() if k != "source"
-        }
-        if not same:
-            diverged = i
-            break
-        assert new is not None
-        if "source" in old:
-            new["source"] = old["source"]  # who acted, as recorded (the replay applied it as the file)
-    return hosted, len(stored.entries), diverged
+    return hosted, len(stored.entries), past.reproduces(stored.entries)
 
 
 def rebase(hosted: HostedSimulation, host_id: str, note: str) -> None:
@@ -347,9 +335,7 @@ def orphans(host_id: str, shared: bool) -> list[str]:
     claimed = []
     for rec in Recording.objects.filter(state=Recording.RUNNING).exclude(host=host_id):
         # Several processes: only a session no live process lists, quiet for a while.
-        if shared and (
-            SimulationRecord.alive().filter(id=rec.id).exists() or rec.updated > timezone.now() - ALIVE_FOR
-        ):
+        if shared and (SimulationRecord.alive().filter(id=rec.id).exists() or rec.updated > timezone.now() - ALIVE_FOR):
             continue
         if Recording.objects.filter(id=rec.id, host=rec.host, state=Recording.RUNNING).update(host=host_id):
             claimed.append(rec.id)
@@ -364,6 +350,29 @@ def set_note(sim_id: str, note: str, *, stopped: bool = False) -> None:
     if stopped:
         changes.update(state=Recording.STOPPED, stopped=timezone.now())
     Recording.objects.filter(id=sim_id).update(**changes)
+
+
+@sync_to_async(thread_sensitive=False)
+def move_stopped(sim_id: str, new_id: str) -> bool:
+    """Give the stopped recording `sim_id` the id `new_id` (its actions and its forks' `parent`
+    follow, in one transaction), so that `sim_id` is free for a new session: the demo after a
+    restart. False, and nothing changed, when `sim_id` is not a stopped recording or `new_id`
+    is taken."""
+    from dashboard.models import RecordedAction, Recording
+
+    with transaction.atomic():
+        rec = Recording.objects.select_for_update().filter(id=sim_id, state=Recording.STOPPED).first()
+        if rec is None or Recording.objects.filter(id=new_id).exists():
+            return False
+        note, created = (f"{rec.note}; " if rec.note else ""), rec.created
+        rec.pk = new_id
+        rec.note = f"{note}was {sim_id} until a new session took that id"[:300]
+        rec.save(force_insert=True)
+        Recording.objects.filter(id=new_id).update(created=created)  # save() set it to now
+        RecordedAction.objects.filter(recording_id=sim_id).update(recording_id=new_id)
+        Recording.objects.filter(parent=sim_id).update(parent=new_id)
+        Recording.objects.filter(id=sim_id).delete()
+    return True
 
 
 @sync_to_async(thread_sensitive=False)

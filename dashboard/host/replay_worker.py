@@ -17,7 +17,7 @@ Guarantees
   `CHUNK_EVENTS` and looks for a newer request between chunks; a superseded request gets no
   answer, and the world it reached so far is kept (a later moment goes on from it).
 
-Requests: `{"id", "viewer", "recording"?, "actions"?, "live": position, "focus": [[c, k]…],
+Requests: `{"id", "viewer", "recording"?, "actions"?, "live": position, "focus": [[c, k]…], "owner"?,
 "target": {"at": T} | {"events": n, "time": t, "exact": bool} | {"seq": s, "time": t} |
 {"back" | "forward": "event" | "stage" | "sync", "from": position}}`. Answers: `{"id", "ok": true,
 "position"}` then a line of text (the state message of that moment, as the live page gets it) or `{"id", "live": true}`
@@ -139,6 +139,10 @@ class Worker:
         self.rebuilds = True
         self.keyframe_every: int | None = None
         self.on_keyframe: Callable[[], None] | None = None
+        # With keyframes: a replay to an event count more than 2 * `keyframe_near` events away
+        # also leaves a keyframe `keyframe_near` events before it (the steps back that follow a
+        # step back land near it: they replay from there, not from the keyframe this one came from).
+        self.keyframe_near: int | None = None
         self.going: Obj = {}  # the target being served (what Behind asks another world to serve)
         # The clock may stand past the last event run (a time or an exact position was asked):
         # then this world is not "right after event N" for its N, only for a later moment.
@@ -156,7 +160,11 @@ class Worker:
         assert self.recording is not None
         self.replay = Replay.from_recording(self.recording, marks=self.marks)
         scenario = self.recording["scenario"]
-        self.hosted = HostedSimulation("past", self.replay.sim, name=str(scenario.get("name")), source="past")
+        # No record log: why? and the trace view are the live session's (it keeps every record),
+        # and a keyframe would come to own every page of it the later replay reallocates.
+        self.hosted = HostedSimulation(
+            "past", self.replay.sim, name=str(scenario.get("name")), source="past", keep_records=False
+        )
 
     def _ready(self, *, events: int | None = None, time: float | None = None, seq: int | None = None) -> Any:
         """The replay, rebuilt from the start if it already stands past the target (`events`
@@ -188,10 +196,16 @@ class Worker:
 
         kernel = replay.sim.kernel
         every = self.keyframe_every
+        near = self.keyframe_near
+        before = None  # the event count to leave a keyframe at, just before `events`
+        if every and near and events is not None and events - kernel.events > 2 * near:
+            before = events - near
         while replay.sim.halted is None:
             target = kernel.events + self.chunk_events
             if every:
                 target = min(target, (kernel.events // every + 1) * every)
+            if before is not None and before > kernel.events:
+                target = min(target, before)
             if events is not None:
                 target = min(target, events)
                 if target <= kernel.events:
@@ -202,7 +216,7 @@ class Worker:
                 self.moved = True
                 return  # the bound came first
             self.moved = False
-            if every and self.on_keyframe is not None and kernel.events % every == 0:
+            if every and self.on_keyframe is not None and (kernel.events % every == 0 or kernel.events == before):
                 self.on_keyframe()
             self._check()
 
@@ -266,7 +280,7 @@ class Worker:
         self.furthest = max(self.furthest, position.events)
         return dict(position.to_json())
 
-    def render(self, focus: list[Any]) -> str:
+    def render(self, focus: list[Any], owner: Any = None) -> str:
         """The state message of the moment, as the live page gets it on (re)connecting."""
         from dashboard.host.frames import ROWS_IN_STATE
 
@@ -296,6 +310,7 @@ class Worker:
                 rows.popleft()
         keys = [(str(c), str(k)) for c, k in focus if isinstance(c, str) and isinstance(k, str)]
         hosted.focus("past", keys)
+        hosted.focus_owner("past", owner)  # a page focused on one owner: its queue, its expectations
         frames.seq += 1  # a new moment: never the cached state of another
         state = json.loads(frames.state(keys))
         for panel in PAST_PANELS_DROPPED:
@@ -327,7 +342,10 @@ class Worker:
             return {"ok": False, "error": str(exc).splitlines()[0]}
         if position.get("live"):
             return {"ok": True, "live": True}
-        return {"ok": True, "position": position, "text": self.render(request.get("focus") or [])}
+        if request.get("sweep"):  # keyframes on the way were its purpose: nothing to render
+            return {"ok": True, "position": position}
+        text = self.render(request.get("focus") or [], request.get("owner"))
+        return {"ok": True, "position": position, "text": text}
 
 
 def _position(value: Obj) -> Any:
@@ -361,8 +379,14 @@ def main() -> None:
 
 
 def serve(requests: Requests, worker: Worker | keyframes.Broker) -> None:
+    from dashboard.host.keyframes import SWEEP_AFTER
+
     out = sys.stdout
     while True:
+        if not isinstance(worker, Worker) and not requests.waiting and not requests.closed:
+            requests.poll(SWEEP_AFTER)  # a viewer's next move, if it comes soon
+            if not requests.waiting and not requests.closed:
+                worker.idle()  # it did not: the broker sweeps ahead meanwhile
         request = requests.next()
         if request is None:
             return  # the host closed our stdin: it stopped the session, or exited

@@ -36,7 +36,14 @@ from channels.layers import get_channel_layer
 
 from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
-from controlplane.simulation import MAX_CLIENT, MAX_OBJECT_DEPTH, MAX_REQUEST_BYTES, nested_deeper_than
+from controlplane.simulation import (
+    MAX_CLIENT,
+    MAX_OBJECT_DEPTH,
+    MAX_REQUEST_BYTES,
+    collect_duplicates,
+    nested_deeper_than,
+    read_json,
+)
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
 from dashboard.k8s import discovery, endpoints, protobuf
@@ -148,6 +155,8 @@ class Call:
         self.query = {k: v[-1] for k, v in raw.items()}
         self.accept = self.headers.get("accept", "")
         self.client = (self.headers.get("user-agent") or "unknown")[:MAX_CLIENT]
+        # The objects of the body read with a repeated key (controlplane.duplicate_keys).
+        self.duplicates: list[Obj] = []
 
     async def run(self) -> None:
         try:
@@ -364,21 +373,28 @@ class Call:
             request["name"] = name
         if body is not None:
             request["body"] = body
+        if self.duplicates and verb in ("create", "update", "patch"):
+            # Strict decoding reports them (duplicate fields); the request carries them as data,
+            # so that its recording replays to the same answer.
+            request["duplicates"] = self.duplicates
         if patch_type is not None:
             request["patchType"] = patch_type
         options, dry_run = self.write_options(verb, delete_options or {})
         if options:
             request["options"] = options
         if dry_run:
-            await self.reply_text(await self.ask({"op": "k8s_dryrun", "request": request}))
-            return
-        result = await self.ask({"op": "act", "action": {"request": request}, "source": self.client})
-        response = result.get("response")
-        if response is None:
-            raise Failure(400, "BadRequest", str(result.get("error") or "the request was refused"))
-        code, answer = response
+            result = await self.ask({"op": "k8s_dryrun", "request": request})
+            if "body" not in result:
+                raise Failure(400, "BadRequest", str(result.get("error") or "bad request"))
+            code, answer = result["code"], result["body"]
+        else:
+            result = await self.ask({"op": "act", "action": {"request": request}, "source": self.client})
+            response = result.get("response")
+            if response is None:
+                raise Failure(400, "BadRequest", str(result.get("error") or "the request was refused"))
+            code, answer = response
         # KEP-2885: fieldValidation=Warn's unknown fields come back as `Warning: 299 - "…"`
-        # headers, which kubectl prints as `Warning: unknown field "spec.replcas"`.
+        # headers, which kubectl prints as `Warning: unknown field "spec.replcas"` (a dry run's too).
         warnings = [(b"warning", f"299 - {json.dumps(str(text))}".encode()) for text in result.get("warnings") or ()]
         await respond(self.send, int(code), answer, headers=tuple(warnings[:MAX_WARNINGS]))
 
@@ -518,6 +534,8 @@ class Call:
                     continue
                 message = receiving.result()
                 revision = int(message.get("revision") or revision)
+                if message.get("data"):  # the lines, encoded once for every watch that shares them
+                    await self.send({"type": "http.response.body", "body": message["data"], "more_body": True})
                 if message.get("text"):
                     await self.chunk(message["text"])
                 if message.get("end"):
@@ -594,23 +612,27 @@ class Call:
         if not raw.strip():
             raise Failure(400, "BadRequest", "the body of the request was empty")
         if protobuf_kinds is None:
-            return _decode(self.limited(raw), yaml_ok=yaml_ok or "yaml" in self.headers.get("content-type", ""))
-        return self.decode_body(raw, protobuf_kinds=protobuf_kinds, yaml_ok=True)
+            yaml_ok = yaml_ok or "yaml" in self.headers.get("content-type", "")
+            return _decode(self.limited(raw), yaml_ok=yaml_ok, duplicates=self.duplicates)
+        return self.decode_body(raw, protobuf_kinds=protobuf_kinds, yaml_ok=True, duplicates=self.duplicates)
 
     def limited(self, raw: bytes) -> bytes:
         if len(raw) > MAX_REQUEST_BYTES:  # kube-apiserver reads at most 3 MiB of a body
             raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
         return raw
 
-    def decode_body(self, raw: bytes, *, protobuf_kinds: tuple[str, ...], yaml_ok: bool) -> Any:
+    def decode_body(
+        self, raw: bytes, *, protobuf_kinds: tuple[str, ...], yaml_ok: bool, duplicates: list[Obj] | None = None
+    ) -> Any:
         """A body negotiated by its Content-Type (upstream's negotiation of the request's
-        serializer): JSON, YAML or Kubernetes protobuf; 415 listing the accepted types otherwise."""
+        serializer): JSON, YAML or Kubernetes protobuf; 415 listing the accepted types otherwise.
+        `duplicates` receives the objects read with a repeated key (None: they are not wanted)."""
         raw = self.limited(raw)
         media_type = self.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type in ("", "application/json", "*/*"):
-            return _decode(raw, yaml_ok=False)
+            return _decode(raw, yaml_ok=False, duplicates=duplicates)
         if media_type == "application/yaml" and yaml_ok:
-            return _decode(raw, yaml_ok=True)
+            return _decode(raw, yaml_ok=True, duplicates=duplicates)
         if media_type == protobuf.MEDIA_TYPE:
             if not protobuf_kinds:
                 raise Failure(
@@ -660,14 +682,17 @@ def _wants_table(accept: str) -> bool:
     return "as=Table" in accept
 
 
-def _decode(raw: bytes, *, yaml_ok: bool) -> Any:
+def _decode(raw: bytes, *, yaml_ok: bool, duplicates: list[Obj] | None = None) -> Any:
+    """JSON (or YAML when `yaml_ok`) data; the objects read with a repeated key are added to
+    `duplicates` (the last value of a repeated key is the one kept)."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Failure(400, "BadRequest", "the body of the request is not UTF-8") from None
+    found: list[Obj]
     try:
         # NaN and Infinity are not JSON (Python's parser takes them unless told not to).
-        value = json.loads(text, parse_constant=_not_json)
+        value, found = read_json(text, parse_constant=_not_json)
     except RecursionError:
         raise Failure(400, "BadRequest", TOO_DEEP) from None
     except ValueError as exc:
@@ -676,13 +701,18 @@ def _decode(raw: bytes, *, yaml_ok: bool) -> Any:
     else:
         if nested_deeper_than(value):
             raise Failure(400, "BadRequest", TOO_DEEP)
+        if duplicates is not None:
+            duplicates.extend(found)
         return value
     try:
         # Within limits and iteratively: libyaml's composer recurses in C (deep nesting crashes
         # the process) and alias expansion is counted before anything expands.
-        return safeyaml.load(text)
+        value, found = collect_duplicates(safeyaml.load(text, duplicates=True))
     except safeyaml.YAMLInputError as exc:
         raise Failure(400, "BadRequest", f"error decoding YAML: {exc}") from None
+    if duplicates is not None:
+        duplicates.extend(found)
+    return value
 
 
 TOO_DEEP = f"the body of the request is nested deeper than {MAX_OBJECT_DEPTH} levels"

@@ -1,20 +1,23 @@
-"""Discovery, `/version` and the OpenAPI stubs: static documents built once from the resources the
+"""Discovery, `/version` and the OpenAPI documents: static documents built once from the resources the
 simulated API server serves (`controlplane.apiserver.RESOURCES`).
 
 Guarantees (see ../shared/spec/kubectl-surface.md §2 and §8)
 ----------
 * `/version` reports major "1", minor "32": `/usr/bin/kubectl` is a dispatcher that runs the
-  kubectl of the reported version, and 1.32 is its built-in one.
+  kubectl of the reported version, and 1.32 is its built-in one. The document is the core's
+  `VERSION_INFO`, the version every simulated kubelet reports too.
 * Legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/apps/v1`) and aggregated discovery
   (`apidiscovery.k8s.io/v2` or `v2beta1`, only when the Accept header lists it, with its exact
   Content-Type) carry shortNames, `categories: [all]`, verbs and the `status` / `scale`
   subresources, and `pods/eviction` (policy/v1 Eviction, create).
-* `/openapi/v3` is an index of one small document per group/version, each declaring for every
-  Kind a `patch` operation that takes `fieldValidation`: enough for kubectl's default
-  `--validate=strict` (it then sends `fieldValidation=Strict`). No schemas: kubectl keeps its
-  compiled-in types for strategic merge patches, and `kubectl explain` does not work.
-* `/openapi/v2` is a minimal JSON Swagger document for clients that accept JSON; a client asking
-  only for the protobuf form gets 404, which kubectl tolerates.
+* `/openapi/v3` is an index of one document per group/version (`api/v1`, `apis/apps/v1`), each
+  URL carrying the hash of its document (kubectl caches by it); the documents are the schemas
+  generated from the API server's type table (controlplane/apiserver/openapi.py): what
+  `kubectl explain` prints and what kubectl checks before it sends `fieldValidation=Strict`.
+* `/openapi/v2` is the same schemas as one Swagger 2.0 JSON document, for clients that accept
+  JSON; a client asking only for the protobuf form (kubectl's apply and edit, for strategic merge
+  patch metadata, and `explain --output plaintext-openapiv2`) gets 404, and kubectl then uses its
+  compiled-in types, as it does against a cluster without the document.
 """
 
 from __future__ import annotations
@@ -24,20 +27,11 @@ import json
 from typing import Any
 
 from controlplane.apiserver.resources import RESOURCES, VERBS, ResourceInfo
+from controlplane.simulation import VERSION_INFO, openapi_v2_document, openapi_v3_documents
 
 Obj = dict[str, Any]
 
-VERSION = {
-    "major": "1",
-    "minor": "32",
-    "gitVersion": "v1.32.0-ctrlscope",
-    "gitCommit": "0000000000000000000000000000000000000000",
-    "gitTreeState": "clean",
-    "buildDate": "2026-01-01T00:00:00Z",
-    "goVersion": "go1.23.0",
-    "compiler": "gc",
-    "platform": "linux/amd64",
-}
+VERSION = VERSION_INFO
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
@@ -179,40 +173,25 @@ def _review_groups() -> list[Obj]:
 
 
 # -- OpenAPI -------------------------------------------------------------------------------------------
-def _openapi_group_document(group: str) -> Obj:
-    paths: Obj = {}
-    for info in _resources(group):
-        gvk = {"group": group, "version": "v1", "kind": info.kind}
-        paths[f"/{'apis/' + group if group else 'api'}/v1/{info.plural}"] = {
-            "patch": {
-                "x-kubernetes-group-version-kind": gvk,
-                "parameters": [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}],
-                "responses": {"200": {"description": "OK"}},
-            }
-        }
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes (ctrlscope)", "version": "v1.32.0"}, "paths": paths}
+def _text(doc: Obj) -> str:
+    return json.dumps(doc, separators=(",", ":"))
 
 
-OPENAPI_V3_DOCUMENTS = {"api/v1": _openapi_group_document(""), "apis/apps/v1": _openapi_group_document("apps")}
+OPENAPI_V3_DOCUMENTS: dict[str, str] = {path: _text(doc) for path, doc in openapi_v3_documents().items()}
+"""Each served group/version's OpenAPI 3 document, serialised once."""
+OPENAPI_V2: str = _text(openapi_v2_document())
 
 
-def _hash(doc: Obj) -> str:
-    return hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:64].upper()
+def _hash(text: str) -> str:
+    return hashlib.sha512(text.encode()).hexdigest()[:64].upper()
+
+
+_HASHES = {path: _hash(text) for path, text in OPENAPI_V3_DOCUMENTS.items()}
 
 
 def openapi_v3_index(prefix: str = "") -> Obj:
     """The index; `prefix` is the server URL's path (`/sim/<id>/k8s`): client-go requests the
     relative URL as the whole path."""
     return {
-        "paths": {
-            path: {"serverRelativeURL": f"{prefix}/openapi/v3/{path}?hash={_hash(doc)}"}
-            for path, doc in OPENAPI_V3_DOCUMENTS.items()
-        }
+        "paths": {path: {"serverRelativeURL": f"{prefix}/openapi/v3/{path}?hash={_HASHES[path]}"} for path in _HASHES}
     }
-
-
-OPENAPI_V2 = {
-    "swagger": "2.0",
-    "info": {"title": "Kubernetes (ctrlscope)", "version": "v1.32.0"},
-    "paths": {},
-}

@@ -13,10 +13,22 @@
   const panel = document.getElementById("why-panel");
   const body = document.getElementById("why-body");
 
+  // The moment of the past the page shows (past.js), as the seq of its last record, or null
+  // (live): the trace view and why? then show the session as it was then — nothing after it in
+  // the trace, and a why? link after it marked "in the future".
+  function upto() {
+    const p = window.CtrlscopePast && window.CtrlscopePast.position();
+    return p ? p.seq : null;
+  }
+
+  let shownWhy = null; // the seq whose chain the panel shows
+
   function why(seq) {
+    shownWhy = seq;
     panel.hidden = false;
     body.innerHTML = '<p class="muted">asking why…</p>';
-    fetch(`/sim/${SIM}/why/${encodeURIComponent(seq)}`)
+    const at = upto();
+    fetch(`/sim/${SIM}/why/${encodeURIComponent(seq)}${at === null ? "" : `?upto=${at}`}`)
       .then((r) => r.text().then((t) => ({ ok: r.ok, t })))
       .then(({ ok, t }) => {
         if (ok) { body.innerHTML = t; return; }
@@ -38,6 +50,11 @@
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape" && !panel.hidden) panel.hidden = true;
   });
+  // The cursor moved (or went back to live): an open why? is asked again for the new moment.
+  document.addEventListener("ctrlscope:moment", () => {
+    if (!panel.hidden && shownWhy !== null) why(shownWhy);
+  });
+  window.CtrlscopeCauses = { why };
 
   // -- the complete trace view ---------------------------------------------------------------
   const ROW = 20; // px: every row has this height (ctrlscope.css), so row i sits at i * ROW
@@ -59,6 +76,8 @@
   function query() {
     const q = new URLSearchParams();
     for (const [f, el] of inputs) if (el.value.trim()) q.set(f, el.value.trim());
+    const at = upto();
+    if (at !== null) q.set("upto", String(at));
     return q;
   }
 
@@ -88,6 +107,7 @@
     let words = `${total.toLocaleString()} record${total === 1 ? "" : "s"}`;
     if (page && page.first > 1) words += ` (kept from #${page.first})`;
     if (page && page.compactedBefore > page.first) words += ` · details compacted before #${page.compactedBefore}`;
+    if (page && page.upto !== null && page.upto !== undefined) words += ` up to #${page.upto}, the moment viewed (none after it)`;
     count.textContent = words;
   }
 
@@ -165,6 +185,7 @@
   box.addEventListener("wheel", () => { follow.checked = follow.checked && false; }, { passive: true });
   for (const [, el] of inputs) el.addEventListener("input", () => { total = 0; refresh(); });
   follow.addEventListener("change", refresh);
+  document.addEventListener("ctrlscope:moment", () => { total = 0; refresh(); });
   new MutationObserver(refresh).observe(tab, { attributes: true, attributeFilter: ["hidden"] });
   setInterval(refresh, 1000);
 })();

@@ -136,6 +136,7 @@
     for (const log of ["trace", "api", "events"]) {
       const body = document.getElementById("rows-" + log);
       body.innerHTML = msg.rows[log] || "";
+      if (log === "events") foldEvents(body);
       filterRows(log);
       scrollDown(body, true);
     }
@@ -144,6 +145,7 @@
     applyStatus(msg.status);
     setConn("live", "up");
     fillFocusPicker();
+    if (window.CtrlscopeFocus) window.CtrlscopeFocus.onState();
     sendRaw({ type: "ack", seq: msg.seq });
   }
 
@@ -159,7 +161,10 @@
       return;
     }
     applyPanels(msg.panels);
-    for (const [log, html] of Object.entries(msg.rows || {})) appendRows(log, html);
+    // A page focused on one owner takes that owner's Events and API calls from the rows the
+    // server picked for it before the per-frame cap (focus.js).
+    const rows = window.CtrlscopeFocus ? window.CtrlscopeFocus.frameRows(msg) : msg.rows || {};
+    for (const [log, html] of Object.entries(rows)) appendRows(log, html);
     const skipped = msg.skipped || {};
     for (const log of ["trace", "api"]) {
       const el = document.getElementById(log + "-skipped");
@@ -179,19 +184,27 @@
     for (const [id, html] of Object.entries(panels || {})) {
       state.panels.set(id, html);
       if (id === "owners") ownersChanged = true;
-      const ctl = /^(queue|workers|expectations|lookupcache)-(.+)$/.exec(id);
+      const ctl = /^(queue|workers|expectations|lookupcache)-([^:]+)$/.exec(id); // not a focused panel (…:key)
       if (ctl) ensureController(ctl[2]);
       if (id.startsWith("inspector:") || id.startsWith("truth:") || id === "inspector-latest") continue;
       if (id.startsWith("pod:")) { showPod(id, html); continue; }
+      const targetId = panelTarget(id);
+      if (targetId === null) continue; // a focused panel of another key (focus.js)
       if (id === "actions") {
         // The Actions log grows at the bottom like the other logs (one order, oldest first).
         keepAtBottom(document.getElementById("tab-actions"), () => place(document.getElementById(id), id, html));
         continue;
       }
-      place(document.getElementById(id), id, html);
+      place(document.getElementById(targetId), id, html);
     }
     showSlots();
     if (ownersChanged) fillFocusPicker();
+  }
+
+  // The element a panel goes to: its own, or for a page focused on one owner (focus.js) the
+  // focused queue / expectations panel in place of the unfocused one.
+  function panelTarget(id) {
+    return window.CtrlscopeFocus ? window.CtrlscopeFocus.target(id) : id;
   }
 
   // Replace the element with the panel's new HTML, unless the user is typing inside it: then
@@ -333,6 +346,7 @@
       const before = body.rows.length;
       body.insertAdjacentHTML("beforeend", html);
       filterRows(log, before);
+      if (log === "events") foldEvents(body);
       const extra = body.rows.length - LOG_ROWS;
       if (extra > 0) {
         const range = document.createRange();
@@ -342,6 +356,18 @@
       }
     });
   }
+
+  // One row per Event object, as `kubectl get events` lists them: an occurrence the correlator
+  // counted into an Event already listed replaces that Event's row (its row moves to the end,
+  // with the count and the time of this occurrence). At most LOG_ROWS rows: a cheap pass.
+  function foldEvents(body) {
+    const last = new Map();
+    for (const row of body.rows) if (row.dataset.event) last.set(row.dataset.event, row);
+    for (const row of Array.from(body.rows)) {
+      if (row.dataset.event && last.get(row.dataset.event) !== row) row.remove();
+    }
+  }
+  state.foldEvents = foldEvents;
 
   function keepAtBottom(scroller, change) {
     if (!scroller) { change(); return; }
@@ -672,7 +698,7 @@
 
   document.addEventListener("submit", async (ev) => {
     const form = ev.target;
-    if (form.id === "yaml-form") { ev.preventDefault(); return applyYaml(); }
+    if (form.id === "yaml-form") { ev.preventDefault(); return state.edit && state.edit.target ? state.edit.apply() : applyYaml(); }
     if (form.id === "form-breakpoint") { ev.preventDefault(); return addBreakpoint(form); }
     if (form.id === "run-to") { ev.preventDefault(); return run({ op: "step", what: "to", t: form.querySelector("input").value }); }
     const verb = form.dataset.action;
@@ -760,25 +786,42 @@
 
   // -- log filters ---------------------------------------------------------------------------------
   // Hide the rows a filter excludes: all rows when a filter changes, only new ones otherwise.
+  // Rows are also hidden by the other filters of the page (focus.js, search.js): `extraFilters`
+  // are functions (log, row) -> true to hide.
+  const extraFilters = [];
+  state.extraFilters = extraFilters;
+  function extraHidden(log, row) {
+    for (const f of extraFilters) if (f(log, row)) return true;
+    return false;
+  }
   function filterRows(log, from = 0) {
+    const extra = extraFilters.some((f) => f.active && f.active(log));
     if (log === "trace") {
       const kind = document.getElementById("trace-filter-kind").value.trim();
       const key = document.getElementById("trace-filter-key").value.trim();
       const controller = document.getElementById("trace-filter-controller").value;
-      if (!from || kind || key || controller) {
+      if (!from || kind || key || controller || extra) {
         const rows = document.getElementById("rows-trace").rows;
         for (let i = from; i < rows.length; i++) {
           const row = rows[i];
-          const hide = !!((kind && !row.dataset.kind.startsWith(kind)) || (key && !row.dataset.subject.includes(key)) || (controller && row.dataset.controller !== controller));
+          const hide = !!((kind && !row.dataset.kind.startsWith(kind)) || (key && !row.dataset.subject.includes(key)) || (controller && row.dataset.controller !== controller)) || (extra && extraHidden(log, row));
           if (row.hidden !== hide) row.hidden = hide;
         }
       }
     } else if (log === "api") {
       const failedOnly = document.getElementById("api-failed-only").checked;
-      if (!from || failedOnly) {
+      if (!from || failedOnly || extra) {
         const rows = document.getElementById("rows-api").rows;
         for (let i = from; i < rows.length; i++) {
-          const hide = failedOnly && !rows[i].classList.contains("failed");
+          const hide = (failedOnly && !rows[i].classList.contains("failed")) || (extra && extraHidden(log, rows[i]));
+          if (rows[i].hidden !== hide) rows[i].hidden = hide;
+        }
+      }
+    } else if (log === "events") {
+      if (!from || extra) {
+        const rows = document.getElementById("rows-events").rows;
+        for (let i = from; i < rows.length; i++) {
+          const hide = extra && extraHidden(log, rows[i]);
           if (rows[i].hidden !== hide) rows[i].hidden = hide;
         }
       }

@@ -34,7 +34,8 @@
   async function go(target) {
     const number = ++past.asked;
     const focus = st.focus ? [st.focus] : [];
-    const result = await st.command(Object.assign({ op: "past", focus }, target));
+    const owner = window.CtrlscopeFocus && window.CtrlscopeFocus.current(); // the page's focus (focus.js)
+    const result = await st.command(Object.assign({ op: "past", focus, owner: owner ? [owner.controller, owner.key] : null }, target));
     if (number < past.shown) return result; // a newer moment is already on the page
     if (result.ok && result.past) {
       past.shown = number;
@@ -51,10 +52,12 @@
     const state = msg.state;
     if (!st.past) enter();
     past.position = msg.position;
+    moment();
     st.show.applyPanels(state.panels);
     for (const log of ["trace", "api", "events"]) {
       const body = document.getElementById("rows-" + log);
       body.innerHTML = state.rows[log] || "";
+      if (log === "events" && window.ctrlscope.foldEvents) window.ctrlscope.foldEvents(body);
       st.show.filterRows(log);
       st.show.scrollDown(body, true);
     }
@@ -83,6 +86,12 @@
     banner.hidden = true;
     window.CtrlscopeTimeline && window.CtrlscopeTimeline.setCursor(null);
     if (resync) st.resync();
+    moment();
+  }
+
+  // Tell the other views (causes.js: the trace view, why?) that the moment shown changed.
+  function moment() {
+    document.dispatchEvent(new CustomEvent("ctrlscope:moment", { detail: past.position }));
   }
 
   function showBanner() {

@@ -28,6 +28,7 @@
     owners: [""],
     nodes: [""],
     names: new Map(), // id -> "ns/name"
+    byKey: new Map(), // "ns/name" -> id
     pods: new Map(), // id -> [owner, state, node]
     selected: new Set(), // ids
   };
@@ -41,6 +42,7 @@
     model.owners = data.owners || [""];
     model.nodes = data.nodeNames || [""];
     model.names = new Map((data.names || []).map(([id, key]) => [id, key]));
+    model.byKey = new Map((data.names || []).map(([id, key]) => [key, id]));
     model.pods = new Map((data.pods || []).map(([id, owner, state, node]) => [id, [owner, state, node]]));
     for (const id of [...model.selected]) if (!model.pods.has(id)) model.selected.delete(id);
     schedule();
@@ -49,7 +51,7 @@
   function apply(delta) {
     if (delta.owners) model.owners = delta.owners;
     if (delta.nodeNames) model.nodes = delta.nodeNames;
-    for (const [id, key] of delta.names || []) model.names.set(id, key);
+    for (const [id, key] of delta.names || []) { model.names.set(id, key); model.byKey.set(key, id); }
     const deleted = model.states.indexOf("Deleted");
     for (const [, id, owner, state] of delta.tr || []) {
       if (state === deleted) {
@@ -73,32 +75,88 @@
     requestAnimationFrame(() => { scheduled = false; draw(); });
   }
 
-  function computeLayout(width) {
-    const byOwner = new Map();
-    for (const [id, [owner]] of model.pods) {
-      if (!byOwner.has(owner)) byOwner.set(owner, []);
-      byOwner.get(owner).push(id);
-    }
-    const n = model.pods.size;
-    const size = n <= 150 ? 16 : n <= 600 ? 11 : n <= 2500 ? 7 : 4;
-    const gap = size >= 10 ? 3 : 1;
-    const header = 18;
-    const order = [...byOwner.keys()].sort((a, b) => (a === 0) - (b === 0) || model.owners[a].localeCompare(model.owners[b]));
-    const cols = Math.max(1, Math.floor((width - 4) / (size + gap)));
-    let y = 2;
-    const groups = [];
-    for (const owner of order) {
-      const ids = byOwner.get(owner).sort((a, b) => a - b);
-      const rows = Math.ceil(ids.length / cols);
-      groups.push({ owner, ids, top: y + header, cols, header: y });
-      y += header + rows * (size + gap) + 8;
-    }
-    return { groups, size, gap, height: Math.max(y, 40) };
+  // What the tiles show (focus.js, search.js): one owner's pods, pods in some states, one
+  // node's, or a search's result; null: everything. Checked in the pass the layout makes anyway.
+  // owner and node are names (resolved to indexes per draw: an owner may have no pod yet).
+  const filter = { owner: null, states: null, node: null, ids: null, label: "" };
+  let scope = { owner: -1, node: -1 };
+
+  function inScope(entry, id) {
+    return (filter.owner === null || entry[0] === scope.owner) && (filter.node === null || entry[2] === scope.node)
+      && (filter.ids === null || filter.ids.has(id));
   }
 
-  // The width comes from a ResizeObserver: reading it while drawing would force a layout.
+  // Tiles shrink as the count grows, to the largest size at which every group fits the box
+  // (16 px for the demo, 2 px with a 1 px gap for 10,000 pods in 100 groups). A group is a
+  // full-width band when it has many pods, else a block packed beside the others, under its
+  // name: 100 owners of 100 pods are 100 small blocks, not 100 bands of one line each.
+  const SIZES = [16, 11, 8, 6, 4, 3, 2];
+
+  function pack(groups, width, size, aspect, labelled = true) {
+    const gap = size >= 10 ? 3 : 1;
+    const pitch = size + gap;
+    const small = size < 8;
+    // Without names (the last resort at 10,000 pods in 100 owners) blocks are set apart by
+    // their background; hovering a tile names its owner.
+    const header = !labelled ? 0 : small ? 12 : 18;
+    const cols = Math.max(1, Math.floor((width - 4) / pitch));
+    const minCols = labelled ? Math.max(1, Math.ceil((small ? 56 : 110) / pitch)) : 1;
+    let x = 2, y = 2, shelf = 0;
+    const out = [];
+    for (const g of groups) {
+      const n = g.ids.length;
+      let gcols = cols;
+      if (aspect) gcols = Math.min(cols, Math.max(minCols, n * pitch <= 200 ? n : Math.ceil(Math.sqrt(n * aspect))));
+      const w = gcols * pitch, h = header + Math.ceil(n / gcols) * pitch + (!labelled ? 4 : small ? 3 : 8);
+      if (x > 2 && x + w > width) { y += shelf; x = 2; shelf = 0; }
+      out.push({ owner: g.owner, ids: g.ids, left: x, width: w, header: y, top: y + header, cols: gcols, rows: Math.ceil(n / gcols) });
+      shelf = Math.max(shelf, h);
+      x += gcols === cols ? width : w + (!labelled ? 4 : small ? 6 : 12);
+    }
+    return { groups: out, size, gap, height: Math.max(y + shelf, 40), small, labelled };
+  }
+
+  // From the largest tiles with names down to the smallest without: the first that fits.
+  const CANDIDATES = [];
+  for (const size of SIZES) {
+    for (const aspect of [0, 1.6, 4, 0.6]) CANDIDATES.push([size, aspect, true]);
+    if (size <= 3) for (const aspect of [0, 1.6, 4]) CANDIDATES.push([size, aspect, false]);
+  }
+
+  function computeLayout(width, room) {
+    scope = { owner: filter.owner === null ? -1 : model.owners.indexOf(filter.owner), node: filter.node === null ? -1 : model.nodes.indexOf(filter.node) };
+    const byOwner = new Map();
+    let shown = 0;
+    const counts = new Array(model.states.length).fill(0); // the legend's: in scope, any state
+    for (const [id, entry] of model.pods) {
+      if (!inScope(entry, id)) continue;
+      counts[entry[1]] += 1;
+      if (filter.states !== null && !filter.states.has(entry[1])) continue;
+      shown += 1;
+      let g = byOwner.get(entry[0]);
+      if (!g) { g = { owner: entry[0], ids: [] }; byOwner.set(entry[0], g); }
+      g.ids.push(id);
+    }
+    const groups = [...byOwner.values()].sort((a, b) => (a.owner === 0) - (b.owner === 0) || model.owners[a.owner].localeCompare(model.owners[b.owner]));
+    for (const g of groups) g.ids.sort((a, b) => a - b);
+    let best = null; // nothing fits: the lowest of the smallest (the box scrolls)
+    for (const [size, aspect, labelled] of CANDIDATES) {
+      const l = pack(groups, width, size, aspect, labelled);
+      if (l.height <= room) return Object.assign(l, { shown, counts });
+      if (size === SIZES[SIZES.length - 1] && !labelled && (!best || l.height < best.height)) best = l;
+    }
+    return Object.assign(best, { shown, counts });
+  }
+
+  // The width and the room (the box's height) come from a ResizeObserver: reading them while
+  // drawing would force a layout.
   let width = canvas.parentElement.clientWidth || 600;
-  new ResizeObserver((entries) => { width = entries[0].contentRect.width || width; schedule(); }).observe(canvas.parentElement);
+  let room = 340;
+  new ResizeObserver((entries) => {
+    width = entries[0].contentRect.width || width;
+    room = entries[0].contentRect.height || room;
+    schedule();
+  }).observe(canvas.parentElement);
 
   let drawnUpTo = -1; // the highest pod id drawn so far (benchmarks: "the new tile is on screen") ...
   let drawnAt = 0; // ... and when (performance.now() of that draw)
@@ -107,7 +165,7 @@
 
   function draw() {
     const started = performance.now();
-    layout = computeLayout(width);
+    layout = computeLayout(width, room);
     const dpr = window.devicePixelRatio || 1;
     if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(layout.height * dpr)) {
       canvas.width = Math.round(width * dpr);
@@ -117,17 +175,21 @@
     }
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
     ctx.clearRect(0, 0, width, layout.height);
-    const { size, gap } = layout;
+    const { size, gap, small } = layout;
+    const pitch = size + gap;
     let pulsing = false;
-    const counts = new Array(model.states.length).fill(0);
+    const readyState = model.states.indexOf("Ready");
     for (const g of layout.groups) {
-      const groupCounts = new Array(model.states.length).fill(0);
+      if (!layout.labelled) {
+        ctx.fillStyle = "#e4e8ef";
+        ctx.fillRect(g.left - 1, g.top - 1, g.cols * pitch + 1, g.rows * pitch + 1);
+      }
+      let ready = 0;
       g.ids.forEach((id, i) => {
-        const [, state] = model.pods.get(id);
-        groupCounts[state] += 1;
-        counts[state] += 1;
-        const x = 2 + (i % g.cols) * (size + gap);
-        const y = g.top + Math.floor(i / g.cols) * (size + gap);
+        const state = model.pods.get(id)[1];
+        if (state === readyState) ready += 1;
+        const x = g.left + (i % g.cols) * pitch;
+        const y = g.top + Math.floor(i / g.cols) * pitch;
         const style = STYLE[model.states[state]] || STYLE.Unknown;
         if (style.pulse) pulsing = true;
         tile(x, y, size, style);
@@ -137,16 +199,37 @@
           ctx.strokeRect(x - 1, y - 1, size + 2, size + 2);
         }
       });
+      // The group's name (a click on it focuses the page on that owner), cut to its block.
+      if (!layout.labelled) continue;
+      // The whole name and counts when they fit the block, else the name without its kind and
+      // the count (hovering a tile tells the rest).
+      const full = model.owners[g.owner] || "no controller (orphans)";
+      const room = Math.max(g.width, 40);
+      const bold = small ? "600 10px system-ui, sans-serif" : "600 12px system-ui, sans-serif";
+      const plain = small ? "10px system-ui, sans-serif" : "12px system-ui, sans-serif";
+      let name = full, detail = `  ${g.ids.length} pod${g.ids.length === 1 ? "" : "s"}, ${ready} ready`;
+      ctx.font = bold;
+      const fullWidth = ctx.measureText(full).width;
+      ctx.font = plain;
+      if (small || fullWidth + ctx.measureText(detail).width > room) {
+        name = g.owner ? full.split("/").pop() : full;
+        detail = ` ${g.ids.length}`;
+      }
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(g.left, g.header, room, small ? 12 : 18);
+      ctx.clip();
       ctx.fillStyle = "#1d2330";
-      ctx.font = "600 12px system-ui, sans-serif";
-      const name = model.owners[g.owner] || "no controller (orphans)";
-      const ready = groupCounts[model.states.indexOf("Ready")];
-      ctx.fillText(`${name}`, 2, g.header + 12);
+      ctx.font = bold;
+      ctx.fillText(name, g.left, g.header + (small ? 9 : 12));
       const w = ctx.measureText(name).width;
+      g.labelRight = g.left + w;
       ctx.fillStyle = "#5b6475";
-      ctx.font = "12px system-ui, sans-serif";
-      ctx.fillText(`  ${g.ids.length} pod${g.ids.length === 1 ? "" : "s"}, ${ready} ready`, 2 + w, g.header + 12);
+      ctx.font = plain;
+      ctx.fillText(detail, g.left + w, g.header + (small ? 9 : 12));
+      ctx.restore();
     }
+    const counts = layout.counts;
     if (!layout.groups.length) {
       ctx.fillStyle = "#5b6475";
       ctx.font = "13px system-ui, sans-serif";
@@ -160,7 +243,10 @@
     }
     legend(counts);
     for (const id of model.pods.keys()) if (id > drawnUpTo) { drawnUpTo = id; drawnAt = started; }
-    document.getElementById("pods-count").textContent = `${model.pods.size.toLocaleString("en-US")} pods`;
+    const total = model.pods.size.toLocaleString("en-US");
+    const countText = layout.shown === model.pods.size ? `${total} pods` : `${layout.shown.toLocaleString("en-US")} of ${total} pods`;
+    const countEl = document.getElementById("pods-count");
+    if (countEl.textContent !== countText) countEl.textContent = countText;
     const bar = document.getElementById("selection-bar");
     bar.hidden = model.selected.size === 0;
     document.getElementById("selection-count").textContent = `${model.selected.size} selected`;
@@ -203,31 +289,87 @@
     }
   }
 
+  // The legend counts each state (of the pods in scope: the focused owner's, the node's, the
+  // search's) and is a filter: a click on a state shows only pods in it (several: any of them).
   let lastLegend = "";
   function legend(counts) {
     const parts = [];
     for (const [name, style] of Object.entries(STYLE)) {
-      const n = counts[model.states.indexOf(name)] || 0;
-      parts.push(`<span class="lg" title="${style.label}"><i class="sw sw-${name}"></i>${name} <b>${n}</b></span>`);
+      const index = model.states.indexOf(name);
+      const n = counts[index] || 0;
+      const on = filter.states !== null && filter.states.has(index);
+      parts.push(`<span class="lg filter" role="button" tabindex="0" data-state="${name}" aria-pressed="${on}" title="${style.label} — click: show only pods in this state (click again to show all)"><i class="sw sw-${name}"></i>${name} <b>${n}</b></span>`);
     }
     const html = parts.join("");
-    if (html !== lastLegend) { document.getElementById("pods-legend").innerHTML = html; lastLegend = html; }
+    const el = document.getElementById("pods-legend");
+    if (html !== lastLegend) { el.innerHTML = html; lastLegend = html; }
+    el.classList.toggle("filtering", filter.states !== null);
+    const words = [];
+    if (filter.states !== null) words.push([...filter.states].map((i) => model.states[i]).join(" or "));
+    if (filter.node !== null) words.push(`on ${filter.node}`);
+    if (filter.ids !== null) words.push(filter.label || "search result");
+    const text = words.length ? `showing ${words.join(", ")}` : "";
+    const box = document.getElementById("pods-filter");
+    if (box.dataset.text !== text) {
+      box.dataset.text = text;
+      box.textContent = text;
+      if (text) {
+        const clear = document.createElement("button");
+        clear.className = "small quiet";
+        clear.id = "pods-filter-clear";
+        clear.textContent = "✕ show all";
+        clear.title = "Clear the state, node and search filters of the tiles";
+        clear.addEventListener("click", () => clearFilters());
+        box.append(" ", clear);
+      }
+    }
   }
 
+  function toggleState(name) {
+    const index = model.states.indexOf(name);
+    if (index < 0) return;
+    const states = new Set(filter.states || []);
+    if (states.has(index)) states.delete(index); else states.add(index);
+    filter.states = states.size ? states : null;
+    schedule();
+  }
+
+  function clearFilters() {
+    filter.states = null;
+    filter.node = null;
+    filter.ids = null;
+    filter.label = "";
+    schedule();
+  }
+
+  document.getElementById("pods-legend").addEventListener("click", (ev) => {
+    const item = ev.target.closest("[data-state]");
+    if (item) toggleState(item.dataset.state);
+  });
+  document.getElementById("pods-legend").addEventListener("keydown", (ev) => {
+    const item = ev.target.closest("[data-state]");
+    if (item && (ev.key === "Enter" || ev.key === " ")) { ev.preventDefault(); ev.stopPropagation(); toggleState(item.dataset.state); }
+  });
+
   function hit(x, y) {
-    const { size, gap } = layout;
+    const pitch = layout.size + layout.gap;
     for (const g of layout.groups) {
-      if (y < g.top) continue;
-      const col = Math.floor((x - 2) / (size + gap));
-      const row = Math.floor((y - g.top) / (size + gap));
-      if (col < 0 || col >= g.cols) return null;
+      if (y < g.top || x < g.left || x >= g.left + g.cols * pitch) continue;
+      const col = Math.floor((x - g.left) / pitch);
+      const row = Math.floor((y - g.top) / pitch);
       const i = row * g.cols + col;
       if (i < g.ids.length) {
-        const tx = 2 + col * (size + gap), ty = g.top + row * (size + gap);
-        if (x <= tx + size + 1 && y <= ty + size + 1) {
-          if (y < g.top + Math.ceil(g.ids.length / g.cols) * (size + gap)) return g.ids[i];
-        }
+        const tx = g.left + col * pitch, ty = g.top + row * pitch;
+        if (x <= tx + layout.size + 1 && y <= ty + layout.size + 1) return g.ids[i];
       }
+    }
+    return null;
+  }
+
+  // The group whose name is under (x, y): a click on it focuses the page on that owner.
+  function groupLabel(x, y) {
+    for (const g of layout.groups) {
+      if (g.owner && y >= g.header && y < g.top && x >= g.left && x <= (g.labelRight || g.left) + 30) return g;
     }
     return null;
   }
@@ -245,16 +387,28 @@
       schedule();
       return;
     }
-    const id = hit(x, y);
+    const label = groupLabel(x, y);
+    const id = label ? null : hit(x, y);
+    if (label) {
+      tip.hidden = false;
+      tip.textContent = `${model.owners[label.owner]}: click to focus the page on it`;
+      placeTip(ev);
+      canvas.style.cursor = "pointer";
+      return;
+    }
     if (id === null) { tip.hidden = true; canvas.style.cursor = "default"; return; }
     const [owner, state, node] = model.pods.get(id);
     tip.hidden = false;
     tip.textContent = `${model.names.get(id) || "pod " + id} · ${model.states[state]}${model.nodes[node] ? " · " + model.nodes[node] : ""}${model.owners[owner] ? " · " + model.owners[owner] : ""}`;
-    const box = canvas.parentElement.getBoundingClientRect();
-    tip.style.left = Math.min(ev.clientX - box.left + 12, box.width - 240) + "px";
-    tip.style.top = ev.clientY - box.top + canvas.parentElement.offsetTop + 14 - canvas.parentElement.scrollTop + "px";
+    placeTip(ev);
     canvas.style.cursor = "pointer";
   });
+
+  function placeTip(ev) {
+    const box = document.getElementById("pods-panel").getBoundingClientRect();
+    tip.style.left = Math.max(0, Math.min(ev.clientX - box.left + 12, box.width - tip.offsetWidth - 6)) + "px";
+    tip.style.top = ev.clientY - box.top + 14 + "px";
+  }
   canvas.addEventListener("mouseleave", () => { tip.hidden = true; });
 
   canvas.addEventListener("mousedown", (ev) => {
@@ -274,7 +428,7 @@
       const { size, gap } = layout;
       for (const g of layout.groups) {
         g.ids.forEach((id, i) => {
-          const tx = 2 + (i % g.cols) * (size + gap), ty = g.top + Math.floor(i / g.cols) * (size + gap);
+          const tx = g.left + (i % g.cols) * (size + gap), ty = g.top + Math.floor(i / g.cols) * (size + gap);
           if (tx + size >= x0 && tx <= x1 && ty + size >= y0 && ty <= y1) model.selected.add(id);
         });
       }
@@ -287,6 +441,11 @@
   canvas.addEventListener("click", (ev) => {
     if (ev.shiftKey) return; // handled by mousedown/up
     const [x, y] = pos(ev);
+    const label = groupLabel(x, y);
+    if (label) {
+      if (window.CtrlscopeFocus) window.CtrlscopeFocus.focusOwner(model.owners[label.owner]);
+      return;
+    }
     const id = hit(x, y);
     if (id === null) return;
     const key = model.names.get(id);
@@ -306,6 +465,46 @@
   window.CtrlscopePods = {
     reset,
     apply,
+    // Filters (focus.js, search.js): an owner ("Kind/name"), a node, pod keys ("ns/name"), states.
+    setOwner: (owner) => { filter.owner = owner; schedule(); },
+    setNode: (node) => { filter.node = node; schedule(); },
+    setPods: (keys, label) => {
+      if (keys === null) { filter.ids = null; filter.label = ""; schedule(); return; }
+      const wanted = new Set(keys);
+      filter.ids = new Set();
+      for (const [id, key] of model.names) if (wanted.has(key)) filter.ids.add(id);
+      filter.label = label || `${keys.length} pods`;
+      schedule();
+    },
+    setIds: (ids, label) => {
+      filter.ids = ids === null ? null : new Set(ids);
+      filter.label = ids === null ? "" : label || `${ids.length} pods`;
+      schedule();
+    },
+    toggleState,
+    clearFilters,
+    filter: () => ({ owner: filter.owner, node: filter.node, states: filter.states && [...filter.states].map((i) => model.states[i]), pods: filter.ids && filter.ids.size }),
+    // For search.js: pod keys and the owner and node of each (read on a keystroke, not per frame).
+    find: (match, limit) => {
+      const out = [];
+      for (const [id, key] of model.names) {
+        const entry = model.pods.get(id);
+        if (entry && match(key)) {
+          out.push({ key, owner: model.owners[entry[0]], node: model.nodes[entry[2]], state: model.states[entry[1]] });
+          if (out.length >= limit) break;
+        }
+      }
+      return out;
+    },
+    owners: () => model.owners.filter(Boolean),
+    nodes: () => model.nodes.filter(Boolean),
+    ownerOf: (key) => {
+      const e = model.pods.get(model.byKey.get(key));
+      return e ? model.owners[e[0]] : null;
+    },
+    layout: () => ({ size: layout.size, gap: layout.gap, height: layout.height, room, shown: layout.shown, groups: layout.groups.length, labelled: layout.labelled }),
+    // For tests: where each group's name is drawn (a click there focuses the page on it).
+    labels: () => layout.labelled ? layout.groups.map((g) => ({ owner: model.owners[g.owner], x: g.left + 4, y: g.header + 6 })) : [],
     selected: () => [...model.selected].map((id) => model.names.get(id)).filter(Boolean),
     clearSelection: () => { model.selected.clear(); schedule(); },
     select: (names) => { for (const [id, key] of model.names) if (names.includes(key) && model.pods.has(id)) model.selected.add(id); schedule(); },
@@ -322,7 +521,7 @@
         const i = g.ids.findIndex((id) => model.names.get(id) === key);
         if (i >= 0) {
           const { size, gap } = layout;
-          return { x: 2 + (i % g.cols) * (size + gap) + size / 2, y: g.top + Math.floor(i / g.cols) * (size + gap) + size / 2, state: model.states[model.pods.get(g.ids[i])[1]] };
+          return { x: g.left + (i % g.cols) * (size + gap) + size / 2, y: g.top + Math.floor(i / g.cols) * (size + gap) + size / 2, size, state: model.states[model.pods.get(g.ids[i])[1]] };
         }
       }
       return null;

@@ -17,7 +17,11 @@
   };
   const CONTROLLER_KIND = ["ReplicaSet", "ReplicationController"];
   const CONTROLLER_NAME = ["replicaset", "replicationcontroller"];
-  const LANE = 44, SPANS = 10, AXIS = 18, DEPTH = 36, LEFT = 0;
+  const LANE = 44, SPANS = 10, AXIS = 18, DEPTH = 30, LEFT = 0;
+  const FOLDED = 12; // a folded lane: its stacked area in a thin strip, its syncs as ticks below
+  const AUTO_FOLD = 8; // with more lanes than this, lanes start folded
+  const scroller = document.getElementById("timeline-scroll");
+  const spacer = document.getElementById("timeline-spacer");
 
   const m = {
     states: ["Pending", "Scheduled", "Running", "Ready", "NotReady", "CrashLoopBackOff", "Terminating", "Failed", "Succeeded", "Unknown", "Deleted"],
@@ -25,7 +29,7 @@
     keys: [],
     lanes: new Map(), // owner index -> {events: number[] (t, state, delta triples), max}
     podAt: new Map(), // pod id -> [owner, state]
-    spans: [], // [start, end, controller, key, worker, err]
+    spans: [], // [start, end, controller, key, worker, err, seq of its sync.start]
     depth: [], // [t, controller, depth]
     now: 0,
     dropped: 0,
@@ -36,6 +40,9 @@
   let scheduled = false;
   let dragging = null;
   let hover = null;
+  // Lanes: folded or not (the default folds them all beyond AUTO_FOLD lanes; a click on a name
+  // toggles that one), and which owner the page is focused on (focus.js: only its lane).
+  const lanes = { foldAll: null, toggled: new Set(), only: null, scrollTop: 0, viewH: 0, placed: [] };
 
   function reset(data) {
     if (data.states) m.states = data.states;
@@ -90,9 +97,12 @@
     if (t > m.now) m.now = t;
   }
 
-  // The width comes from a ResizeObserver: reading it while drawing would force a layout.
-  let width = canvas.parentElement.clientWidth || 600;
-  new ResizeObserver((entries) => { width = entries[0].contentRect.width || width; schedule(); }).observe(canvas.parentElement);
+  // The width and the visible height come from ResizeObservers, the scroll offset from the
+  // scroll event: reading them while drawing would force a layout.
+  let width = spacer.clientWidth || 600;
+  new ResizeObserver((entries) => { width = entries[0].contentRect.width || width; schedule(); }).observe(spacer);
+  new ResizeObserver((entries) => { lanes.viewH = entries[0].contentRect.height; schedule(); }).observe(scroller);
+  scroller.addEventListener("scroll", () => { lanes.scrollTop = scroller.scrollTop; schedule(); }, { passive: true });
 
   function schedule() {
     if (scheduled) return;
@@ -101,7 +111,17 @@
   }
 
   function laneOrder() {
-    return [...m.lanes.keys()].filter((o) => m.lanes.get(o).max > 0).sort((a, b) => (a === 0) - (b === 0) || m.owners[a].localeCompare(m.owners[b]));
+    const order = [...m.lanes.keys()].filter((o) => m.lanes.get(o).max > 0).sort((a, b) => (a === 0) - (b === 0) || m.owners[a].localeCompare(m.owners[b]));
+    return lanes.only === null ? order : order.filter((o) => m.owners[o] === lanes.only);
+  }
+
+  function folded(owner, count) {
+    const byDefault = lanes.foldAll === null ? count > AUTO_FOLD : lanes.foldAll;
+    return byDefault !== lanes.toggled.has(m.owners[owner]);
+  }
+
+  function laneHeight(isFolded) {
+    return isFolded ? FOLDED + 6 : LANE + SPANS + 6;
   }
 
   function controllersWithDepth() {
@@ -115,17 +135,28 @@
     const started = performance.now();
     try {
       drawAll();
+      foldButton();
     } finally {
       lastDrawMs = performance.now() - started;
     }
   }
 
+  let drawnClock = null; // the status clock of the last draw
+
   function drawAll() {
     const st = window.ctrlscope && window.ctrlscope.status;
     if (st) setNow(st.t);
-    const lanes = laneOrder();
+    drawnClock = st ? st.t : null;
+    const order = laneOrder();
     const depthCtl = controllersWithDepth();
-    const height = AXIS + lanes.length * (LANE + SPANS + 6) + depthCtl.length * (DEPTH + 6) + 8;
+    const depthH = depthCtl.length * (DEPTH + 6);
+    let lanesH = 0;
+    const heights = order.map((o) => { const h = laneHeight(folded(o, order.length)); lanesH += h; return h; });
+    const total = AXIS + lanesH + depthH + 8;
+    // The canvas is as tall as the box shows (the box scrolls a spacer as tall as every lane):
+    // the axis stays at the top, the queue depth at the bottom, the lanes in view in between.
+    const height = Math.max(AXIS + depthH + 30, Math.min(total, lanes.viewH || total));
+    if (spacer.style.height !== total + "px") spacer.style.height = total + "px";
     const dpr = window.devicePixelRatio || 1;
     if (canvas.width !== Math.round(width * dpr) || canvas.height !== Math.round(height * dpr)) {
       canvas.width = Math.round(width * dpr);
@@ -144,19 +175,37 @@
     const W = width - LEFT;
     const xOf = (t) => LEFT + ((t - view.t0) / (view.t1 - view.t0)) * W;
     axis(width, height, xOf);
-    let y = AXIS;
-    for (const owner of lanes) {
-      drawLane(m.lanes.get(owner), y, W, xOf);
-      ctx.fillStyle = "rgba(255,255,255,0.8)";
-      const label = m.owners[owner] || "no controller";
-      ctx.font = "600 11px system-ui, sans-serif";
-      const lw = ctx.measureText(label).width;
-      ctx.fillRect(LEFT + 2, y + 2, lw + 8, 15);
-      ctx.fillStyle = "#1d2330";
-      ctx.fillText(label, LEFT + 6, y + 13);
-      drawSpans(owner, y + LANE + 2, xOf);
-      y += LANE + SPANS + 6;
-    }
+    // Only the lanes in view are drawn (the rest cost nothing, at 100 owners as at 2).
+    const clipBottom = height - depthH - 4;
+    const scrollTop = Math.min(lanes.scrollTop, Math.max(0, total - height));
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(0, AXIS, width, Math.max(0, clipBottom - AXIS));
+    ctx.clip();
+    lanes.placed = [];
+    spanHits = [];
+    let y = AXIS - scrollTop;
+    for (const owner of m.lanes.keys()) m.lanes.get(owner).top = undefined;
+    order.forEach((owner, i) => {
+      const h = heights[i];
+      if (y + h >= AXIS && y <= clipBottom) {
+        const isFolded = h < LANE;
+        const l = m.lanes.get(owner);
+        drawLane(l, y, W, xOf, isFolded ? FOLDED : LANE);
+        const label = `${isFolded ? "▸" : "▾"} ${m.owners[owner] || "no controller"}`;
+        ctx.font = isFolded ? "600 10px system-ui, sans-serif" : "600 11px system-ui, sans-serif";
+        const lw = ctx.measureText(label).width;
+        ctx.fillStyle = "rgba(255,255,255,0.85)";
+        ctx.fillRect(LEFT + 2, y + (isFolded ? 0 : 2), lw + 8, isFolded ? FOLDED : 15);
+        ctx.fillStyle = "#1d2330";
+        ctx.fillText(label, LEFT + 6, y + (isFolded ? 10 : 13));
+        lanes.placed.push({ owner: m.owners[owner], top: y, bottom: y + h, labelRight: LEFT + 10 + lw });
+        drawSpans(owner, y + (isFolded ? FOLDED + 1 : LANE + 2), xOf, isFolded ? 4 : SPANS - 2);
+      }
+      y += h;
+    });
+    ctx.restore();
+    y = height - depthH - 2;
     for (const c of depthCtl) {
       drawDepth(c, y, width, xOf);
       y += DEPTH + 6;
@@ -198,7 +247,7 @@
       ctx.strokeStyle = "rgba(0,0,0,0.35)";
       ctx.beginPath(); ctx.moveTo(hover.x + 0.5, AXIS); ctx.lineTo(hover.x + 0.5, height); ctx.stroke();
     }
-    if (!lanes.length) {
+    if (!order.length) {
       ctx.fillStyle = "#5b6475";
       ctx.font = "13px system-ui, sans-serif";
       ctx.fillText("No pods yet.", 6, AXIS + 18);
@@ -245,7 +294,7 @@
   }
 
   // The stacked counts of one owner's pods by state, one column per pixel.
-  function drawLane(l, top, W, xOf) {
+  function drawLane(l, top, W, xOf, laneH) {
     const cols = Math.max(1, Math.floor(W));
     const nStates = m.states.length;
     const counts = new Array(nStates).fill(0);
@@ -259,10 +308,10 @@
       while (i < ev.length && ev[i] <= tEnd) { counts[ev[i + 1]] += ev[i + 2]; i += 3; }
       grid[c] = tStart > m.now ? empty : counts.slice(); // nothing is known after now
     }
-    const scale = (LANE - 2) / Math.max(1, l.max);
+    const scale = (laneH - 2) / Math.max(1, l.max);
     const base = new Float32Array(cols);
     ctx.fillStyle = "#f6f7f9";
-    ctx.fillRect(LEFT, top, W, LANE);
+    ctx.fillRect(LEFT, top, W, laneH);
     for (const name of ORDER) {
       const s = m.states.indexOf(name);
       if (s < 0) continue;
@@ -271,15 +320,15 @@
       if (!any) continue;
       ctx.fillStyle = COLOR[name];
       ctx.beginPath();
-      ctx.moveTo(LEFT, top + LANE - base[0]);
+      ctx.moveTo(LEFT, top + laneH - base[0]);
       for (let c = 0; c < cols; c++) {
-        const yTop = top + LANE - base[c] - grid[c][s] * scale;
+        const yTop = top + laneH - base[c] - grid[c][s] * scale;
         ctx.lineTo(LEFT + c, yTop);
         ctx.lineTo(LEFT + c + 1, yTop);
       }
       for (let c = cols - 1; c >= 0; c--) {
-        ctx.lineTo(LEFT + c + 1, top + LANE - base[c]);
-        ctx.lineTo(LEFT + c, top + LANE - base[c]);
+        ctx.lineTo(LEFT + c + 1, top + laneH - base[c]);
+        ctx.lineTo(LEFT + c, top + laneH - base[c]);
       }
       ctx.closePath();
       ctx.fill();
@@ -288,9 +337,12 @@
     l.grid = grid;
     l.top = top;
     // Scale mark: the most pods this owner had at once.
-    ctx.fillStyle = "#5b6475";
-    ctx.font = "10px system-ui, sans-serif";
-    ctx.fillText(String(l.max), LEFT + W - 24, top + 10);
+    l.height = laneH;
+    if (laneH >= 20) {
+      ctx.fillStyle = "#5b6475";
+      ctx.font = "10px system-ui, sans-serif";
+      ctx.fillText(String(l.max), LEFT + W - 24, top + 10);
+    }
   }
 
   const keyOwner = []; // key index -> "Kind/name" (keys only grow)
@@ -305,7 +357,9 @@
     return keyOwner[k];
   }
 
-  function drawSpans(owner, top, xOf) {
+  let spanHits = []; // the spans drawn: [x0, x1, top, height, span] (a click on one goes to its cause)
+
+  function drawSpans(owner, top, xOf, h) {
     const name = m.owners[owner];
     const spans = m.spans;
     // Spans are in end-time order: skip to the first that ends in view.
@@ -317,7 +371,8 @@
       if (ownerOfKey(k) !== name) continue;
       const x0 = xOf(start), x1 = Math.max(xOf(end), x0 + 1.5);
       ctx.fillStyle = err ? "#d93a3a" : "#2f6fdf";
-      ctx.fillRect(x0, top, x1 - x0, SPANS - 2);
+      ctx.fillRect(x0, top, x1 - x0, h);
+      spanHits.push([x0, x1, top, h, spans[i]]);
     }
   }
 
@@ -347,6 +402,11 @@
 
   // -- interaction --------------------------------------------------------------------------------
   canvas.addEventListener("wheel", (ev) => {
+    // Lanes that overflow their box scroll with the wheel; ctrl/shift+wheel (or the wheel over
+    // the axis) zooms. Lanes that fit: the wheel zooms.
+    const overflow = scroller.scrollHeight > scroller.clientHeight + 1;
+    const overAxis = ev.clientY - canvas.getBoundingClientRect().top < AXIS;
+    if (overflow && !ev.ctrlKey && !ev.shiftKey && !overAxis) return;
     ev.preventDefault();
     const r = canvas.getBoundingClientRect();
     const frac = (ev.clientX - r.left - LEFT) / (r.width - LEFT);
@@ -380,6 +440,17 @@
     if (scrubbing) {
       scrubbing = null;
       if (window.CtrlscopePast) window.CtrlscopePast.scrub(cursor);
+    } else if (dragging && !dragging.moved && ev.target === canvas && laneLabel(ev)) {
+      // A lane's name: its mark folds or unfolds it, its name focuses the page on that owner.
+      const { lane, onMark } = laneLabel(ev);
+      if (onMark) toggleFold(lane.owner);
+      else if (window.CtrlscopeFocus && lane.owner) window.CtrlscopeFocus.focusOwner(lane.owner);
+    } else if (dragging && !dragging.moved && ev.target === canvas && window.CtrlscopePast && spanAt(ev)) {
+      // A sync span links to its cause like every other row: the cursor to the sync's start,
+      // and its why? (the queue item, the handler, the delivery … that started it).
+      const span = spanAt(ev);
+      window.CtrlscopePast.go({ seq: span[6] }); // the host knows the record's exact time
+      if (window.CtrlscopeCauses) window.CtrlscopeCauses.why(span[6]);
     } else if (dragging && !dragging.moved && ev.target === canvas && window.CtrlscopePast) {
       const t = Math.min(timeAt(ev.clientX), m.now);
       setCursor(Math.max(0, t));
@@ -411,22 +482,72 @@
     hover = { x };
     const t = view.t0 + ((x - LEFT) / (r.width - LEFT)) * (view.t1 - view.t0);
     let text = `t=${window.CtrlscopeTime.format(t)}`;
+    const span = spanAt(ev);
+    if (span) {
+      const [start, end, , k, worker, err] = span;
+      text += ` · sync of ${m.keys[k] || "?"} (worker ${worker}${err ? ", error" : ""}) ` +
+        `${window.CtrlscopeTime.format(start)}–${window.CtrlscopeTime.format(end)}: click for its moment and why?`;
+    }
     for (const owner of laneOrder()) {
       const l = m.lanes.get(owner);
-      if (l.top !== undefined && y >= l.top && y <= l.top + LANE && l.grid) {
+      if (l.top !== undefined && y >= l.top && y <= l.top + l.height && y >= AXIS && l.grid) {
         const c = Math.min(l.grid.length - 1, Math.max(0, Math.floor(x - LEFT)));
         const parts = ORDER.map((n) => [n, l.grid[c][m.states.indexOf(n)]]).filter(([, v]) => v > 0).map(([n, v]) => `${n} ${v}`);
         text += ` · ${m.owners[owner] || "orphans"}: ${parts.join(", ") || "no pods"}`;
       }
     }
+    const onLabel = !dragging && laneLabel(ev);
+    canvas.style.cursor = onLabel ? "pointer" : "";
+    if (onLabel) text = onLabel.onMark ? `${onLabel.lane.owner}: click to fold or unfold this lane` : `${onLabel.lane.owner}: click to focus the page on it`;
     tip.hidden = false;
     tip.textContent = text;
-    const box = canvas.parentElement.getBoundingClientRect();
-    tip.style.left = Math.min(x + 12, box.width - 300) + "px";
-    tip.style.top = y + canvas.offsetTop + 12 + "px";
+    const box = document.getElementById("timeline-panel").getBoundingClientRect();
+    tip.style.left = Math.max(0, Math.min(ev.clientX - box.left + 12, box.width - tip.offsetWidth - 6)) + "px";
+    tip.style.top = ev.clientY - box.top + 12 + "px";
     schedule();
   });
   canvas.addEventListener("mouseleave", () => { hover = null; tip.hidden = true; schedule(); });
+
+  function laneLabel(ev) {
+    const r = canvas.getBoundingClientRect();
+    const x = ev.clientX - r.left, y = ev.clientY - r.top;
+    if (y < AXIS) return null;
+    const lane = lanes.placed.find((p) => y >= p.top && y <= p.top + 16 && x <= p.labelRight);
+    return lane ? { lane, onMark: x <= LEFT + 14 } : null;
+  }
+
+  function toggleFold(owner) {
+    if (lanes.toggled.has(owner)) lanes.toggled.delete(owner); else lanes.toggled.add(owner);
+    schedule();
+  }
+
+  function foldButton() {
+    const b = document.getElementById("tl-lanes");
+    const order = laneOrder();
+    const allFolded = order.length > 0 && order.every((o) => folded(o, order.length));
+    b.setAttribute("aria-pressed", String(allFolded));
+    b.textContent = allFolded ? "unfold lanes" : "fold lanes";
+  }
+  document.getElementById("tl-lanes").addEventListener("click", () => {
+    const order = laneOrder();
+    const allFolded = order.length > 0 && order.every((o) => folded(o, order.length));
+    lanes.foldAll = !allFolded;
+    lanes.toggled.clear();
+    schedule();
+  });
+
+  // The span under the pointer (with the seq of its start: spans of an older server have none).
+  function spanAt(ev) {
+    const r = canvas.getBoundingClientRect();
+    const x = ev.clientX - r.left, y = ev.clientY - r.top;
+    let best = null, bestDistance = 3; // px: a thin span is hard to hit exactly
+    for (const [x0, x1, top, h, span] of spanHits) {
+      if (!span[6] || y < top - 1 || y > top + h + 1) continue;
+      const distance = x < x0 ? x0 - x : x > x1 ? x - x1 : 0;
+      if (distance < bestDistance) { best = span; bestDistance = distance; }
+    }
+    return best;
+  }
 
   function followButton() {
     const b = document.getElementById("tl-follow");
@@ -434,15 +555,28 @@
   }
   document.getElementById("tl-follow").addEventListener("click", () => { view.follow = !view.follow; followButton(); schedule(); });
   document.getElementById("tl-all").addEventListener("click", () => { view.t0 = 0; view.t1 = Math.max(m.now, 1); view.follow = true; followButton(); schedule(); });
-  // The clock moves even when no pod changes: redraw twice a second for the "now" line.
-  setInterval(schedule, 500);
+  // The clock moves even when no pod changes: redraw twice a second for the "now" line, if it
+  // moved (paused, the page has nothing to do: issue 19, main thread <= 5 % busy).
+  setInterval(() => { const st = window.ctrlscope && window.ctrlscope.status; if (!st || st.t !== drawnClock) schedule(); }, 500);
 
   function setCursor(t) {
     cursor = t;
     schedule();
   }
 
+  // Focus (focus.js): only this owner's lane ("Kind/name"), or every lane (null).
+  function only(owner) {
+    lanes.only = owner;
+    scroller.scrollTop = 0;
+    lanes.scrollTop = 0;
+    schedule();
+  }
+
   window.CtrlscopeTimeline = {
+    only,
+    // For tests: the lanes drawn in the last draw (the rest are scrolled out of view) and
+    // the height the timeline takes.
+    drawn: () => lanes.placed.map((p) => ({ owner: p.owner, top: p.top, height: p.bottom - p.top })),
     reset,
     apply,
     setCursor,
@@ -451,5 +585,7 @@
     spans: () => m.spans.length,
     drawMs: () => lastDrawMs,
     axisLabels: () => axisLabels.slice(),
+    // The spans drawn, where (CSS px in the canvas) and which sync.start each links to (tests).
+    spanBoxes: () => spanHits.map(([x0, x1, top, h, s]) => ({ x0, x1, top, height: h, start: s[0], seq: s[6] })),
   };
 })();

@@ -67,3 +67,82 @@ def test_the_complete_trace_view_scrolls_every_record_and_filters(
     rows.first.locator("a.why").click()
     expect(page.locator("#why-panel li").first).to_contain_text("sync #")
     stop(page, live_server_url, sim)
+
+
+def test_a_sync_span_on_the_timeline_goes_to_its_moment_and_opens_its_why(
+    page: Page, live_server_url: str, errors  # noqa: F811
+):
+    """A span (one sync of a key) links to its cause like every other row: a click moves the
+    cursor to the sync's start and opens the why? of that sync (its queue item, the handler …)."""
+    sim = start(page, live_server_url)
+    run_to(page, 8)
+    page.wait_for_function("() => window.CtrlscopeTimeline.spanBoxes().length > 2")
+    # Zoom in on the first syncs (a few ms apart: a pixel apart at the first zoom), then take a
+    # span with room around it.
+    box = page.locator("#timeline-canvas").bounding_box()
+    assert box is not None
+    first = page.evaluate("() => window.CtrlscopeTimeline.spanBoxes()[0]")
+    page.mouse.move(box["x"] + first["x0"], box["y"] + first["top"])
+    page.keyboard.down("Control")  # ctrl+wheel zooms (the plain wheel scrolls lanes that overflow)
+    for _ in range(24):
+        page.mouse.wheel(0, -100)
+    page.keyboard.up("Control")
+    isolated = """() => {
+        const boxes = window.CtrlscopeTimeline.spanBoxes();
+        const apart = (b, o) => o === b || o.top !== b.top || o.x0 > b.x1 + 8 || o.x1 < b.x0 - 8;
+        return boxes.find(b => b.x0 > 0 && boxes.every(o => apart(b, o)));
+    }"""
+    page.wait_for_function(isolated)
+    span = page.evaluate(isolated)
+    assert span and span["seq"] > 0
+    page.mouse.click(box["x"] + (span["x0"] + span["x1"]) / 2, box["y"] + span["top"] + span["height"] / 2)
+    expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
+    expect(page.locator("#past-at")).to_have_text(f"t={vtime(span['start'])}", timeout=PAST)
+    # Right after the event that wrote the sync's start (that event may write a few more records).
+    page.wait_for_function(f"() => window.CtrlscopePast.position().seq >= {span['seq']}", timeout=PAST)
+    chain = page.locator(f"#why-panel .why-chain[data-why-of='{span['seq']}']")
+    expect(chain).to_be_visible()
+    first = chain.locator("li").first
+    expect(first).to_have_attribute("data-kind", "sync.start")
+    expect(chain.locator("li[data-kind='queue.get']")).to_have_count(1)
+    expect(chain.locator("li.future")).to_have_count(0)  # the moment viewed is the sync's own
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    stop(page, live_server_url, sim)
+
+
+def test_viewing_the_past_the_trace_view_and_why_end_at_the_moment_viewed(
+    page: Page, live_server_url: str, errors  # noqa: F811
+):
+    """Panels never mix times: at a moment of the past the complete trace view holds the records up
+    to that moment and none after it, and a why? of a later record says it is in the future."""
+    sim = start(page, live_server_url)
+    run_to(page, 20)
+    page.click("#drawer-tabs [data-tab=tab-trace]")
+    count = page.locator("#trace-all-count")
+    total = page.evaluate(f"() => fetch('/sim/{sim}/records.json?limit=0').then(r => r.json()).then(j => j.total)")
+    expect(count).to_contain_text(f"{total:,} records")
+    late = page.locator("#trace-all-rows tr").last
+    expect(late).to_have_attribute("data-seq", str(total))  # following the newest record
+    late_seq = total
+    late.locator("a.why").click()  # opened live: nothing is in the future yet
+    expect(page.locator(f"#why-panel .why-chain[data-why-of='{late_seq}']")).to_be_visible()
+    expect(page.locator("#why-panel li.future")).to_have_count(0)
+    page.fill("#view-at input", "3")
+    page.press("#view-at input", "Enter")
+    expect(page.locator("#past-at")).to_have_text("t=3.000 s", timeout=PAST)
+    at = page.evaluate("() => window.CtrlscopePast.position().seq")
+    assert 0 < at < late_seq
+    # The trace view: the records up to the moment, the last one shown is the moment's.
+    expect(count).to_contain_text(f"{at:,} records up to #{at}")
+    expect(page.locator("#trace-all-rows tr").last).to_have_attribute("data-seq", str(at))
+    rows = page.evaluate("() => [...document.querySelectorAll('#trace-all-rows tr')].map(r => +r.dataset.seq)")
+    assert rows and max(rows) == at
+    # The open why? of the later record is asked again for the moment: it is in that moment's future.
+    expect(page.locator("#why-panel .future-note")).to_contain_text(f"#{late_seq} is after the moment")
+    expect(page.locator("#why-panel li.future").first).to_contain_text("in the future")
+    page.click("#past-to-live")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    expect(count).to_contain_text(f"{total:,} records")
+    expect(page.locator("#why-panel li.future")).to_have_count(0)
+    stop(page, live_server_url, sim)

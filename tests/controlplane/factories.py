@@ -25,6 +25,19 @@ def rs_manifest(name="web", replicas=3, labels=None, template_labels=None, **spe
     }
 
 
+def fleet_objects(replicasets, replicas):
+    """`replicasets` ReplicaSets rs-000, rs-001 … of `replicas` pods each, labelled (the owner and
+    its pods) app=rs-NNN and tier=web or db by parity; each selects app=rs-NNN."""
+    objects = []
+    for i in range(replicasets):
+        name = f"rs-{i:03d}"
+        labels = {"app": name, "tier": "db" if i % 2 else "web"}
+        manifest = rs_manifest(name, replicas, labels={"app": name}, template_labels=labels)
+        manifest["metadata"]["labels"] = dict(labels)
+        objects.append(manifest)
+    return objects
+
+
 def rc_manifest(name="legacy", replicas=2):
     return {
         "apiVersion": "v1",

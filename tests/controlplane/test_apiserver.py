@@ -454,11 +454,11 @@ def test_pods_with_the_same_spec_on_one_node_share_their_bound_spec_and_only_the
 
     _, server = make_server()
     specs = {
-        "a": {"containers": [{"name": "app", "image": "nginx"}], "priority": 1},
-        "b": {"containers": [{"name": "app", "image": "nginx"}], "priority": 1},  # equal content
-        "c": {"priority": 1, "containers": [{"name": "app", "image": "nginx"}]},  # other key order
-        "d": {"containers": [{"name": "app", "image": "nginx"}], "priority": 1},  # other node
-        "e": {"containers": [{"name": "app", "image": "nginx"}], "priority": 2},  # other value
+        "a": {"containers": [{"name": "app", "image": "nginx"}], "hostname": "h1"},
+        "b": {"containers": [{"name": "app", "image": "nginx"}], "hostname": "h1"},  # equal content
+        "c": {"hostname": "h1", "containers": [{"name": "app", "image": "nginx"}]},  # other key order
+        "d": {"containers": [{"name": "app", "image": "nginx"}], "hostname": "h1"},  # other node
+        "e": {"containers": [{"name": "app", "image": "nginx"}], "hostname": "h2"},  # other value
     }
     for name, spec in specs.items():
         server.create("pods", "default", {**pod_manifest(name), "spec": spec})
@@ -472,7 +472,7 @@ def test_pods_with_the_same_spec_on_one_node_share_their_bound_spec_and_only_the
         assert json.dumps(pod["spec"]) == json.dumps(own)
         assert pod["spec"]["nodeName"] == ("node-2" if name == "d" else "node-1")
     keys = list(bound["c"]["spec"])
-    assert keys[:2] == ["priority", "containers"] and keys[-1] == "nodeName"
+    assert keys[:2] == ["hostname", "containers"] and keys[-1] == "nodeName"
 
 
 def test_a_shared_bound_spec_is_the_servers_own_copy():
@@ -638,13 +638,52 @@ def test_the_default_namespace_may_not_be_deleted():
     assert err.value.message == 'namespaces "default" is forbidden: this namespace may not be deleted'
 
 
-def test_deleting_a_namespace_deletes_its_content_then_the_namespace():
-    _, server = make_server()
+def test_deleting_a_namespace_marks_it_terminating_and_leaves_its_content_to_the_controller():
+    kernel, server = make_server()
     server.create("namespaces", None, {"metadata": {"name": "team"}})
     server.create("pods", "team", pod_manifest(name="a", namespace="team"))
+    kernel.advance(3)
+    answered = server.delete("namespaces", None, "team")
+    stored = server.peek("namespaces", None, "team")
+    assert answered == stored
+    assert stored["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:03Z"
+    assert (stored["status"]["phase"], stored["spec"]["finalizers"]) == ("Terminating", ["kubernetes"])
+    assert server.count("pods", "team") == 1
+    with pytest.raises(ApiError) as err:
+        server.create("pods", "team", pod_manifest(name="b", namespace="team"))
+    assert (err.value.code, err.value.message) == (
+        403,
+        'pods "b" is forbidden: unable to create new content in namespace team because it is being terminated',
+    )
+    # Neither an update nor a status write lets the finalizer go; only the finalize subresource does.
+    server.update("namespaces", None, "team", {**stored, "spec": {}})
+    assert server.peek("namespaces", None, "team")["spec"]["finalizers"] == ["kubernetes"]
+
+
+def test_finalizing_a_terminating_namespace_deletes_it():
+    _, server = make_server()
+    server.create("namespaces", None, {"metadata": {"name": "team"}})
+    server.delete("namespaces", None, "team")
+    ns = server.peek("namespaces", None, "team")
+    server.update("namespaces", None, "team", {**ns, "spec": {"finalizers": []}}, subresource="finalize")
+    assert server.peek("namespaces", None, "team") is None
+    assert server.requests[-1]["resource"] == "namespaces/finalize"
+
+
+def test_a_namespace_without_finalizers_is_deleted_at_once():
+    _, server = make_server()
+    ns = server.create("namespaces", None, {"metadata": {"name": "team"}})
+    finalized = server.update("namespaces", None, "team", {**ns, "spec": {"finalizers": []}}, subresource="finalize")
+    assert "finalizers" not in finalized["spec"] and finalized["status"]["phase"] == "Active"
     server.delete("namespaces", None, "team")
     assert server.peek("namespaces", None, "team") is None
-    assert server.count("pods", "team") == 0
+
+
+def test_the_finalize_subresource_takes_only_updates():
+    _, server = make_server()
+    with pytest.raises(ApiError) as err:
+        server.patch("namespaces", None, "default", {"spec": {"finalizers": []}}, subresource="finalize")
+    assert err.value.code == 405
 
 
 # -- requests, interceptors, trace ---------------------------------------------------------

@@ -60,6 +60,21 @@ def test_a_resource_version_older_than_the_history_is_410_expired():
     assert server.requests[-1]["code"] == 410
 
 
+def test_a_resource_version_not_reached_yet_is_504_too_large_resource_version():
+    _, server = make_server()
+    server.create("pods", "default", pod_manifest(name="a"))
+    open_watch(server, resource_version=str(server.revision))  # the current one is fine
+    with pytest.raises(ApiError) as err:
+        server.watch("pods", resource_version="9")
+    assert (err.value.code, err.value.reason) == (504, "Timeout")
+    assert err.value.message == f"Timeout: Too large resource version: 9, current: {server.revision}"
+    assert err.value.status()["details"] == {
+        "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+        "retryAfterSeconds": 1,
+    }
+    assert server.requests[-1]["code"] == 504
+
+
 def test_deleted_carries_the_last_state_with_a_new_resource_version():
     kernel, server = make_server()
     created = server.create("pods", "default", pod_manifest(name="a", node="n1", finalizers=["x.io/y"]))

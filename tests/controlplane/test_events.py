@@ -119,3 +119,83 @@ def test_the_correlator_forgets_the_least_recently_used_of_4096_keys_as_upstream
     mine = [e for e in server.objects("events") if e["involvedObject"]["name"] == "web"]
     assert sorted(e["count"] for e in mine) == [1, 1]
     assert len(rec._posted) == MAX_LRU_CACHE_ENTRIES
+
+
+# -- Event volume of the node components (issue #18 §5) ----------------------------------------------
+def test_event_volume_grows_by_five_per_pod_and_the_controllers_aggregate():
+    from controlplane.scenario import Scenario, default_config
+    from controlplane.simulation import Simulation
+    from tests.controlplane.factories import rs_manifest
+
+    config = default_config()
+    config.update({"nodes": 2})
+    sim = Simulation(Scenario(name="volume", seed=1, config=config, objects=[rs_manifest(replicas=200)]))
+    sim.start()
+    sim.run_until(60)
+    items = sim.server.list("events", "default")["items"]
+    by_source: dict[str, list[dict]] = {}
+    for event in items:
+        by_source.setdefault(event["source"]["component"], []).append(event)
+    # The scheduler: one Scheduled per pod; each kubelet: Pulling, Pulled, Created, Started.
+    assert len(by_source["default-scheduler"]) == 200
+    assert len(by_source["kubelet"]) == 4 * 200
+    assert {e["reason"] for e in by_source["kubelet"]} == {"Pulling", "Pulled", "Created", "Started"}
+    # The controller's 200 SuccessfulCreate collapse after nine different messages into one
+    # "(combined from similar events)" Event, and the spam filter lets 25 posts through for the
+    # ReplicaSet (burst 25): ten Events with 25 occurrences between them.
+    created = by_source["replicaset-controller"]
+    assert len(created) == 10 and sum(e["count"] for e in created) == 25
+    assert any(e["message"].startswith("(combined from similar events): Created pod: web-") for e in created)
+
+
+def test_a_long_crash_loop_stays_a_handful_of_events_with_counts():
+    from tests.controlplane.factories import bare_pod, node_world
+
+    kernel, server, sim = node_world(nodes=1)
+    server.create("pods", "default", bare_pod("web-0", containers=[{"name": "web", "image": "nginx:1.27"}]))
+    kernel.advance(3)
+    start = len(server.requests)
+    for _ in range(40):
+        sim.kubelets["node-1"].crash(server.get("pods", "default", "web-0"))
+        kernel.advance(301)
+    kubelet = [e for e in server.list("events", "default")["items"] if e["source"]["component"] == "kubelet"]
+    assert sorted((e["reason"], e["message"][:20]) for e in kubelet) == [
+        ("BackOff", "Back-off restarting "),
+        ("Created", "Created container: w"),
+        ("Pulled", 'Container image "ngi'),
+        ("Pulled", "Successfully pulled "),
+        ("Pulling", 'Pulling image "nginx'),
+        ("Started", "Started container we"),
+    ]
+    # 4 occurrences a restart, but per pod a burst of 25 posts then one per 300 s (the spam
+    # filter): the later restarts are patches of the same six Events, most of them dropped; the
+    # one that gets the token each cycle (the Pulled before the restart) carries the full count.
+    posts = [r for r in server.requests[start:] if r["resource"] == "events"]
+    assert len(posts) <= 25 + kernel.now // 300 + 1
+    present = next(e for e in kubelet if e["message"].startswith("Container image"))
+    assert present["count"] == 40
+
+
+def test_each_occurrence_is_traced_with_the_event_it_counts_into():
+    """The trace's `event` record says what the correlator made of the occurrence: the Event it
+    counts into, that Event's count now, and whether it was posted (create, patch) or dropped."""
+    from controlplane.trace import Trace
+
+    k = Kernel()
+    server = APIServer(k)
+    trace = Trace(k)
+    seen = []
+    trace.subscribe(seen.append)
+    rec = EventRecorder(
+        k, Client(server, k, "replicaset-controller", qps=None, latency=0.0), "replicaset-controller", trace=trace
+    )
+    for _ in range(27):
+        rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
+    rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: web-abcde")
+    k.run()
+    occurrences = [r for r in seen if r["kind"] == "event"]
+    assert [r["count"] for r in occurrences] == [*range(1, 28), 1]
+    assert [r["sent"] for r in occurrences] == ["create"] + ["patch"] * 24 + ["dropped"] * 2 + ["dropped"]
+    stored = {e["reason"]: e for e in server.objects("events")}
+    assert {r["name"] for r in occurrences[:27]} == {stored["FailedCreate"]["metadata"]["name"]}
+    assert occurrences[-1]["name"] != occurrences[0]["name"] and "SuccessfulCreate" not in stored

@@ -35,8 +35,7 @@ def condition(p, ctype):
 
 def kubelet_writes(server, verb="update"):
     return [
-        r for r in server.requests
-        if r["client"] == "kubelet" and r["verb"] == verb and r["resource"] == "pods/status"
+        r for r in server.requests if r["client"] == "kubelet" and r["verb"] == verb and r["resource"] == "pods/status"
     ]
 
 
@@ -47,16 +46,32 @@ def started(kernel, server, sim, **spec):
     return sim.kubelets["node-1"]
 
 
-def test_bound_pod_becomes_running_and_ready_after_pod_startup_in_one_write():
+def test_bound_pod_is_container_creating_then_running_and_ready_in_one_write():
     kernel, server, _ = make_world()
     server.create("pods", "default", pod())
     kernel.advance(2.0)
-    assert get(server)["status"]["phase"] == "Pending"
+    p = get(server)
+    assert p["status"]["phase"] == "Pending"
+    [status] = p["status"]["containerStatuses"]
+    assert status == {
+        "name": "app",
+        "state": {"waiting": {"reason": "ContainerCreating"}},
+        "lastState": {},
+        "ready": False,
+        "restartCount": 0,
+        "image": "nginx",
+        "imageID": "",
+        "started": False,
+    }
+    assert condition(p, "PodReadyToStartContainers")["status"] == "False"
+    assert condition(p, "Ready")["reason"] == "ContainersNotReady"
+    assert "podIP" not in p["status"]
+    assert len(kubelet_writes(server)) == 1
     kernel.advance(0.02)
     p = get(server)
     assert p["status"]["phase"] == "Running"
     assert condition(p, "Ready")["status"] == "True"
-    assert len(kubelet_writes(server)) == 1
+    assert len(kubelet_writes(server)) == 2
 
 
 def test_ready_follows_running_after_pod_ready_delay():
@@ -72,7 +87,7 @@ def test_ready_follows_running_after_pod_ready_delay():
     p = get(server)
     assert condition(p, "Ready")["status"] == "True"
     assert condition(p, "Ready")["lastTransitionTime"] == "2026-01-01T00:00:07Z"
-    assert len(kubelet_writes(server)) == 2
+    assert len(kubelet_writes(server)) == 3  # ContainerCreating, Running, Ready
 
 
 def test_running_status_reports_ips_start_time_and_container_status():
@@ -91,7 +106,11 @@ def test_running_status_reports_ips_start_time_and_container_status():
     assert cs["imageID"].startswith("docker.io/library/nginx@sha256:")
     assert cs["containerID"].startswith("containerd://")
     assert [c["type"] for c in status["conditions"]] == [
-        "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+        "PodScheduled",
     ]
 
 
@@ -215,21 +234,24 @@ def test_evict_fails_the_pod_with_reason_evicted():
     kernel.advance(0.01)
     status = get(server)["status"]
     assert (status["phase"], status["reason"], status["message"]) == (
-        "Failed", "Evicted", "The node was low on resource: memory."
+        "Failed",
+        "Evicted",
+        "The node was low on resource: memory.",
     )
     assert sim.pod_state("default", "web-0") == "Failed"
     disruption = condition(get(server), "DisruptionTarget")
     assert (disruption["status"], disruption["reason"]) == ("True", "TerminationByKubelet")
 
 
-def test_pod_deleted_before_its_containers_started_is_removed_without_a_status_write():
+def test_pod_deleted_before_its_containers_started_is_removed_without_another_status_write():
     kernel, server, _ = make_world()
     server.create("pods", "default", pod())
     kernel.advance(1)
+    assert len(kubelet_writes(server)) == 1  # ContainerCreating
     server.delete("pods", "default", "web-0")
     kernel.advance(0.01)
     assert server.list("pods", "default")["items"] == []
-    assert kubelet_writes(server) == []
+    assert len(kubelet_writes(server)) == 1
 
 
 def test_each_fault_is_exactly_one_status_write():
@@ -269,7 +291,9 @@ def test_status_write_conflict_rereads_and_retries():
     kernel.advance(2.007)  # the kubelet's write was sent at 2.005 and lands at 2.010
     server.patch("pods", "default", "web-0", {"metadata": {"labels": {"touched": "yes"}}})
     kernel.advance(1)
-    calls = [(r["verb"], r["code"]) for r in server.requests if r["client"] == "kubelet" and r["resource"] != "nodes"]
+    calls = [
+        (r["verb"], r["code"]) for r in server.requests if r["client"] == "kubelet" and r["resource"].startswith("pods")
+    ]
     assert calls[-3:] == [("update", 409), ("get", 200), ("update", 200)]
     assert get(server)["status"]["phase"] == "Running"
 
@@ -295,3 +319,100 @@ def test_image_refs_normalise_like_containerd():
     assert image_refs("bitnami/redis:7")[0] == "docker.io/bitnami/redis:7"
     assert image_refs("registry.k8s.io/pause:3.10")[0] == "registry.k8s.io/pause:3.10"
     assert image_refs("localhost:5000/app")[0] == "localhost:5000/app:latest"
+
+
+# -- Events (pkg/kubelet/events) ------------------------------------------------------------------
+def events(server, name="web-0"):
+    """(reason, message, count) of the kubelet's Events about the pod, in creation order."""
+    items = [
+        e
+        for e in server.list("events", "default")["items"]
+        if e["involvedObject"]["name"] == name and e["source"]["component"] == "kubelet"
+    ]
+    items.sort(key=lambda e: (e["firstTimestamp"], e["metadata"]["name"]))
+    return [(e["reason"], e["message"], e["count"]) for e in items]
+
+
+def test_a_starting_pod_records_pulling_pulled_created_started_from_its_node():
+    kernel, server, _ = make_world()
+    server.create("pods", "default", pod(containers=[{"name": "web", "image": "nginx"}]))
+    kernel.advance(0.5)
+    assert events(server) == [("Pulling", 'Pulling image "nginx"', 1)]
+    kernel.advance(2)
+    size = 10_000_000 + int.from_bytes(__import__("hashlib").sha256(b"nginx").digest()[:4], "big") % 90_000_000
+    assert events(server) == [
+        ("Pulling", 'Pulling image "nginx"', 1),
+        ("Pulled", f'Successfully pulled image "nginx" in 2s (2s including waiting). Image size: {size} bytes.', 1),
+        ("Created", "Created container: web", 1),
+        ("Started", "Started container web", 1),
+    ]
+    started = next(e for e in server.list("events", "default")["items"] if e["reason"] == "Started")
+    assert started["source"] == {"component": "kubelet", "host": "node-1"}
+    assert started["reportingInstance"] == "node-1"
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{web}"
+    assert started["involvedObject"]["kind"] == "Pod"
+    posts = [r for r in server.requests if r["resource"] == "events" and r["verb"] == "create"]
+    assert [r["client"] for r in posts] == ["default-scheduler"] + ["kubelet"] * 4
+
+
+def test_an_image_already_on_the_node_is_not_pulled_again_if_not_present_policy():
+    kernel, server, _ = make_world()
+    web = [{"name": "web", "image": "nginx:1.27", "imagePullPolicy": "IfNotPresent"}]
+    server.create("pods", "default", pod("web-0", containers=web))
+    kernel.advance(3)
+    server.create("pods", "default", pod("web-1", containers=web))
+    kernel.advance(3)
+    assert [r for r, _, _ in events(server, "web-0")] == ["Pulling", "Pulled", "Created", "Started"]
+    assert events(server, "web-1") == [
+        ("Pulled", 'Container image "nginx:1.27" already present on machine', 1),
+        ("Created", "Created container: web", 1),
+        ("Started", "Started container web", 1),
+    ]
+
+
+def test_a_crash_loop_aggregates_into_counts_with_a_back_off_warning():
+    kernel, server, sim = make_world()
+    kubelet = started(kernel, server, sim, containers=[{"name": "web", "image": "nginx:1.27"}])
+    uid = get(server)["metadata"]["uid"]
+    for _ in range(2):
+        kubelet.crash(get(server))
+        kernel.advance(60)
+    got = events(server)
+    assert ("BackOff", f"Back-off restarting failed container web in pod web-0_default({uid})", 2) in got
+    assert ("Pulled", 'Container image "nginx:1.27" already present on machine', 2) in got
+    assert ("Created", "Created container: web", 3) in got
+    assert ("Started", "Started container web", 3) in got
+    backoff = next(e for e in server.list("events", "default")["items"] if e["reason"] == "BackOff")
+    assert backoff["type"] == "Warning"
+
+
+def test_deleting_a_running_pod_records_killing():
+    kernel, server, sim = make_world()
+    started(kernel, server, sim, containers=[{"name": "web", "image": "nginx"}])
+    server.delete("pods", "default", "web-0")
+    kernel.advance(0.01)
+    assert events(server)[-1] == ("Killing", "Stopping container web", 1)
+
+
+def test_an_eviction_records_evicted_then_killing():
+    kernel, server, sim = make_world()
+    kubelet = started(kernel, server, sim, containers=[{"name": "web", "image": "nginx"}])
+    kubelet.evict(get(server))
+    kernel.advance(0.01)
+    assert events(server)[-2:] == [
+        ("Evicted", "The node was low on resource: memory.", 1),
+        ("Killing", "Stopping container web", 1),
+    ]
+
+
+def test_go_durations_of_pulls_are_truncated_to_milliseconds():
+    from controlplane.kubelet import _go_ms_duration
+
+    assert [_go_ms_duration(s) for s in (0, 0.25, 2, 1.5, 65.25, 3600)] == [
+        "0s",
+        "250ms",
+        "2s",
+        "1.5s",
+        "1m5.25s",
+        "1h0m0s",
+    ]

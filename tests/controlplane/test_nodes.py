@@ -296,3 +296,12 @@ def _traced_run():
 
 def test_same_seed_gives_the_same_trace_and_requests():
     assert _traced_run() == _traced_run()
+
+
+def test_kubelets_report_the_version_the_api_server_reports():
+    from controlplane.simulation import VERSION_INFO
+
+    _, server, _ = node_world()
+    info = server.get("nodes", None, "node-1")["status"]["nodeInfo"]
+    assert info["kubeletVersion"] == info["kubeProxyVersion"] == VERSION_INFO["gitVersion"] == "v1.32.0-ctrlscope"
+    assert (VERSION_INFO["major"], VERSION_INFO["minor"]) == ("1", "32")  # what /version serves

@@ -169,3 +169,42 @@ def test_positions_a_replay_cannot_reach_are_refused_with_a_reason():
         Replay.from_recording(live.recording()).run_to_events(live.kernel.events + 10**6, 2.0)
     with pytest.raises(ReplayError, match="beginning"):
         replay.previous_event(Position(0, 0, 0.0))
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_one_primitive_the_cut_and_the_recording_replay_to_the_contracts_report(name, tmp_path):
+    """Restore, re-open and fork replay the session cut at T (`Replay.from_export`); the past
+    view replays its recording (`Replay.from_recording`); report.json?at=T is the CLI's run of
+    the cut. At every T the three give the same report, byte for byte, and the cut's replay
+    gives the recorded action log back (`reproduces`), who acted included."""
+    live, _ = live_session(name)
+    live.finish_instant()
+    for t in (0.0, 0.4137, 3.0071, 12.5, 25.25):
+        cut = live.export_scenario(at=t)
+        path = tmp_path / f"cut-{t}.yaml"
+        path.write_text(yaml.safe_dump(cut, sort_keys=False))
+        cli = json.dumps(run_scenario(str(path), until=t), separators=(",", ":"))
+        from_cut = Replay.from_export(json.loads(json.dumps(cut)), index=False)
+        from_cut.run_to_time(t)
+        from_recording = Replay.from_recording(json.loads(json.dumps(live.recording())))
+        from_recording.run_to_time(t)
+        assert from_cut.sim.report_json() == cli == from_recording.sim.report_json()
+        history = [dict(e, source="someone") for e in live.actions if e["time"] <= t]
+        assert from_cut.reproduces(history) is None
+        assert [e.get("source") for e in from_cut.sim.actions[: len(history)]] == ["someone"] * len(history)
+        assert from_cut.marks == []  # index=False: no sync index kept (a restore never steps back)
+
+
+def test_reproduces_names_the_first_entry_the_replay_did_not_give_back():
+    live, _ = live_session("demo")
+    live.finish_instant()
+    t = 12.5
+    replay = Replay.from_export(live.export_scenario(at=t))
+    replay.run_to_time(t)
+    history = [dict(e) for e in live.actions if e["time"] <= t]
+    assert len(history) >= 3
+    changed = [dict(e) for e in history]
+    changed[2] = {**changed[2], "time": changed[2]["time"] + 1.0}
+    assert replay.reproduces(changed) == 2
+    assert replay.reproduces([*history, {"time": t, "action": {"config": {"workers": 9}}, "ok": True}]) == len(history)
+    assert replay.reproduces(history) is None

@@ -116,7 +116,7 @@ def test_demo_runs_both_controllers_with_their_own_names(reports):
     rc = report["objects"]["ReplicationController"][0]
     assert "terminatingReplicas" not in rc["status"]
     components = {e["source"]["component"] for e in report["objects"]["Event"]}
-    assert components == {"replicaset-controller", "replication-controller"}
+    assert components == {"replicaset-controller", "replication-controller", "default-scheduler", "kubelet"}
     assert {s["controller"] for s in report["syncs"]} == {"replicaset", "replicationcontroller"}
 
 

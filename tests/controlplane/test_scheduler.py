@@ -176,3 +176,133 @@ def test_toleration_matching_follows_upstream(toleration, taint, expected):
 def test_prefer_no_schedule_taints_never_block():
     taints = [{"key": "k", "effect": "PreferNoSchedule"}]
     assert find_untolerated_taint(taints, []) is None
+
+
+# -- resource requests (NodeResourcesFit) -------------------------------------------------------
+# 64 CPUs is more than a 4-CPU node's whole allocatable: NodeResourcesFit's status is then
+# UnschedulableAndUnresolvable, and preemption "is not helpful" (fitsRequest's Unresolvable).
+INSUFFICIENT_CPU_MESSAGE = (
+    "0/3 nodes are available: 3 Insufficient cpu. no new claims to deallocate, "
+    "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+)
+
+
+def requesting(name, cpu=None, memory=None, **spec):
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    return pod(name, containers=[{"name": "app", "image": "nginx", "resources": {"requests": requests}}], **spec)
+
+
+def events_of(server, name, reason=None):
+    return [
+        e
+        for e in server.list("events", "default")["items"]
+        if e["involvedObject"]["name"] == name and (reason is None or e["reason"] == reason)
+    ]
+
+
+def scheduled_condition(server, name):
+    conditions = server.get("pods", "default", name)["status"].get("conditions") or []
+    return next(c for c in conditions if c["type"] == "PodScheduled")
+
+
+def test_pod_asking_64_cpus_on_4_cpu_nodes_stays_pending_with_insufficient_cpu():
+    kernel, server, _ = make_world()
+    server.create("pods", "default", requesting("big", cpu="64"))
+    kernel.advance(1)
+    assert node_of(server, "big") is None
+    cond = scheduled_condition(server, "big")
+    assert (cond["status"], cond["reason"], cond["message"]) == ("False", "Unschedulable", INSUFFICIENT_CPU_MESSAGE)
+    [event] = events_of(server, "big", "FailedScheduling")
+    assert (event["type"], event["message"], event["source"]) == (
+        "Warning",
+        INSUFFICIENT_CPU_MESSAGE,
+        {"component": "default-scheduler"},
+    )
+
+
+def test_every_insufficient_resource_of_a_node_is_a_reason():
+    kernel, server, _ = make_world(nodes=2)
+    server.create("pods", "default", requesting("big", cpu="5", memory="17Gi"))
+    kernel.advance(1)
+    assert scheduled_condition(server, "big")["message"] == (
+        "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory. no new claims to deallocate, "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+
+
+def test_requests_count_against_allocatable_minus_the_pods_bound_there():
+    kernel, server, _ = make_world(nodes=1)
+    server.create("pods", "default", requesting("a", cpu="3"))
+    server.create("pods", "default", requesting("b", cpu="1500m"))
+    server.create("pods", "default", requesting("c", cpu="1", memory="1Gi"))
+    kernel.advance(1)
+    assert [node_of(server, n) for n in ("a", "b", "c")] == ["node-1", None, "node-1"]
+    # 1.5 CPUs would fit on an empty node: evicting pods could help, were there lower priorities.
+    assert scheduled_condition(server, "b")["message"] == (
+        "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+        "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    )
+    server.delete("pods", "default", "a", grace_period_seconds=0)
+    kernel.advance(2)  # the pod leaving frees 3 CPUs: b is retried (after its 1 s back-off)
+    assert node_of(server, "b") == "node-1"
+
+
+def test_pods_without_requests_fit_on_a_node_whose_cpu_is_taken():
+    kernel, server, _ = make_world(nodes=1)
+    server.create("pods", "default", requesting("all", cpu="4"))
+    server.create("pods", "default", pod("plain"))
+    kernel.advance(1)
+    assert (node_of(server, "all"), node_of(server, "plain")) == ("node-1", "node-1")
+
+
+def test_a_bound_pod_gets_a_scheduled_event_from_default_scheduler():
+    kernel, server, _ = make_world()
+    server.create("pods", "default", pod("web-0"))
+    kernel.advance(1)
+    [event] = events_of(server, "web-0", "Scheduled")
+    assert (event["type"], event["message"], event["source"]["component"]) == (
+        "Normal",
+        "Successfully assigned default/web-0 to node-1",
+        "default-scheduler",
+    )
+    posts = requests(server, "default-scheduler", "create", "events")
+    assert [r["code"] for r in posts] == [201]
+
+
+def test_an_unschedulable_pod_is_retried_after_five_minutes_at_the_next_30_second_tick():
+    kernel, server, _ = make_world()
+    server.create("pods", "default", requesting("big", cpu="64"))
+    kernel.advance(329)
+    assert events_of(server, "big", "FailedScheduling")[0]["count"] == 1
+    kernel.advance(1.5)  # t=330: the first tick at which it waited more than 300 s
+    assert events_of(server, "big", "FailedScheduling")[0]["count"] == 2
+    kernel.advance(330)
+    assert events_of(server, "big", "FailedScheduling")[0]["count"] == 3
+
+
+def test_a_retried_pod_waits_out_its_back_off_first():
+    kernel, server, _ = make_world(nodes=1)
+    server.create("pods", "default", requesting("big", cpu="8"))
+    kernel.advance(0.2)
+    node = server.get("nodes", None, "node-1")
+    grown = {**node["status"], "allocatable": {**node["status"]["allocatable"], "cpu": "16"}}
+    server.update("nodes", None, "node-1", {**node, "status": grown}, subresource="status")
+    kernel.advance(0.5)
+    assert node_of(server, "big") is None  # its 1 s back-off runs to t=1
+    kernel.advance(0.5)
+    assert node_of(server, "big") == "node-1"
+
+
+def test_pod_requests_sum_containers_and_take_the_largest_init_container():
+    from controlplane.scheduler import pod_requests
+
+    def c(cpu, memory="0", **extra):
+        return {"name": "x", "image": "i", "resources": {"requests": {"cpu": cpu, "memory": memory}}, **extra}
+
+    spec = {
+        "containers": [c("100m", "64Mi"), c("0.25", "1Gi")],
+        "initContainers": [c("2", "1Mi"), c("50m", "10Mi", restartPolicy="Always")],
+        "overhead": {"cpu": "10m"},
+    }
+    assert pod_requests({"spec": spec}) == (2000 + 10, 64 * 2**20 + 2**30 + 10 * 2**20)
+    assert pod_requests({"spec": {"containers": [{"name": "x", "image": "i"}]}}) == (0, 0)

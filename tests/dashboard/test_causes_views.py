@@ -57,7 +57,15 @@ async def test_records_pages_through_every_record_and_filters(running_host):
 
 @pytest.mark.parametrize(
     ("query", "field"),
-    [("limit=5000", "limit"), ("offset=-1", "offset"), ("offset=x", "offset"), ("text=" + "x" * 101, "text")],
+    [
+        ("limit=5000", "limit"),
+        ("offset=-1", "offset"),
+        ("offset=x", "offset"),
+        ("text=" + "x" * 101, "text"),
+        ("upto=-3", "upto"),
+        ("upto=1e3", "upto"),
+        ("upto=" + "9" * 13, "upto"),
+    ],
 )
 async def test_records_refuses_bad_input_naming_the_field(running_host, query, field):
     paused_demo(running_host, 1.0)
@@ -71,3 +79,33 @@ async def test_a_pods_transitions_in_its_detail_each_have_a_why(running_host):
     name = next(p["metadata"]["name"] for p in hosted.sim.server.objects("pods"))
     detail = (await AsyncClient().get(f"/sim/demo/pod/default/{name}")).content.decode()
     assert 'class="why" data-why-seq="' in detail
+
+
+async def test_the_trace_and_why_at_a_moment_of_the_past_end_there(running_host):
+    """`upto=S` (the page views the past at record S): the trace holds no record after S, filters
+    included, and a why? marks each link after S as its future; bad `upto` is a 400 naming it."""
+    hosted = paused_demo(running_host, 31.0)
+    log = hosted.sim.record_log
+    client = AsyncClient()
+    upto = log.last // 2
+    page = json.loads((await client.get(f"/sim/demo/records.json?upto={upto}&offset={upto - 3}&limit=50")).content)
+    assert page["upto"] == upto and page["total"] == upto - log.base + 1
+    assert [row["seq"] for row in page["rows"]] == [upto - 2, upto - 1, upto]
+    everything = json.loads((await client.get("/sim/demo/records.json?kind=sync.start&limit=1000")).content)
+    cut = json.loads((await client.get(f"/sim/demo/records.json?kind=sync.start&limit=1000&upto={upto}")).content)
+    assert cut["rows"] == [row for row in everything["rows"] if row["seq"] <= upto]
+    assert 0 < cut["total"] < everything["total"]
+    later = log.last  # a record in the future of the moment `upto`
+    why = json.loads((await client.get(f"/sim/demo/why/{later}?format=json&upto={upto}")).content)
+    assert why["upto"] == upto
+    assert [link["future"] for link in why["links"] if link["time"] is not None] == [
+        link["seq"] > upto for link in why["links"] if link["time"] is not None
+    ]
+    assert why["links"][0]["future"] is True
+    panel = (await client.get(f"/sim/demo/why/{later}?upto={upto}")).content.decode()
+    assert f"#{later} is after the moment you are viewing (record #{upto})" in panel and "in the future" in panel
+    now = (await client.get(f"/sim/demo/why/{later}")).content.decode()  # live: nothing is the future
+    live = json.loads((await client.get(f"/sim/demo/why/{later}?format=json")).content)
+    assert "in the future" not in now and "future" not in live["links"][0]
+    bad = await client.get(f"/sim/demo/why/{later}?upto=abc")
+    assert bad.status_code == 400 and json.loads(bad.content)["message"].startswith("upto:")

@@ -19,6 +19,12 @@ from dashboard.host.hosted import HostedSimulation
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+def _text(message: dict) -> str:
+    """A watch message's lines: bytes for the HTTP side (`data`), or text."""
+    return message.get("data", b"").decode() + message["text"]
+
+
 KOPF = "kopf/1.45.2"
 KUBECTL = "kubectl/v1.32.4 (linux/amd64) kubernetes/4cb5f07"
 
@@ -44,7 +50,7 @@ async def _drain(layer, channel: str) -> list[dict]:
 
 
 def _events(messages: list[dict]) -> list[dict]:
-    return [json.loads(line) for m in messages for line in m["text"].splitlines()]
+    return [json.loads(line) for m in messages for line in _text(m).splitlines()]
 
 
 async def _watch(hosted, layer, client: str) -> str:

@@ -161,7 +161,7 @@ async def test_junk_gets_an_error_and_changes_nothing(running_host):
     await comm.disconnect()
 
 
-async def test_a_viewer_that_stops_acknowledging_is_skipped_then_resynchronised(running_host):
+async def test_a_viewer_that_stops_acknowledging_is_skipped_then_caught_up(running_host):
     hosted = running_host.sims["demo"]
     await asyncio.sleep(0)
     # 100x, not max: max pauses once the demo is idle, and this needs a host that goes on publishing.
@@ -176,8 +176,22 @@ async def test_a_viewer_that_stops_acknowledging_is_skipped_then_resynchronised(
     frames = [f for f in frames if f["type"] == "frame"]
     assert 1 <= len(frames) <= WINDOW
     assert hosted.frames.seq > frames[-1]["seq"] + 2  # the host went on publishing
-    # Acknowledge: the consumer asks the host for a full state and the viewer is back.
+    # Acknowledge: the consumer asks the host for the frames it skipped, merged into one frame
+    # (not a full state of the world), and the viewer is back.
     await comm.send_to(text_data=json.dumps({"type": "ack", "seq": frames[-1]["seq"]}))
-    again = await receive(comm, "state")
-    assert again["seq"] > frames[-1]["seq"]
+    again = json.loads(await comm.receive_from(timeout=5))
+    assert again["type"] == "frame" and again["seq"] > frames[-1]["seq"] + 1, again.get("type")
+    assert "pods" not in again.get("canvas", {})
+    await comm.send_to(text_data=json.dumps({"type": "ack", "seq": again["seq"]}))
+    following = await receive(comm, "frame")  # and the frames go on from there
+    assert following["seq"] > again["seq"]
+    await comm.disconnect()
+
+
+async def test_the_page_may_not_ask_the_host_for_a_catch_up_itself(running_host):
+    comm, _, _ = await connect()
+    await receive(comm, "state")
+    await comm.send_to(text_data=json.dumps({"type": "cmd", "id": 4, "cmd": {"op": "catchup", "since": 0}}))
+    error = await receive(comm, "error")
+    assert error["id"] == 4 and error["error"] == "catchup is not a command"
     await comm.disconnect()

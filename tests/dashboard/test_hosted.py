@@ -594,3 +594,38 @@ def test_apply_yaml_refuses_a_typo_with_the_strict_field_error_and_changes_nothi
         'strict decoding error: unknown field "spec.replcas"'
     )
     assert h.sim.server.peek("replicasets", "default", "web") is before
+
+
+def test_failed_api_calls_and_warning_events_survive_a_busy_frames_cap():
+    """A frame shows the newest rows of each log; older failed calls and Warning Events are kept
+    before them (what someone debugging looks for), the rest counted as skipped."""
+    from dashboard.host.frames import NOTABLE_PER_FRAME, ROWS_PER_FRAME
+
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 3.0)
+    frames_until_quiet(h)
+    h.command({"op": "act", "action": {"apiFault": {"verb": "create", "resource": "pods", "count": 1, "code": 500}}})
+    h.command({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 60}}})
+    run_until(h, 12.0)
+    frame = json.loads(h.frames.frame())
+    api = frame["rows"]["api"]
+    assert api.count("<tr") <= ROWS_PER_FRAME + NOTABLE_PER_FRAME
+    assert frame["skipped"]["api"] > 0  # a busy frame: most rows were left out ...
+    assert 'data-code="500"' in api  # ... not the failed create
+    assert "FailedCreate" in frame["rows"]["events"]  # nor its Warning Event
+
+
+def test_a_reconnecting_viewer_gets_the_newest_rows_in_state_of_each_log():
+    """A state carries the newest ROWS_IN_STATE rows of each log (what a page that connects or
+    resynchronises starts from), not one frame's worth."""
+    from dashboard.host.frames import ROWS_IN_STATE, ROWS_PER_FRAME
+
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 40.0)
+    frames_until_quiet(h)
+    rows = json.loads(h.frames.state())["rows"]
+    kept = len(h.frames.trace_rows)
+    assert ROWS_PER_FRAME < kept <= ROWS_IN_STATE
+    assert rows["trace"].count("<tr") == kept

@@ -21,6 +21,13 @@ from dashboard.k8s import tables
 from .conftest import TOKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _text(message: dict) -> str:
+    """A watch message's lines: bytes for the HTTP side (`data`), or text."""
+    return message.get("data", b"").decode() + message["text"]
+
+
 AUTH = [(b"authorization", f"Bearer {TOKEN}".encode())]
 TABLE = [(b"accept", b"application/json;as=Table;v=v1;g=meta.k8s.io,application/json")]
 
@@ -150,12 +157,12 @@ async def test_a_watch_streams_committed_events_and_leaves_the_report_identical(
                 message = await asyncio.wait_for(layer.receive(channel), 0.05)
             except TimeoutError:
                 break
-            lines += message["text"].splitlines()
+            lines += _text(message).splitlines()
     hosted.command({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 2}}})
     hosted.sim.run_until(9.0)
     await k8s_ops.publish(hosted)
     message = await asyncio.wait_for(layer.receive(channel), 1)
-    lines += message["text"].splitlines()
+    lines += _text(message).splitlines()
     events = [json.loads(line) for line in lines]
     added = [e["object"]["metadata"]["name"] for e in events if e["type"] == "ADDED"]
     assert len(added) == 4 and all(name.startswith("web-") for name in added)
@@ -176,6 +183,31 @@ async def test_a_watch_from_a_compacted_version_answers_410_expired(transactiona
     event = json.loads(answer["lines"])
     assert answer["end"] and event["type"] == "ERROR" and event["object"]["code"] == 410
     assert event["object"]["reason"] == "Expired"
+
+
+async def test_a_watch_from_a_version_not_reached_yet_answers_too_large_resource_version(transactional_db):
+    hosted = HostedSimulation("x", Simulation(load_file("demo")), name="demo", source="demo")
+    hosted.sim.run_until(1.0)
+    current = hosted.sim.server.revision
+    future = str(current + 1000)
+    answer = k8s_ops.READS["k8s_watch"](hosted, {"channel": "c!x", "resource": "pods", "resourceVersion": future})
+    event = json.loads(answer["lines"])
+    assert answer["end"] and event == {
+        "type": "ERROR",
+        "object": {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": f"Timeout: Too large resource version: {current + 1000}, current: {current}",
+            "reason": "Timeout",
+            "details": {
+                "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+                "retryAfterSeconds": 1,
+            },
+            "code": 504,
+        },
+    }
 
 
 async def test_metrics_expose_the_simulations_figures_with_a_simulation_label(running_host):

@@ -244,3 +244,118 @@ def test_a_newer_request_of_the_viewer_supersedes_the_one_in_hand():
         assert answer["id"] == worker.next_id and answer["position"]["time"] == 40.0, answer  # the first got no answer
     finally:
         worker.close()
+
+
+def test_the_memory_of_keyframes_is_read_a_few_at_a_time(monkeypatch):
+    """Reading /proc costs ~3 ms a process: after an answer the broker reads each new keyframe
+    and the MEASURE_PER_ROUND read longest ago, not all of them (27 took ~80 ms the next request
+    waited for); over the budget, keyframes go by thinning as before."""
+    broker = keyframes.Broker(NoNewer())  # type: ignore[arg-type]
+    read: list[int] = []
+
+    def fake_memory(pid: int) -> dict[str, int]:
+        read.append(pid)
+        return {"pss": 10, "uss": 10}
+
+    monkeypatch.setattr(keyframes, "memory", fake_memory)
+    try:
+
+        class Fake:
+            def __init__(self, pid: int) -> None:
+                self.pid, self.here, self.events, self.used = pid, {"events": pid, "seq": pid, "time": 0.0}, pid, 0
+                self.uss: int | None = None
+                self.measured = 0
+
+        kfs = [Fake(100 * (i + 1)) for i in range(10)]
+        broker.keyframes = list(kfs)  # type: ignore[arg-type]
+        assert broker._memory() == 100 and sorted(read) == [k.pid for k in kfs]  # new ones: all read
+        read.clear()
+        assert broker._memory() == 100 and len(read) == keyframes.MEASURE_PER_ROUND
+        first = list(read)
+        read.clear()
+        broker._memory()
+        assert len(read) == keyframes.MEASURE_PER_ROUND and not set(read) & set(first)  # round robin
+        read.clear()
+        newcomer = Fake(1100)
+        broker.keyframes.append(newcomer)  # type: ignore[arg-type]
+        assert broker._memory() == 110 and newcomer.pid in read and len(read) == keyframes.MEASURE_PER_ROUND + 1
+        broker.max_memory = 55  # over the budget: thinned to it from what was read
+        monkeypatch.setattr(broker, "_drop", lambda world: broker.keyframes.remove(world))
+        broker._evict()
+        assert sum(k.uss or 0 for k in broker.keyframes) <= 55 and broker.keyframes[-1] is newcomer
+        broker.keyframes = []
+    finally:
+        broker.close()
+
+
+def test_between_requests_a_sweeper_leaves_keyframes_up_to_the_live_moment(session):
+    """After an early moment is viewed, the worker sweeps on towards the live moment while no
+    request waits (a copy of the current: the current stays at the moment viewed), leaving
+    keyframes on the way; a later jump beyond what was viewed is then served from one, and every
+    world is still the one a replay from t=0 reaches."""
+    fast = WorkerProcess(every=50)
+    slow = WorkerProcess(keyframes_on=False)
+    try:
+        end = session.sim.position()
+        first = fast.ask(session, {"at": 5.0}, FOCUS)
+        assert world(first) == world(slow.ask(session, {"at": 5.0}, FOCUS))
+        deadline = time.monotonic() + 60
+        while True:  # each look pauses the sweep; it goes on after the answer
+            stats = fast.stats()
+            held = [k["here"]["events"] for k in stats["keyframes"]]
+            if stats["sweeper"] is None and held and held[-1] >= end.events - 50:
+                break
+            assert time.monotonic() < deadline, stats
+            time.sleep(0.2)
+        assert stats["sweeps"] >= 1 and stats["forks_from_zero"] == 1
+        # The current did not move: one event forward from the moment viewed is exact.
+        at = world(first)[0]
+        step = {"forward": "event", "from": {k: at[k] for k in ("events", "seq", "time")}}
+        assert world(fast.ask(session, step, FOCUS)) == world(slow.ask(session, step, FOCUS))
+        before = fast.stats()["forks_from_keyframe"]
+        late = {"at": 58.5}  # beyond every moment viewed so far
+        assert world(fast.ask(session, late, FOCUS)) == world(slow.ask(session, late, FOCUS))
+        after = fast.stats()
+        assert after["forks_from_keyframe"] == before + 1 and after["forks_from_zero"] == 1
+    finally:
+        fast.close()
+        slow.close()
+
+
+def test_without_sweeping_a_late_jump_replays_on_from_the_current(session):
+    """The same with `sweep` off (the benchmark's comparison): no keyframe beyond the moment
+    viewed, so the late jump replays forward from the current."""
+    fast = WorkerProcess(every=50)
+    try:
+        assert fast.raw({"viewer": "test", "configure": {"sweep": False}})["ok"]
+        refused = fast.raw({"viewer": "test", "configure": {"sweep": 1}})
+        assert refused["error"] == "configure.sweep: must be true or false"
+        first = world(fast.ask(session, {"at": 5.0}))[0]
+        time.sleep(1.0)
+        stats = fast.stats()
+        assert stats["sweeps"] == 0 and all(k["here"]["events"] <= first["events"] for k in stats["keyframes"])
+    finally:
+        fast.close()
+
+
+def test_a_replay_to_an_event_count_leaves_a_keyframe_just_before_it(session):
+    """Steps back come in runs (shift+N, shift+N …): a replay to an event count far from the
+    keyframe it started from also leaves one `near` events before it, so the next steps back
+    replay from there; the worlds are still exactly those of a replay from t=0."""
+    fast = WorkerProcess(every=100, near=10)
+    slow = WorkerProcess(keyframes_on=False)
+    try:
+        end = session.sim.position()
+        assert end.events > 400
+        fast.ask(session, {"at": 1.0}, FOCUS)  # a first view: keyframes at 100, 200 … on the way
+        target = {"events": 391, "time": end.time}
+        assert world(fast.ask(session, target, FOCUS)) == world(slow.ask(session, target, FOCUS))
+        held = [k["here"]["events"] for k in fast.stats()["keyframes"]]
+        assert 381 in held  # 10 events before 391
+        for events in (390, 389, 385):  # the next steps back: from the keyframe at 381
+            target = {"events": events, "time": end.time}
+            assert world(fast.ask(session, target, FOCUS)) == world(slow.ask(session, target, FOCUS))
+        assert [k["here"]["events"] for k in fast.stats()["keyframes"]].count(381) == 1  # no more made
+    finally:
+        fast.close()
+        slow.close()

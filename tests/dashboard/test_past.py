@@ -145,3 +145,21 @@ async def test_the_websocket_shows_a_past_moment_to_the_viewer_who_asked(running
         assert result["ok"] is False and result["error"].startswith(error)
     assert hosted.sim.position() == live_before
     await comm.disconnect()
+
+
+def test_a_trace_record_without_its_time_is_found_in_the_kept_records():
+    """A span on the timeline names the sync.start it links to by `seq` only (its time is rounded
+    for drawing): the host takes the record's own time from the kept records."""
+    from dashboard.host.past import CommandError, target_of
+
+    hosted = live()
+    hosted.sim.run_until(3.0)
+    log = hosted.sim.record_log
+    start = next(log.get(s) for s in range(log.base, log.last + 1) if log.get(s)["kind"] == "sync.start")
+    live_at = hosted.sim.position()
+    target = target_of({"seq": start["seq"]}, live_at, log)
+    assert target == {"seq": start["seq"], "time": start["time"]}
+    with pytest.raises(CommandError, match=r"^t: must be a (finite )?number"):
+        target_of({"seq": start["seq"]}, live_at)  # no kept records: the time must be given
+    with pytest.raises(CommandError, match="seq: must be between 0 and"):
+        target_of({"seq": live_at.seq + 1}, live_at, log)

@@ -202,3 +202,47 @@ async def test_the_time_is_saved_at_least_every_second_while_running(running_hos
         if (await Recording.objects.aget(id=sim_id)).virtual_time >= first + 1.0:
             return
     raise AssertionError("the recording's time did not move while the session ran")
+
+
+async def test_after_a_restart_the_demo_gets_its_id_back_and_the_stopped_demo_keeps_its_recording(
+    running_host, settings
+):
+    """The demo's URL (/sim/demo/, printed by ./scripts/run) names the new demo after a restart,
+    not the recording of the demo the previous run stopped: that one moves to an id of its own,
+    with its actions, and its forks follow it."""
+    from dashboard.host import host as host_module
+
+    settings.CTRLSCOPE_START = "demo"
+    await host_module.ensure_started()
+    assert "demo" in running_host.sims
+    await command("demo", {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 4}}})
+    await stored("demo", actions=len(running_host.sims["demo"].sim.actions), t=running_host.sims["demo"].sim.now)
+    fork = await Recording.objects.acreate(
+        id="fork-of-demo",
+        name="fork",
+        source="fork",
+        seed=1,
+        start="{}",
+        state=Recording.STOPPED,
+        host="x",
+        parent="demo",
+        forked_at=0.0,
+    )
+    actions = await RecordedAction.objects.filter(recording_id="demo").acount()
+    assert actions >= 1
+    await host_module.reset_for_tests()  # the server stops: its sessions are stopped, kept
+    assert (await Recording.objects.aget(id="demo")).state == Recording.STOPPED
+
+    await host_module.ensure_started()  # a new run of the server
+    restarted = host_module.get_host()
+    assert "demo" in restarted.sims and restarted.sims["demo"].sim.actions == []  # a new demo, fresh
+    assert (await Recording.objects.aget(id="demo")).state == Recording.RUNNING
+    old = [r async for r in Recording.objects.filter(state=Recording.STOPPED).exclude(id=fork.id)]
+    assert len(old) == 1 and old[0].id.startswith("demo-") and "was demo" in old[0].note
+    assert await RecordedAction.objects.filter(recording_id=old[0].id).acount() == actions
+    assert (await Recording.objects.aget(id=fork.id)).parent == old[0].id
+    client = await controlling_client()
+    home = (await client.get("/")).content.decode()
+    assert f'data-recording="{old[0].id}"' in home and 'data-recording="demo"' not in home
+    exported = await client.get(f"/sim/{old[0].id}/scenario.yaml")
+    assert exported.status_code == 200 and b"replicas: 4" in exported.content

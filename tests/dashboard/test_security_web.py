@@ -25,6 +25,7 @@ from dashboard.asgi import application
 from dashboard.urls import urlpatterns
 
 from .conftest import TOKEN
+from .live_server import SERVERS, free_port, live_server
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOST = b"127.0.0.1:8000"
@@ -374,14 +375,6 @@ def test_a_strong_token_starts(tmp_path):
 
 
 # -- the token never reaches a log ---------------------------------------------------------------------------
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _raw(port: int, request: bytes) -> bytes:
     import socket
 
@@ -393,14 +386,7 @@ def _raw(port: int, request: bytes) -> bytes:
     return data
 
 
-@pytest.mark.parametrize(
-    "server",
-    [
-        [sys.executable, "-m", "dashboard.serve"],  # as ./scripts/run starts it
-        [str(pathlib.Path(sys.executable).parent / "daphne")],  # plain Daphne, as people also do
-    ],
-    ids=["dashboard.serve", "daphne"],
-)
+@pytest.mark.parametrize("server", list(SERVERS.values()), ids=list(SERVERS))
 def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
     """The real server: a token in the query, in a kubeconfig's path (also where Django logs a
     404), in an Authorization header and in a websocket's query never reaches its output. HEAD
@@ -411,40 +397,10 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
     import websocket
 
     secret = "SECRET-0123456789-abcdefXYZ"
-    port, tls_port = _free_port(), _free_port()
+    tls_port = free_port()
     serves_tls = server[-1] == "dashboard.serve"  # plain Daphne serves what it is told: http here
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CTRLSCOPE_") and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
-    env.update(
-        CTRLSCOPE_STATE_DIR=str(tmp_path / "state"),
-        CTRLSCOPE_DB_PATH=str(tmp_path / "db.sqlite3"),
-        CTRLSCOPE_TOKEN=secret,
-        CTRLSCOPE_TLS_PORT=str(tls_port),
-        DJANGO_SETTINGS_MODULE="dashboard.settings",
-        PYTHONPATH=str(ROOT),
-    )
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True, capture_output=True
-    )
-    out = open(tmp_path / "server.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [*server, "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-        cwd=ROOT,
-        env=env,
-        stdout=out,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            # Up when the demo is registered (the listening socket comes first).
-            try:
-                if requests.get(url + "/sim/demo/status.json", timeout=1).status_code == 200:
-                    break
-            except OSError:
-                pass
-            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "server.log").read_text()
-            time.sleep(0.2)
+    with live_server(tmp_path, server, secret, tls_port=tls_port) as port:
+        url = f"http://127.0.0.1:{port}"
         session = requests.Session()
         assert session.get(f"{url}/sim/demo/?token={secret}", timeout=10).status_code == 200
         assert requests.get(f"{url}/sim/demo/k8s/token/{secret}/api", timeout=10).status_code == 200
@@ -475,10 +431,6 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
         assert len(get.partition(b"\r\n\r\n")[2]) > 1000
         assert b"text/html" in head_headers
         time.sleep(0.5)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        out.close()
     log = (tmp_path / "server.log").read_text()
     assert "GET /sim/demo/?token=[redacted]" in log and "/k8s/token/[redacted]/api" in log, log
     assert "Not Found: /sim/DEMO/k8s/token/[redacted]/api" in log, log

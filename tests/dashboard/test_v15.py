@@ -84,14 +84,14 @@ def test_a_v1_5_sync_is_told_in_v1_5_stages_each_linked_to_its_line_at_k15():
         K15 + "pkg/controller/replication/replication_controller_utils.go#L33"
     )
     assert f"{RC_GO}#L622" in markup and f"{RC_GO}#L510" in markup and f"{RC_GO}#L514" in markup
-    assert "release-1.36" not in markup and "slow-start" not in markup
+    assert panels.RS_COMMIT not in markup and "slow-start" not in markup
 
 
 def test_a_v1_36_sync_of_the_same_controller_keeps_the_v1_36_narration():
     h = hosted()
     run_until(h, 1.0)
     markup = inspector(h)
-    assert "processNextWorkItem" in markup and "release-1.36" in markup
+    assert "processNextWorkItem" in markup and panels.RS_COMMIT in markup
     assert K15 not in markup and "v1.36" in text(markup)
 
 

@@ -18,6 +18,12 @@ from .test_consumers import command, connect, receive
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+def _text(message: dict) -> str:
+    """A watch message's lines: bytes for the HTTP side (`data`), or text."""
+    return message.get("data", b"").decode() + message["text"]
+
+
 READ_ONLY = "read-only: open the dashboard with its access token to control it"
 SCALE = {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 6}}}
 
@@ -64,7 +70,7 @@ async def test_a_viewers_watch_goes_to_that_viewer_never_to_a_channel_it_names(r
     while not any(line["object"]["spec"]["replicas"] == 6 for line in lines):
         event = await receive(comm, "watch")
         assert event["watch"] == "rs" and event["end"] is False
-        lines += [json.loads(line) for line in event["text"].splitlines()]
+        lines += [json.loads(line) for line in _text(event).splitlines()]
     scaled = next(line for line in lines if line["object"]["spec"]["replicas"] == 6)
     # The victim's own watch got the change once, and nothing of the viewer's watch.
     received = [await asyncio.wait_for(layer.receive(victim), 2)]
@@ -72,7 +78,7 @@ async def test_a_viewers_watch_goes_to_that_viewer_never_to_a_channel_it_names(r
         while True:
             received.append(await asyncio.wait_for(layer.receive(victim), 0.5))
     assert all("watch" not in message for message in received)
-    texts = "".join(message["text"] for message in received)
+    texts = "".join(_text(message) for message in received)
     rvs = [json.loads(line)["object"]["metadata"]["resourceVersion"] for line in texts.splitlines()]
     assert rvs.count(scaled["object"]["metadata"]["resourceVersion"]) == 1
     await comm.disconnect()

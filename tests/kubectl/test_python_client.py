@@ -36,10 +36,11 @@ def test_list_create_scale_and_watch(api):
     assert [rs.metadata.name for rs in apps.list_namespaced_replica_set("default").items] == ["web"]
     assert core.list_node().items[0].status.allocatable["pods"] == "110"
     assert core.list_namespaced_replication_controller("default").items[0].status.replicas >= 0
-    assert core.list_namespaced_event("default").items[0].involved_object.kind in (
-        "ReplicaSet",
-        "ReplicationController",
-    )
+    # The controllers' Events about their ReplicaSet / RC, the scheduler's and kubelets' about pods
+    # (the kubelets' with a source host and a field path the client's model decodes).
+    events = core.list_namespaced_event("default").items
+    assert {e.involved_object.kind for e in events} == {"ReplicaSet", "ReplicationController", "Pod"}
+    assert {e.source.host for e in events if e.source.component == "kubelet"} <= {"node-1", "node-2"}
     body = copy.deepcopy(RS)
     del body["apiVersion"], body["kind"]  # the client's models may omit them: the URL says what it is
     created = apps.create_namespaced_replica_set("default", body)

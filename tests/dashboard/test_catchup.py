@@ -1,0 +1,146 @@
+"""A viewer that fell behind is caught up with the frames it skipped, merged into one frame, not a
+full state of the world (issue #19 Targets); panels only the clock changes are rebuilt at most
+once a wall second."""
+
+from __future__ import annotations
+
+import json
+
+from dashboard.host import frames as frames_module
+
+from .test_hosted import frames_until_quiet, hosted, run_until
+
+
+def _apply(view: dict, frame: dict) -> None:
+    """What the page does with a frame, reduced to what it keeps."""
+    view["seq"] = frame["seq"]
+    view["status"] = frame["status"]
+    view["panels"].update(frame["panels"])
+    for log, html in frame["rows"].items():
+        view["rows"][log] = view["rows"].get(log, "") + html
+    canvas = frame.get("canvas") or {}
+    for part in ("tr", "names", "nodes", "spans", "depth"):
+        view["canvas"].setdefault(part, []).extend(canvas.get(part, []))
+    for table in ("owners", "nodeNames", "keys"):
+        if table in canvas:
+            view["canvas"][table] = canvas[table]
+
+
+def test_a_catch_up_is_the_skipped_frames_merged_not_the_world(monkeypatch):
+    monkeypatch.setattr(frames_module, "STATUS_EVERY", 0.0)  # every step of the clock makes a frame
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 2.0)
+    frames_until_quiet(h)
+    since = h.frames.seq
+    skipped = []
+    for t in (4.0, 6.0, 8.0, 10.0):
+        run_until(h, t)
+        skipped += frames_until_quiet(h)
+    assert len(skipped) >= 4 and h.frames.seq == skipped[-1]["seq"]
+    one_by_one = {"panels": {}, "rows": {}, "canvas": {}}
+    for frame in skipped:
+        _apply(one_by_one, frame)
+    text = h.frames.catchup(since)
+    merged = json.loads(text)
+    assert merged["type"] == "frame" and merged["seq"] == h.frames.seq
+    at_once = {"panels": {}, "rows": {}, "canvas": {}}
+    _apply(at_once, merged)
+    assert at_once == one_by_one
+    assert one_by_one["canvas"]["tr"]  # pods changed in between: the tiles get every transition
+    assert "pods" not in merged.get("canvas", {})  # not the whole pod table again
+    assert h.frames.catchup(since) is text  # several viewers behind by the same frames: built once
+
+
+def test_nothing_skipped_gives_an_empty_frame_at_the_current_seq():
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 2.0)
+    frames_until_quiet(h)
+    merged = json.loads(h.frames.catchup(h.frames.seq))
+    assert merged["seq"] == h.frames.seq and merged["panels"] == {} and merged["rows"] == {}
+    assert "canvas" not in merged
+
+
+def test_a_catch_up_the_kept_frames_no_longer_cover_is_refused(monkeypatch):
+    monkeypatch.setattr(frames_module, "CATCHUP_FRAMES", 2)
+    monkeypatch.setattr(frames_module, "STATUS_EVERY", 0.0)
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 1.0)
+    frames_until_quiet(h)
+    since = h.frames.seq
+    for t in (2.0, 3.0, 4.0, 5.0):
+        run_until(h, t)
+        frames_until_quiet(h)
+    assert h.frames.seq - since > 2
+    assert h.frames.catchup(since) is None  # the viewer needs a full state
+    assert h.frames.catchup(h.frames.seq - 2) is not None  # the last two are kept
+    assert h.frames.catchup(h.frames.seq + 1) is None  # a seq from the future: nothing to merge
+
+
+def test_frames_dropped_while_nobody_watched_cannot_be_caught_up():
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 2.0)
+    frames_until_quiet(h)
+    since = h.frames.seq
+    h.viewers.clear()
+    run_until(h, 4.0)
+    h.frames.skip()  # the driver's doing while nobody watches: the pods' transitions are dropped
+    h.viewers.add("viewer")
+    assert h.frames.catchup(since) is None
+
+
+def test_frames_keep_a_bounded_amount_of_text(monkeypatch):
+    monkeypatch.setattr(frames_module, "CATCHUP_BYTES", 1)
+    h = hosted()
+    h.viewers.add("viewer")
+    for t in (1.0, 2.0, 3.0):
+        run_until(h, t)
+        frames_until_quiet(h)
+    assert len(h.frames.recent) == 1  # only the newest, whatever its size
+
+
+def test_panels_only_the_clock_changes_are_rebuilt_at_most_once_a_second(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(frames_module.time, "perf_counter", lambda: clock[0])
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 2.0)
+    frames_until_quiet(h)
+    built = dict(h.frames.built_at)
+    assert "timers" in built and "expectations-replicaset" in built
+    clock[0] += 0.5
+    h.sim.run_until(h.sim.now + 0.5)
+    h.frames.frame()
+    assert h.frames.built_at["timers"] == built["timers"]  # half a second: not yet
+    assert h.frames.built_at["expectations-replicaset"] == built["expectations-replicaset"]
+    clock[0] += 0.6
+    h.frames.frame()
+    assert h.frames.built_at["timers"] > built["timers"]  # a second later: its ages move
+    h.frames.dirty.add("inspector-latest")
+    clock[0] += 0.1
+    h.frames.frame(complete=True)  # the frame after a step carries every age at the new clock
+    assert h.frames.built_at["expectations-replicaset"] == clock[0]
+
+
+def test_a_frame_with_only_a_new_status_waits_a_fifth_of_a_second_and_is_owed(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(frames_module.time, "perf_counter", lambda: clock[0])
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 2.0)
+    frames_until_quiet(h)
+    h.frames.owed = False
+    seq = h.frames.seq
+    h.sim.run_until(h.sim.now + 0.001)  # the clock moves, nothing else (no record)
+    clock[0] += 0.05
+    assert h.frames.frame() is None and h.frames.seq == seq
+    assert h.frames.owed  # held back: the driver sends it once the simulation holds still
+    assert json.loads(h.frames.frame(urgent=True))["status"]["t"] == h.sim.now  # a command's frame: at once
+    h.sim.run_until(h.sim.now + 0.001)
+    clock[0] += 0.05
+    assert h.frames.frame() is None
+    clock[0] += 0.2
+    assert json.loads(h.frames.frame())["status"]["t"] == h.sim.now

@@ -1,0 +1,164 @@
+"""The page-wide focus on one owner and the search box, on the server (#19 §3): the focused queue
+and expectations panels are filtered before their lists are capped, and the search answers
+names and label selectors with the core's own parser."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from controlplane.scenario import parse_scenario
+from controlplane.simulation import Simulation
+from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.search import search
+from tests.controlplane.factories import fleet_objects
+
+from .test_hosted import frames_until_quiet, run_until
+
+
+def fleet(replicasets: int, replicas: int, **config) -> HostedSimulation:
+    objects = fleet_objects(replicasets, replicas)
+    doc = {"name": "fleet", "seed": 1, "config": {"nodes": 3, "kubeApiQPS": -1, **config}, "objects": objects}
+    scenario = parse_scenario(doc)
+    return HostedSimulation("t", Simulation(scenario), name="fleet", source="upload")
+
+
+def test_a_focused_queue_lists_the_keys_entry_even_past_the_first_fifty():
+    h = fleet(60, 1, manualWorkers=["replicaset"])
+    h.viewers.add("viewer")
+    run_until(h, 1.0)
+    assert h.command({"op": "focus", "owner": ["replicaset", "default/rs-059"]}, viewer="viewer")["ok"]
+    ids = h.focused_panel_ids()
+    assert "queue-replicaset:default/rs-059" in ids and "expectations-replicaset:default/rs-059" in ids
+    sent: dict[str, str] = {}
+    for frame in frames_until_quiet(h):
+        sent.update(frame["panels"])
+    everyone, mine = sent["queue-replicaset"], sent["queue-replicaset:default/rs-059"]
+    assert "+10 more" in everyone and "default/rs-059" not in everyone
+    assert mine.count('<li class="key') == 1 and "default/rs-059" in mine and "60 of 60 queued" in mine
+    assert 'id="queue-replicaset"' in mine  # the same element on the page
+    # The state a (re)connecting viewer gets has it too; unfocusing drops it.
+    state = json.loads(h.frames.state())
+    assert "queue-replicaset:default/rs-059" in state["panels"]
+    assert h.command({"op": "focus", "owner": None}, viewer="viewer")["ok"]
+    assert not any(p.startswith("queue-replicaset:") for p in h.focused_panel_ids())
+
+
+def test_the_expectations_panel_lists_fifty_keys_blocking_first_and_a_focused_one_its_own():
+    h = fleet(60, 1)
+    h.viewers.add("viewer")
+    run_until(h, 3.0)
+    h.command({"op": "focus", "owner": ["replicaset", "default/rs-059"]}, viewer="viewer")
+    sent: dict[str, str] = {}
+    for frame in frames_until_quiet(h):
+        sent.update(frame["panels"])
+    everyone = sent["expectations-replicaset"]
+    assert everyone.count('data-focus="replicaset|') == 50 and "+10 more keys" in everyone
+    assert "default/rs-059" not in everyone
+    mine = sent["expectations-replicaset:default/rs-059"]
+    assert mine.count('data-focus="replicaset|') == 1 and "default/rs-059" in mine
+
+
+def test_a_focused_expectations_panel_shows_only_that_key():
+    h = fleet(3, 2)
+    h.viewers.add("viewer")
+    run_until(h, 0.5)
+    h.command({"op": "focus", "owner": ["replicaset", "default/rs-001"]}, viewer="viewer")
+    sent: dict[str, str] = {}
+    for frame in frames_until_quiet(h):
+        sent.update(frame["panels"])
+    mine = sent["expectations-replicaset:default/rs-001"]
+    assert "default/rs-001" in mine and "default/rs-000" not in mine and "default/rs-002" not in mine
+    assert "3 keys in all" in mine
+
+
+@pytest.mark.parametrize(
+    ("owner", "error"),
+    [
+        (["deployment", "default/x"], "focus: owner is [controller, namespace/name]"),
+        (["replicaset", "no-slash"], "focus: owner is"),
+        ("default/rs-000", "focus: owner is"),
+    ],
+)
+def test_a_bad_focus_owner_is_refused_and_changes_nothing(owner, error):
+    h = fleet(1, 1)
+    with pytest.raises(CommandError, match=error.replace("[", r"\[").replace("]", r"\]")):
+        h.command({"op": "focus", "owner": owner}, viewer="viewer")
+    assert h.focused_panel_ids() == []
+
+
+def test_search_by_name_and_by_label_selector():
+    h = fleet(6, 2)
+    run_until(h, 5.0)
+    by_name = search(h, {"q": "rs-004"})
+    assert not by_name["selector"]
+    assert [o["owner"] for o in by_name["owners"]] == ["ReplicaSet/rs-004"]
+    assert by_name["podsTotal"] == 2 and len(by_name["ids"]) == 2
+    assert all(p["owner"] == "ReplicaSet/rs-004" and p["state"] for p in by_name["pods"])
+    chosen = search(h, {"q": "tier!=db,app in (rs-000,rs-001,rs-002)"})
+    assert chosen["selector"]
+    assert [o["key"] for o in chosen["owners"]] == ["default/rs-000", "default/rs-002"]
+    assert chosen["podsTotal"] == 4
+    nodes = search(h, {"q": "node-"})
+    assert nodes["nodesTotal"] == 3 and nodes["nodes"][0] == "node-1"
+
+
+@pytest.mark.parametrize(
+    ("q", "error"),
+    [
+        ("app in (", "q: not a label selector"),
+        ("", "q: empty"),
+        ("x" * 300, "q: must be a text of at most 256 characters"),
+        (7, "q: must be a text"),
+    ],
+)
+def test_a_bad_search_says_what_is_wrong(q, error):
+    h = fleet(1, 1)
+    with pytest.raises(CommandError, match=error.replace("(", r"\(")):
+        search(h, {"q": q})
+
+
+def test_a_focused_owners_events_and_api_calls_are_not_crowded_out_of_a_frame():
+    h = fleet(30, 4, manualWorkers=["replicaset"])
+    h.viewers.add("viewer")
+    run_until(h, 1.0)
+    frames_until_quiet(h)
+    h.command({"op": "focus", "owner": ["replicaset", "default/rs-000"]}, viewer="viewer")
+    # rs-000 syncs first, then 29 others five at a time (five workers), all before the next
+    # frame: 30 x 4 creates, 120 Events, hundreds of API calls.
+    t = 1.0
+    for batch in ([0], range(1, 6), range(6, 11), range(11, 16), range(16, 21), range(21, 26), range(26, 30)):
+        for i in batch:
+            sync = {"controller": "replicaset", "key": f"default/rs-{i:03d}"}
+            assert h.command({"op": "act", "action": {"sync": sync}})["ok"]
+        t += 0.5
+        run_until(h, t)
+    frame = json.loads(h.frames.frame())
+    everyone = frame["rows"]["events"]
+    assert "rs-000" not in everyone and frame["skipped"]["events"] > 0  # the cap kept the newest
+    mine = frame["focusRows"]["replicaset:default/rs-000"]
+    assert mine["events"].count("SuccessfulCreate") == 4
+    assert "rs-001" not in mine["events"] and "rs-001" not in mine["api"]
+    assert mine["api"].count("pods/binding") == 4 and "replicasets/status" in mine["api"]
+    # Unfocused: no rows are kept apart any more.
+    h.command({"op": "focus", "owner": None}, viewer="viewer")
+    h.command({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "rs-000", "replicas": 5}}})
+    run_until(h, 8.0)
+    assert all("focusRows" not in f for f in frames_until_quiet(h))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_resync_keeps_the_page_focus_and_a_read_only_viewer_may_focus_and_search(running_host):
+    from .test_consumers import command, connect, receive
+
+    comm, _, _ = await connect(token="")  # read-only: focus and search change nothing
+    await receive(comm, "state")
+    assert (await command(comm, {"op": "focus", "owner": ["replicaset", "default/web"]}))["ok"]
+    found = await command(comm, {"op": "search", "q": "app=web"}, msg_id=2)
+    assert found["ok"] and [o["key"] for o in found["owners"]] == ["default/web"]
+    await comm.send_to(text_data=json.dumps({"type": "resync"}))
+    state = await receive(comm, "state")
+    assert "queue-replicaset:default/web" in state["panels"]
+    assert 'data-only="default/web"' in state["panels"]["queue-replicaset:default/web"]
+    await comm.disconnect()
