@@ -154,14 +154,18 @@
     const shown = Math.ceil(box.clientHeight / ROW) + 10;
     const last = Math.min(total, first + shown);
     const rows = [];
+    let missing = false;
     for (let i = first; i < last; i++) {
       const page = pages.get(Math.floor(i / PAGE));
-      if (!page) { fetchPage(Math.floor(i / PAGE)); continue; }
+      if (!page) { fetchPage(Math.floor(i / PAGE)); missing = true; continue; }
       const r = page[i % PAGE];
       if (r) rows.push(r);
-      else if (page.length === PAGE) fetchPage(Math.floor(i / PAGE) + 1);
-      else fetchPage(Math.floor(i / PAGE), true); // the page grew since it was fetched
+      else if (page.length === PAGE) { fetchPage(Math.floor(i / PAGE) + 1); missing = true; }
+      else { fetchPage(Math.floor(i / PAGE), true); missing = true; } // the page grew since it was fetched
     }
+    // Rows still on their way: keep what is shown until they arrive (fetchPage draws again), so
+    // the view never blinks empty while it follows the newest records onto a page not fetched yet.
+    if (missing && inflight.size && tbody.rows.length) return;
     tbody.parentElement.style.top = `${first * ROW}px`;
     tbody.replaceChildren(...rows.map(rowEl));
   }

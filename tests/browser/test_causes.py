@@ -146,3 +146,27 @@ def test_viewing_the_past_the_trace_view_and_why_end_at_the_moment_viewed(
     expect(count).to_contain_text(f"{total:,} records")
     expect(page.locator("#why-panel li.future")).to_have_count(0)
     stop(page, live_server_url, sim)
+
+def test_the_trace_view_following_the_newest_records_never_blinks_empty(
+    page: Page, live_server_url: str, errors  # noqa: F811
+):
+    """Following the newest records onto a page of the trace not fetched yet kept nothing on
+    screen until it arrived (and a test reading the rows in between saw none)."""
+    sim = start(page, live_server_url)
+    run_to(page, 1)
+    page.click("#drawer-tabs [data-tab=tab-trace]")
+    page.wait_for_function("() => document.querySelectorAll('#trace-all-rows tr').length > 3")
+    page.evaluate(
+        """() => { window.__blinks = 0; const tbody = document.getElementById('trace-all-rows');
+                   new MutationObserver(() => { if (!tbody.rows.length) window.__blinks++; })
+                     .observe(tbody, {childList: true}); }"""
+    )
+    before = page.evaluate(f"() => fetch('/sim/{sim}/records.json?limit=0').then(r => r.json()).then(j => j.total)")
+    for t in (5, 10, 15, 20, 25):  # a few hundred records each: the view follows onto new pages
+        run_to(page, t)
+        page.wait_for_timeout(1200)  # the view refreshes once a second
+    after = page.evaluate(f"() => fetch('/sim/{sim}/records.json?limit=0').then(r => r.json()).then(j => j.total)")
+    assert after - before > 400  # at least two pages of 200 crossed
+    expect(page.locator("#trace-all-count")).to_contain_text(f"{after:,} records")
+    assert page.evaluate("() => window.__blinks") == 0
+    stop(page, live_server_url, sim)

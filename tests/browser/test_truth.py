@@ -244,6 +244,7 @@ def test_actions_events_and_trace_list_in_one_order_oldest_first(page: Page, liv
     )
     assert seqs == sorted(seqs)
     for rows in ("#trace-all-rows tr", "#rows-trace tr"):
+        page.wait_for_function(f"() => document.querySelectorAll('{rows} a.jump').length > 3")
         trace = times(rows)
         assert trace and trace == sorted(trace)
     stop(page, live_server_url, sim)
