@@ -29,6 +29,7 @@ from collections import OrderedDict, deque
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
+from controlplane.interning import intern, keep
 from controlplane.kernel import EPOCH, Kernel, rfc3339
 from controlplane.trace import NULL_TRACE, Trace
 
@@ -47,20 +48,10 @@ _NAMES_MADE: weakref.WeakKeyDictionary[Kernel, list[int]] = weakref.WeakKeyDicti
 
 # Parts of Event bodies shared between Events (stored objects are immutable by convention): the
 # same message text ("Started container web") and involvedObject (the Events about one container
-# at one resourceVersion) are one object each, not one per Event. Bounded: cleared when full.
+# at one resourceVersion) are one object each, not one per Event (controlplane.interning).
 _TEXTS: dict[str, str] = {}
 _INVOLVED: dict[tuple[str, ...], dict[str, Any]] = {}
 _SHARED_LIMIT = 4096
-
-
-def _shared(table: dict[Any, Any], key: Any, value: Any) -> Any:
-    hit = table.get(key)
-    if hit is not None:
-        return hit
-    if len(table) >= _SHARED_LIMIT:
-        table.clear()
-    table[key] = value
-    return value
 
 
 @lru_cache(maxsize=1024)
@@ -153,7 +144,7 @@ class EventRecorder:
         obj_key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("uid", ""), field_path)
         occurrence = message
         stamp = _stamp(math.floor(now))
-        message = _shared(_TEXTS, message, message)
+        message = intern(_TEXTS, message, message, _SHARED_LIMIT)
         # 1. aggregate (EventAggregate): the similar-event record resets after 600 s of quiet.
         agg_key = (self.component, self.host, *obj_key, event_type, reason)
         record = self._aggregate.get(agg_key)
@@ -193,7 +184,7 @@ class EventRecorder:
                 }
                 if field_path:
                     involved["fieldPath"] = field_path
-                _shared(_INVOLVED, (*obj_key, api_version, rv), involved)
+                keep(_INVOLVED, (*obj_key, api_version, rv), involved, _SHARED_LIMIT)
             name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names[0]:x}"
             body = {
                 "apiVersion": "v1",

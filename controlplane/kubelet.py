@@ -62,6 +62,7 @@ from typing import Any
 from controlplane.apiserver import ApiError, Client
 from controlplane.events import EventRecorder
 from controlplane.informers.store import namespaced_key
+from controlplane.interning import intern, keep
 from controlplane.kernel import Kernel, parse_rfc3339, rfc3339, vtime
 from controlplane.trace import NULL_TRACE, Trace
 
@@ -936,12 +937,7 @@ def shared(obj: Obj) -> Obj:
         hit = _SHARED.get(key)
     except TypeError:
         return obj
-    if hit is not None:
-        return hit
-    if len(_SHARED) >= _SHARED_LIMIT:
-        _SHARED.clear()
-    _SHARED[key] = obj
-    return obj
+    return hit if hit is not None else keep(_SHARED, key, obj, _SHARED_LIMIT)
 
 
 @lru_cache(maxsize=4096)
@@ -985,9 +981,7 @@ def _shared_condition(ctype: str, fields: Obj, old: Obj | None, generation: Any,
     key = (ctype, generation, fields["status"], since, fields.get("reason"), fields.get("message"))
     cond = _CONDITIONS.get(key)
     if cond is None:
-        if len(_CONDITIONS) >= _SHARED_LIMIT:
-            _CONDITIONS.clear()
-        cond = _CONDITIONS[key] = shared(_condition(ctype, fields, old, generation, now_s))
+        cond = keep(_CONDITIONS, key, shared(_condition(ctype, fields, old, generation, now_s)), _SHARED_LIMIT)
     return cond
 
 
@@ -995,14 +989,7 @@ def shared_list(items: list[Obj]) -> list[Obj]:
     """One list for every list of the same objects (by identity, in order): pods whose
     conditions are all shared fragments share the list too. The stored list holds its items, so
     their ids cannot be reused while it is in the table."""
-    key = tuple(map(id, items))
-    hit = _SHARED_LISTS.get(key)
-    if hit is not None:
-        return hit
-    if len(_SHARED_LISTS) >= _SHARED_LIMIT:
-        _SHARED_LISTS.clear()
-    _SHARED_LISTS[key] = items
-    return items
+    return intern(_SHARED_LISTS, tuple(map(id, items)), items, _SHARED_LIMIT)
 
 
 def _condition(ctype: str, fields: Obj, old: Obj | None, generation: Any, now_s: str) -> Obj:
@@ -1035,12 +1022,7 @@ _NAMES: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 def _shared_names(names: tuple[str, ...]) -> tuple[str, ...]:
     """One tuple for every equal tuple of container names (every pod of a template has one)."""
-    hit = _NAMES.get(names)
-    if hit is None:
-        if len(_NAMES) >= 4096:
-            _NAMES.clear()
-        hit = _NAMES[names] = names
-    return hit
+    return intern(_NAMES, names, names, 4096)
 
 
 @lru_cache(maxsize=1024)
