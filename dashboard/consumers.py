@@ -3,7 +3,9 @@
 * `connect`: Origin already checked (`access.SameOriginWebsocket`: the dashboard's own origin
   only); the simulation must be running; join its viewers group, accept, and ask the host for
   the full state.
-* Flow control: the page acknowledges each frame. With `WINDOW` frames unacknowledged the
+* Flow control: the page acknowledges frames cumulatively (`{"type": "ack", "seq": n}`: every
+  frame up to n; static/dashboard/live.js sends one at most once a second, or when 4 frames
+  wait, and one for each full state at once). With `WINDOW` frames unacknowledged the
   consumer stops sending (frames are skipped, never queued), and once the page has caught up
   it asks the host to catch it up: the frames it skipped, merged into one frame (`catchup`;
   a full state only if the host no longer keeps them). A frame lost between host and consumer

@@ -59,6 +59,8 @@
     };
     ws.onclose = (ev) => {
       state.seq = null;
+      clearTimeout(acks.timer); // a new connection starts from a state: nothing to acknowledge
+      Object.assign(acks, { seq: null, waiting: 0, timer: null });
       if (state.stopped || ev.code === 4410) { setConn("simulation stopped", "down"); return; }
       if (ev.code === 4404) { setConn("no such simulation (stopped?) — back to the list", "down"); return; }
       setConn(`disconnected — reconnecting in ${(state.retry / 1000).toFixed(1)} s`, "down");
@@ -75,6 +77,31 @@
 
   function sendRaw(obj) {
     if (state.ws && state.ws.readyState === WebSocket.OPEN) state.ws.send(JSON.stringify(obj));
+  }
+
+  // Acknowledgements are cumulative (the consumer's flow control, dashboard/consumers.py): the
+  // page acknowledges the latest frame it has applied at most once a second, or at once when
+  // ACK_EVERY frames wait (half the consumer's window of 8). Each ack costs the server a
+  // websocket read inside the simulation's time; at 50 viewers and 2 frames a second, one ack a
+  // frame was a tenth of the viewers' cost (docs/performance.md). A state is acknowledged at once.
+  const ACK_EVERY = 4;
+  const ACK_WITHIN_MS = 1000;
+  const acks = { seq: null, waiting: 0, timer: null, last: 0 };
+  function flushAck() {
+    clearTimeout(acks.timer);
+    acks.timer = null;
+    if (acks.seq === null) return;
+    sendRaw({ type: "ack", seq: acks.seq });
+    acks.seq = null;
+    acks.waiting = 0;
+    acks.last = performance.now();
+  }
+  function ack(seq, now) {
+    acks.seq = seq;
+    acks.waiting += 1;
+    const since = performance.now() - acks.last;
+    if (now || acks.waiting >= ACK_EVERY || since >= ACK_WITHIN_MS) flushAck();
+    else if (!acks.timer) acks.timer = setTimeout(flushAck, ACK_WITHIN_MS - since);
   }
 
   // A command to the host; resolves with its result ({ok, error?, ...}).
@@ -146,7 +173,7 @@
     setConn("live", "up");
     fillFocusPicker();
     if (window.CtrlscopeFocus) window.CtrlscopeFocus.onState();
-    sendRaw({ type: "ack", seq: msg.seq });
+    ack(msg.seq, true);
   }
 
   function applyFrame(msg) {
@@ -157,7 +184,7 @@
       // going back to live asks for a full state.
       state.status = msg.status;
       state.past.onLive(msg.status);
-      sendRaw({ type: "ack", seq: msg.seq });
+      ack(msg.seq);
       return;
     }
     applyPanels(msg.panels);
@@ -175,7 +202,7 @@
       window.CtrlscopeTimeline && window.CtrlscopeTimeline.apply(msg.canvas);
     }
     applyStatus(msg.status);
-    sendRaw({ type: "ack", seq: msg.seq });
+    ack(msg.seq);
     for (const hook of state.hooks) hook(msg);
   }
 
