@@ -37,7 +37,10 @@ def _secs(value: Any) -> str:
     return str(escape(_template_secs(value)))
 
 
-_WHY = '<a href="#" class="why" data-why-seq="{seq}" title="why? the chain of causes of this row">why?</a>'
+# The rows' tooltips (the jump link's, why?'s, an Event's count) are written by the page when the
+# pointer first reaches one (static/dashboard/live.js, `rowTip`), not sent with every row: they
+# were a third of a row's bytes, and rows half of a busy frame's.
+_WHY = '<a href="#" class="why" data-why-seq="{seq}">why?</a>'
 
 
 def trace_rows(rows: Iterable[Obj]) -> str:
@@ -48,8 +51,7 @@ def trace_rows(rows: Iterable[Obj]) -> str:
         out.append(
             f'<tr data-kind="{_v(r, "kind")}" data-controller="{_v(r, "controller")}" '
             f'data-subject="{_v(r, "subject")}" data-seq="{seq}" data-t="{t}"><td class="num">'
-            f'<a href="#" class="jump" data-jump-seq="{seq}" data-jump-t="{t}" '
-            f'title="see the world right after this record (#{seq})">{_secs(r.get("time"))}</a> '
+            f'<a href="#" class="jump" data-jump-seq="{seq}" data-jump-t="{t}">{_secs(r.get("time"))}</a> '
             f"{_WHY.format(seq=seq)}</td>"
             f'<td class="kind">{_v(r, "kind")}</td><td>{_v(r, "controller")}</td><td>{_v(r, "subject")}</td>'
             f'<td class="detail">{_v(r, "detail")}</td></tr>\n'
@@ -69,8 +71,7 @@ def api_rows(rows: Iterable[Obj]) -> str:
         reason = f" {_v(r, 'reason')}" if r.get("reason") else ""
         out.append(
             f'<tr class="{failed}" data-code="{_v(r, "code")}" data-seq="{seq}" data-t="{at}"><td class="num">'
-            f'<a href="#" class="jump" data-jump-seq="{seq}" data-jump-t="{at}" '
-            f'title="see the world when its answer came (t={_secs(r.get("at"))})">{_secs(r.get("time"))}</a> '
+            f'<a href="#" class="jump" data-jump-seq="{seq}" data-jump-t="{at}">{_secs(r.get("time"))}</a> '
             f"{_WHY.format(seq=seq)}</td>"
             f"<td>{_v(r, 'client')}</td><td>{_v(r, 'verb')}</td><td>{_v(r, 'resource')}</td><td>{name}</td>"
             f'<td class="num">{_v(r, "code")}{reason}</td><td class="num">{_secs(r.get("latency"))}</td></tr>\n'
@@ -95,22 +96,15 @@ def event_rows(rows: Iterable[Obj]) -> str:
             c for c in ("warning" if r.get("type") == "Warning" else "", "dropped" if dropped else "") if c
         )
         event = f' data-event="{_v(r, "name")}"' if r.get("name") else ""
-        count = ""
-        if r.get("count"):
-            count = (
-                f' title="the count of the Event {_v(r, "name")} after this occurrence (the correlator patches '
-                f'its count and lastTimestamp)"'
-            )
         message = (
             f'<td title="{_NOT_SENT}">{_v(r, "message")} (not sent)</td>' if dropped else f"<td>{_v(r, 'message')}</td>"
         )
         out.append(
             f'<tr class="{classes}" data-seq="{seq}" data-t="{t}"{event}><td class="num">'
-            f'<a href="#" class="jump" data-jump-seq="{seq}" data-jump-t="{t}" '
-            f'title="see the world right after this event was recorded">{_secs(r.get("time"))}</a> '
+            f'<a href="#" class="jump" data-jump-seq="{seq}" data-jump-t="{t}">{_secs(r.get("time"))}</a> '
             f"{_WHY.format(seq=seq)}</td>"
             f"<td>{_v(r, 'type')}</td><td>{_v(r, 'reason')}</td><td>{_v(r, 'object')}</td>"
-            f'{message}<td class="num"{count}>{_v(r, "count")}</td><td>{_v(r, "component")}</td></tr>\n'
+            f'{message}<td class="num count">{_v(r, "count")}</td><td>{_v(r, "component")}</td></tr>\n'
         )
     return "".join(out)
 
