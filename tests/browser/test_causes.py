@@ -147,6 +147,7 @@ def test_viewing_the_past_the_trace_view_and_why_end_at_the_moment_viewed(
     expect(page.locator("#why-panel li.future")).to_have_count(0)
     stop(page, live_server_url, sim)
 
+
 def test_the_trace_view_following_the_newest_records_never_blinks_empty(
     page: Page, live_server_url: str, errors  # noqa: F811
 ):
