@@ -84,6 +84,8 @@ def pod_context(hosted: HostedSimulation, namespace: str, name: str) -> Obj:
         "pod": obj,
         "yaml": yaml.safe_dump(obj, sort_keys=False, default_flow_style=False) if obj is not None else "",
         "owner": owner,
+        # The page's name for it (a focus target; "Kind/namespace/name" outside the default one).
+        "owner_label": panels.owner_label(str(owner.get("kind")), namespace, str(owner.get("name"))) if owner else "",
         "state": sim.nodes.pod_state(namespace, name),
         "node": (obj.get("spec") or {}).get("nodeName") if obj is not None else None,
         "history": history,

@@ -135,7 +135,7 @@ class FrameBuilder:
         self.new_rows: dict[str, list[Obj]] = {"trace": [], "api": [], "events": []}
         # Pages focused on one owner (#19 §3) get that owner's Events and API calls apart from
         # everyone's, picked before the per-frame cap: "controller:ns/name" -> log -> records.
-        self.focus_owners: dict[tuple[str, str], str] = {}  # ("Kind/name", namespace) -> focus key
+        self.focus_owners: dict[str, str] = {}  # owner label (panels.owner_label) -> focus key
         self.focus_rows: dict[str, dict[str, list[Obj]]] = {}
         self.skipped: dict[str, int] = {"trace": 0, "api": 0, "events": 0}
         # -- dirty panels -----------------------------------------------------------------------
@@ -175,19 +175,20 @@ class FrameBuilder:
             c = self.sim.controllers.get(controller)
             if c is not None:
                 namespace, name = key.split("/", 1)
-                self.focus_owners[(f"{c.kind.kind}/{name}", namespace)] = f"{controller}:{key}"
+                self.focus_owners[panels.owner_label(c.kind.kind, namespace, name)] = f"{controller}:{key}"
         self.focus_rows = {k: v for k, v in self.focus_rows.items() if k in self.focus_owners.values()}
 
     def _focus_key(self, kind: str, namespace: str, name: str) -> str | None:
         """The focus key ("controller:ns/name") an object belongs to, if some page is focused on
         its owner: the owner itself, or one of its pods (by the pod table, else by its name)."""
         if kind != "Pod":
-            return self.focus_owners.get((f"{kind}/{name}", namespace))
+            return self.focus_owners.get(panels.owner_label(kind, namespace, name))
         entry = self.pods.get(f"{namespace}/{name}")
         if entry is not None and entry[1]:
-            return self.focus_owners.get((self.owners[entry[1]], namespace))
-        for (owner, ns), key in self.focus_owners.items():
-            if ns == namespace and name.startswith(owner.split("/", 1)[1] + "-"):
+            return self.focus_owners.get(self.owners[entry[1]])
+        for owner, key in self.focus_owners.items():
+            _, ns, owner_name = panels.owner_parts(owner)
+            if ns == namespace and name.startswith(owner_name + "-"):
                 return key
         return None
 
@@ -313,7 +314,7 @@ class FrameBuilder:
 
     def _on_pod(self, record: Obj) -> None:
         key = f"{record['namespace']}/{record['name']}"
-        owner = self._owner(record.get("owner") or "")
+        owner = self._owner(self._label(record.get("owner"), record["namespace"]))
         state = STATE_INDEX[record["to"]]
         entry = self.pods.get(key)
         is_new = entry is None
@@ -364,12 +365,21 @@ class FrameBuilder:
     def _truth_dirty(self, owner: str) -> None:
         if not owner:
             return
-        kind, name = owner.split("/", 1)
+        kind, namespace, name = panels.owner_parts(owner)
         for controller, c in self.sim.controllers.items():
             if c.kind.kind == kind:
                 for ns_key in self.hosted.focused_keys(controller):
-                    if ns_key.endswith(f"/{name}"):
+                    if ns_key == f"{namespace}/{name}":
                         self.dirty.add(panels.truth_id(controller, ns_key))
+
+    @staticmethod
+    def _label(owner: str | None, namespace: str) -> str:
+        """The owner label of a pod in `namespace` whose controller is `owner` ("Kind/name", as
+        the trace's pod records name it), or "" (no controller)."""
+        if not owner:
+            return ""
+        kind, name = owner.split("/", 1)
+        return panels.owner_label(kind, namespace, name)
 
     def _owner(self, owner: str) -> int:
         index = self.owner_index.get(owner)
@@ -452,7 +462,7 @@ class FrameBuilder:
             owner = ""
             for ref in pod["metadata"].get("ownerReferences") or ():
                 if ref.get("controller"):
-                    owner = f"{ref.get('kind')}/{ref.get('name')}"
+                    owner = panels.owner_label(str(ref.get("kind")), namespace, str(ref.get("name")))
                     break
             index = self._owner(owner)
             if index != entry[1]:

@@ -170,6 +170,23 @@ def owner_panel_ids(controller: str, key: str) -> list[str]:
     return [f"{queue_id(controller)}:{key}", f"{expectations_id(controller)}:{key}"]
 
 
+def owner_label(kind: str, namespace: str | None, name: str) -> str:
+    """The page's name for an owner (a timeline lane, a tile block, an owner card's
+    `data-owner`): "Kind/name" in the default namespace, "Kind/namespace/name" in any other, so
+    that two owners of one name in two namespaces are two lanes and two blocks, not one."""
+    if not namespace or namespace == "default":
+        return f"{kind}/{name}"
+    return f"{kind}/{namespace}/{name}"
+
+
+def owner_parts(label: str) -> tuple[str, str, str]:
+    """(kind, namespace, name) of an `owner_label`."""
+    parts = label.split("/", 2)
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    return parts[0], "default", parts[-1]
+
+
 def is_focused_panel(panel_id: str) -> bool:
     return panel_id.startswith(("inspector:", "truth:", "pod:")) or (
         panel_id.startswith(("queue-", "expectations-")) and ":" in panel_id
@@ -439,7 +456,7 @@ def owners(hosted: HostedSimulation) -> Obj:
         controller = "replicaset" if kind == "ReplicaSet" else "replicationcontroller"
         for obj in sim.server.objects(resource):
             meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
-            owner = f"{kind}/{meta['name']}"
+            owner = owner_label(kind, meta.get("namespace"), meta["name"])
             try:
                 if kind == "ReplicaSet":
                     selector = str(selector_from_label_selector(spec.get("selector")))

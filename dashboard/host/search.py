@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from controlplane.simulation import POD_STATES, parse_label_selector
+from dashboard.host import panels
 from dashboard.host.hosted import CommandError
 
 if TYPE_CHECKING:
@@ -90,7 +91,13 @@ def search(hosted: HostedSimulation, cmd: Obj) -> Obj:
                 continue
             owners_total += 1
             if len(owners) < RESULTS:
-                owners.append({"owner": f"{kind}/{meta['name']}", "controller": controller, "key": key})
+                owners.append(
+                    {
+                        "owner": panels.owner_label(kind, meta.get("namespace"), meta["name"]),
+                        "controller": controller,
+                        "key": key,
+                    }
+                )
     nodes: list[str] = []
     nodes_total = 0
     for node in server.objects("nodes"):

@@ -30,7 +30,7 @@
   function focusKey(controller, key) {
     if (!KIND[controller] || key.split("/").length !== 2) return;
     const [namespace, name] = key.split("/");
-    current = { controller, key, namespace, name, owner: `${KIND[controller]}/${name}` };
+    current = { controller, key, namespace, name, owner: window.CtrlscopePods.ownerLabel(KIND[controller], namespace, name) };
     st.setFocus(controller, key, true); // the inspector and cache vs truth on its key
     send();
     show();

@@ -23,6 +23,12 @@
     Unknown: { fill: "#7e57c2", label: "unknown (node lost)" },
   };
 
+  // The page's name for an owner, as the server writes it (dashboard/host/panels.py
+  // owner_label): "Kind/name" in the default namespace, "Kind/namespace/name" in any other.
+  function ownerLabel(kind, namespace, name) {
+    return !namespace || namespace === "default" ? `${kind}/${name}` : `${kind}/${namespace}/${name}`;
+  }
+
   const model = {
     states: ["Pending", "Scheduled", "Running", "Ready", "NotReady", "CrashLoopBackOff", "Terminating", "Failed", "Succeeded", "Unknown", "Deleted"],
     owners: [""],
@@ -212,7 +218,7 @@
       const fullWidth = ctx.measureText(full).width;
       ctx.font = plain;
       if (small || fullWidth + ctx.measureText(detail).width > room) {
-        name = g.owner ? full.split("/").pop() : full;
+        name = g.owner ? full.slice(full.indexOf("/") + 1) : full; // (keeps a namespace: "team-a/web")
         detail = ` ${g.ids.length}`;
       }
       ctx.save();
@@ -463,6 +469,7 @@
   }
 
   window.CtrlscopePods = {
+    ownerLabel,
     reset,
     apply,
     // Filters (focus.js, search.js): an owner ("Kind/name"), a node, pod keys ("ns/name"), states.

@@ -352,7 +352,8 @@
       if (!key) return null;
       const [controller, nsName] = key.split(":");
       const kind = CONTROLLER_KIND[CONTROLLER_NAME.indexOf(controller)];
-      keyOwner[k] = `${kind}/${nsName.split("/")[1]}`;
+      const [namespace, name] = nsName.split("/");
+      keyOwner[k] = window.CtrlscopePods.ownerLabel(kind, namespace, name);
     }
     return keyOwner[k];
   }

@@ -162,3 +162,42 @@ async def test_a_resync_keeps_the_page_focus_and_a_read_only_viewer_may_focus_an
     assert "queue-replicaset:default/web" in state["panels"]
     assert 'data-only="default/web"' in state["panels"]["queue-replicaset:default/web"]
     await comm.disconnect()
+
+
+def test_owners_of_one_name_in_two_namespaces_are_two_lanes_two_blocks_and_two_focuses():
+    """ReplicaSet web in default (2 pods) and in team-a (3 pods): the page used to key owners by
+    Kind/name, so their tiles, lane and card shared one name and their counts one block."""
+    from tests.controlplane.factories import rs_manifest
+
+    other = rs_manifest("web", 3)
+    other["metadata"]["namespace"] = "team-a"
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
+    doc = {
+        "name": "two-namespaces",
+        "seed": 1,
+        "config": {"nodes": 3},
+        "objects": [namespace, rs_manifest("web", 2), other],
+    }
+    h = HostedSimulation("t", Simulation(parse_scenario(doc)), name="two", source="upload")
+    h.viewers.add("viewer")
+    run_until(h, 30.0)
+    frames_until_quiet(h)
+    frames = h.frames
+    assert {"ReplicaSet/web", "ReplicaSet/team-a/web"} <= set(frames.owners)
+    ready = frames.tiles
+    by_label = {frames.owners[i]: sum(counts.values()) for i, counts in ready.items()}
+    assert by_label["ReplicaSet/web"] == 2 and by_label["ReplicaSet/team-a/web"] == 3
+    owners_html = json.loads(frames.state())["panels"]["owners"]
+    assert 'data-owner="ReplicaSet/web"' in owners_html and 'data-owner="ReplicaSet/team-a/web"' in owners_html
+    # Focused on team-a's web: its pods' API calls are its own, not default's web's.
+    assert h.command({"op": "focus", "owner": ["replicaset", "team-a/web"]}, viewer="viewer")["ok"]
+    for ns in ("default", "team-a"):
+        fault = {"selector": "app=web", "namespace": ns, "count": 2, "fault": "delete"}
+        assert h.command({"op": "act", "action": {"podFault": fault}})["ok"]
+    run_until(h, 40.0)
+    frame = json.loads(frames.frame())
+    mine = frame["focusRows"]["replicaset:team-a/web"]
+    assert "team-a/web-" in mine["api"] and "default/web-" not in mine["api"]
+    # The search names each by its label.
+    labels = [o["owner"] for o in search(h, {"q": "web"})["owners"]]
+    assert sorted(labels) == ["ReplicaSet/team-a/web", "ReplicaSet/web"]
