@@ -159,7 +159,14 @@ def _build(parser: Any, many: bool, duplicates: bool) -> Any:
     results: list[Any] = []
     get_event = parser.get_event
     while True:
-        event = get_event()
+        try:
+            event = get_event()
+        except yaml.YAMLError as exc:
+            # PyYAML >= 6.0.4 has a nesting limit of its own (1,000 levels), which its scanner
+            # can reach ahead of the events read here: the same refusal as ours, in our words.
+            if "nesting depth" in str(getattr(exc, "problem", None) or exc):
+                raise YAMLInputError(_path(stack), f"nested deeper than {MAX_YAML_DEPTH} levels") from None
+            raise
         if event is None or isinstance(event, ev.StreamEndEvent):
             break
         value: Any
