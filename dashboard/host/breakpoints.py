@@ -11,7 +11,8 @@ Kinds (each may name a `controller`; where it is omitted any controller matches)
   podWrite {verb: create|delete, n?}  a sync issues its n-th pod create (or, for delete, any delete
                                       unless n is given), before the API server answers it
   informerLag {resource?, above}      an informer's cache falls more than `above` changes behind
-  podState {owner, state}             a pod owned by `owner` ("ReplicaSet/web") enters `state`
+  podState {owner, state}             a pod owned by `owner` enters `state`: "ReplicaSet/web" in any
+                                      namespace, "ReplicaSet/team-a/web" in that one
   stage {stage, key?}                 a sync reaches `stage` (a `sync.stage` record): one of the
                                       v1.36 stages or the v1.5 ReplicationManager's
 """
@@ -95,6 +96,15 @@ class Breakpoint:
         return f"a pod of {s['owner']} becomes {s['state']}"
 
 
+def _owned_by(record: Obj, owner: str) -> bool:
+    """A pod transition's pod is owned by `owner`: "Kind/name" in any namespace, or
+    "Kind/namespace/name" in that one (the trace names the owner "Kind/name")."""
+    if owner.count("/") == 1:
+        return bool(record.get("owner") == owner)
+    kind, namespace, name = owner.split("/", 2)
+    return bool(record.get("owner") == f"{kind}/{name}" and record.get("namespace") == namespace)
+
+
 def parse(spec: Any, next_id: int) -> Breakpoint:
     """A validated Breakpoint from the page's spec, or BreakpointError naming the field."""
     if not isinstance(spec, dict):
@@ -141,8 +151,12 @@ def parse(spec: Any, next_id: int) -> Breakpoint:
     else:
         owner = _text(spec, "owner")
         assert owner is not None
-        if owner.count("/") != 1 or owner.split("/")[0] not in ("ReplicaSet", "ReplicationController"):
-            raise BreakpointError("owner: must be ReplicaSet/NAME or ReplicationController/NAME")
+        parts = owner.split("/")
+        if len(parts) not in (2, 3) or not all(parts) or parts[0] not in ("ReplicaSet", "ReplicationController"):
+            raise BreakpointError(
+                "owner: must be ReplicaSet/NAME or ReplicationController/NAME (any namespace), "
+                "or KIND/NAMESPACE/NAME (the page's name for an owner outside default)"
+            )
         clean["owner"] = owner
         state = spec.get("state")
         if state not in POD_STATES:
@@ -258,7 +272,7 @@ def _match(bp: Breakpoint, record: Obj) -> str | None:
         if kind == "sync.stage" and record["stage"] == s["stage"] and s.get("key") in (None, record["key"]):
             return f"sync of {record['key']} reached {record['stage']} (worker {record.get('worker')})"
     elif bp.kind == "podState" and (
-        kind == "pod.transition" and record.get("owner") == s["owner"] and record["to"] == s["state"]
+        kind == "pod.transition" and record["to"] == s["state"] and _owned_by(record, s["owner"])
     ):
         return f"pod {record['name']} went {record['from']} → {record['to']}"
     return None

@@ -14,7 +14,7 @@ from dashboard.host.hosted import CommandError, HostedSimulation
 from dashboard.host.search import search
 from tests.controlplane.factories import fleet_objects
 
-from .test_hosted import frames_until_quiet, run_until
+from .test_hosted import drive, frames_until_quiet, run_until
 
 
 def fleet(replicasets: int, replicas: int, **config) -> HostedSimulation:
@@ -201,3 +201,39 @@ def test_owners_of_one_name_in_two_namespaces_are_two_lanes_two_blocks_and_two_f
     # The search names each by its label.
     labels = [o["owner"] for o in search(h, {"q": "web"})["owners"]]
     assert sorted(labels) == ["ReplicaSet/team-a/web", "ReplicaSet/web"]
+
+
+@pytest.mark.parametrize(
+    ("owner", "namespaces"),
+    [("ReplicaSet/team-a/web", {"team-a"}), ("ReplicaSet/default/web", {"default"}), ("ReplicaSet/web", None)],
+)
+def test_a_pod_state_breakpoint_takes_the_pages_owner_name_with_its_namespace(owner, namespaces):
+    from tests.controlplane.factories import rs_manifest
+
+    other = rs_manifest("web", 3)
+    other["metadata"]["namespace"] = "team-a"
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}}
+    doc = {"name": "two", "seed": 1, "config": {"nodes": 3}, "objects": [namespace, rs_manifest("web", 2), other]}
+    h = HostedSimulation("t", Simulation(parse_scenario(doc)), name="two", source="upload")
+    spec = {"kind": "podState", "owner": owner, "state": "Ready"}
+    assert h.command({"op": "breakpoint", "do": "add", "spec": spec})["ok"]
+    stopped_on = []  # the namespace of the pod each stop names
+    for _ in range(10):
+        h.command({"op": "run", "speed": "max"})
+        drive(h)
+        if not h.hit or h.hit["breakpoint"] != 1:
+            break
+        pod = h.hit["detail"].split()[1]  # "pod web-xxxxx went Running → Ready"
+        stopped_on.append(
+            next(p["metadata"]["namespace"] for p in h.sim.server.objects("pods") if p["metadata"]["name"] == pod)
+        )
+    assert stopped_on, "the breakpoint never fired"
+    assert all(namespaces is None or ns in namespaces for ns in stopped_on), stopped_on
+
+
+@pytest.mark.parametrize("owner", ["ReplicaSet/a/b/c", "ReplicaSet//web", "Pod/web", "web"])
+def test_a_bad_pod_state_breakpoint_owner_is_refused(owner):
+    h = fleet(1, 1)
+    with pytest.raises(CommandError, match="owner: must be ReplicaSet/NAME"):
+        h.command({"op": "breakpoint", "do": "add", "spec": {"kind": "podState", "owner": owner, "state": "Ready"}})
+    assert h.breakpoints.items == []
