@@ -2,8 +2,9 @@
 dashboard keep their pace, and does the memory come back?
 
 A live server hosts 10 ReplicaSets x 1,000 pods on 100 nodes (converged first, then running at
-speed 1) and one websocket viewer counts the frames it receives (acknowledging each, as the page
-does). Phases, each measured over its own wall time:
+speed 1) and one websocket viewer counts the frames it receives (acknowledging each; the page
+acknowledges at most once a second unless 4 frames wait, so this viewer's flow control is the
+stricter one). Phases, each measured over its own wall time:
 
 * `before`: no load;
 * `lists`: 100 clients list every pod the way `kubectl get pods -A` does (`limit=500`, following
