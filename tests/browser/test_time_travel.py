@@ -42,6 +42,11 @@ def test_scrub_to_before_a_crash_and_see_the_pod_ready_again(page: Page, live_se
     wait_pods(page, f"s['{victim}'] !== 'Ready'")
     # A row's time is a link to its moment (the top row of the complete trace view).
     page.click("#drawer-tabs [data-tab=tab-trace]")
+    # Hold the view still (it follows the newest records: a row can move between finding it and
+    # the click landing), then take its top row.
+    page.uncheck("#trace-follow")
+    page.evaluate("() => { document.getElementById('trace-all').scrollTop = 0; }")
+    expect(page.locator("#trace-all-rows tr").first).to_have_attribute("data-seq", "1")
     link = page.locator("#trace-all a.jump").first  # the complete trace view (test_causes.py)
     t, seq = float(link.get_attribute("data-jump-t")), int(link.get_attribute("data-jump-seq"))
     # The same row, found by its seq: the virtualised view may redraw between the two lines.
