@@ -195,3 +195,30 @@ async def test_the_page_may_not_ask_the_host_for_a_catch_up_itself(running_host)
     error = await receive(comm, "error")
     assert error["id"] == 4 and error["error"] == "catchup is not a command"
     await comm.disconnect()
+
+
+async def test_frames_and_acknowledgements_cost_no_hop_to_a_database_thread(running_host, monkeypatch):
+    # Channels closes stale database connections before each message a consumer handles, in a
+    # worker thread; a viewer's frames and acks never touch the database, so only the handshake
+    # (which checks the simulation is alive) may pay for it.
+    import channels.consumer
+
+    hops = []
+    original = channels.consumer.aclose_old_connections
+
+    async def counted():
+        hops.append(1)
+        await original()
+
+    monkeypatch.setattr(channels.consumer, "aclose_old_connections", counted)
+    hosted = running_host.sims["demo"]
+    hosted.command({"op": "run", "speed": 100})
+    comm, _, _ = await connect()
+    state = await receive(comm, "state")
+    await comm.send_to(text_data=json.dumps({"type": "ack", "seq": state["seq"]}))
+    for _ in range(3):
+        frame = await receive(comm, "frame")
+        await comm.send_to(text_data=json.dumps({"type": "ack", "seq": frame["seq"]}))
+    assert (await command(comm, {"op": "pause"}))["mode"] == "paused"  # a command and its reply too
+    await comm.disconnect()
+    assert len(hops) == 1, f"{len(hops)} hops for one handshake, 3 frames, 4 acks and a command"
