@@ -3,6 +3,20 @@
 // state transitions. Stays fast at 10,000 pods: one canvas, no DOM per pod.
 "use strict";
 
+// Pod transitions arrive packed (dashboard/host/frames.py, pack_transitions): four integers each,
+// the time in milliseconds and the pod id as differences from the transition before, then owner
+// and state. `each` calls fn([t in seconds, id, owner, state]) for each, in order.
+window.CtrlscopeTransitions = {
+  each(packed, fn) {
+    let t = 0, id = 0;
+    for (let i = 0; i + 3 < (packed || []).length; i += 4) {
+      t += packed[i];
+      id += packed[i + 1];
+      fn([t / 1000, id, packed[i + 2], packed[i + 3]]);
+    }
+  },
+};
+
 (function () {
   const canvas = document.getElementById("pods-canvas");
   if (!canvas) return;
@@ -59,7 +73,7 @@
     if (delta.nodeNames) model.nodes = delta.nodeNames;
     for (const [id, key] of delta.names || []) { model.names.set(id, key); model.byKey.set(key, id); }
     const deleted = model.states.indexOf("Deleted");
-    for (const [, id, owner, state] of delta.tr || []) {
+    window.CtrlscopeTransitions.each(delta.tr, ([, id, owner, state]) => {
       if (state === deleted) {
         model.pods.delete(id);
         model.selected.delete(id);
@@ -67,7 +81,7 @@
         const entry = model.pods.get(id);
         if (entry) { entry[0] = owner; entry[1] = state; } else model.pods.set(id, [owner, state, 0]);
       }
-    }
+    });
     for (const [id, node] of delta.nodes || []) {
       const entry = model.pods.get(id);
       if (entry) entry[2] = node;

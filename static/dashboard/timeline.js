@@ -53,7 +53,7 @@
     m.spans = [];
     m.depth = [];
     m.dropped = data.dropped || 0;
-    for (const tr of data.tr || []) transition(tr);
+    window.CtrlscopeTransitions.each(data.tr, transition);
     m.spans = (data.spans || []).slice();
     m.depth = (data.depth || []).slice();
     schedule();
@@ -62,7 +62,7 @@
   function apply(delta) {
     if (delta.owners) m.owners = delta.owners;
     if (delta.keys) m.keys = delta.keys;
-    for (const tr of delta.tr || []) transition(tr);
+    window.CtrlscopeTransitions.each(delta.tr, transition);
     for (const s of delta.spans || []) m.spans.push(s);
     for (const d of delta.depth || []) m.depth.push(d);
     schedule();

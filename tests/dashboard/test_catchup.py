@@ -19,7 +19,8 @@ def _apply(view: dict, frame: dict) -> None:
     for log, html in frame["rows"].items():
         view["rows"][log] = view["rows"].get(log, "") + html
     canvas = frame.get("canvas") or {}
-    for part in ("tr", "names", "nodes", "spans", "depth"):
+    view["canvas"].setdefault("tr", []).extend(frames_module.unpack_transitions(canvas.get("tr", [])))
+    for part in ("names", "nodes", "spans", "depth"):
         view["canvas"].setdefault(part, []).extend(canvas.get(part, []))
     for table in ("owners", "nodeNames", "keys"):
         if table in canvas:

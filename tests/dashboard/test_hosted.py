@@ -168,10 +168,10 @@ def test_canvas_deltas_grow_with_the_time_between_frames_so_the_pods_keep_up(mon
     assert waiting > 3 + 10 + 1
     clock[0] += 0.01  # a frame soon after the last carries the per-frame share ...
     first = json.loads(h.frames.frame())["canvas"]
-    assert len(first["tr"]) == 3 and first["behind"] == waiting - 3
+    assert len(first["tr"]) == 3 * 4 and first["behind"] == waiting - 3  # (four integers each)
     clock[0] += 0.25  # ... one a quarter second later, 40/s x 0.25 s
     second = json.loads(h.frames.frame())["canvas"]
-    assert len(second["tr"]) == 10 and second["behind"] == waiting - 13
+    assert len(second["tr"]) == 10 * 4 and second["behind"] == waiting - 13
 
 
 def test_frames_coalesce_a_burst_into_one_bounded_frame():
@@ -629,3 +629,24 @@ def test_a_reconnecting_viewer_gets_the_newest_rows_in_state_of_each_log():
     kept = len(h.frames.trace_rows)
     assert ROWS_PER_FRAME < kept <= ROWS_IN_STATE
     assert rows["trace"].count("<tr") == kept
+
+
+def test_transitions_go_out_packed_and_come_back_exactly():
+    from dashboard.host import frames as frames_module
+
+    h = hosted()
+    h.viewers.add("viewer")
+    run_until(h, 20.0)
+    frames_until_quiet(h)
+    state = json.loads(h.frames.state())
+    packed = state["canvas"]["tr"]
+    assert packed
+    assert all(isinstance(n, int) for n in packed) and len(packed) == 4 * h.frames.sent_transitions
+    assert frames_module.unpack_transitions(packed) == h.frames.transitions[: h.frames.sent_transitions]
+    # Times in milliseconds and pod ids as differences: shorter even in this small world (early
+    # times, small ids); at 10,000 pods a transition is 8-12 characters instead of 20-25.
+    plain = json.dumps(h.frames.transitions[: h.frames.sent_transitions], separators=(",", ":"))
+    assert len(json.dumps(packed, separators=(",", ":"))) < 0.7 * len(plain)
+    sample = [[0.0, 5, 1, 0], [12.5, 3, 2, 4], [12.5, 9, 0, 7], [1234.567, 9, 1, 2]]
+    assert frames_module.pack_transitions(sample) == [0, 5, 1, 0, 12500, -2, 2, 4, 0, 6, 0, 7, 1222067, 0, 1, 2]
+    assert frames_module.unpack_transitions(frames_module.pack_transitions(sample)) == sample
