@@ -21,6 +21,8 @@ after the last byte arrived. A proxy in front (`client_max_body_size`) or anothe
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from typing import Any
 
@@ -145,8 +147,18 @@ def answer_oversized_websocket_messages() -> None:
     factory.protocol = type("WebSocketProtocol", (_AnswersOversizedMessages, factory.protocol), {})
 
 
+RESTORE_WAIT = 60.0  # seconds a session's request waits for the host's start (its restores)
+SESSION_PATHS = ("/sim/", "/ws/sim/")
+
+
 class StartHost:
-    """Starts the host (and the demo) on the first scope: Daphne sends no lifespan events."""
+    """Starts the host (and the demo) on the first scope: Daphne sends no lifespan events.
+
+    As it starts, the host brings back by replay the sessions that were running when the server
+    died (docs/time-travel.md). Until that is done they are not running, so a request for one
+    (its page, its status, its Kubernetes API, its websocket) waits for the start, up to
+    `RESTORE_WAIT` seconds, instead of answering that no such session exists: the page a user
+    reloads right after a restart finds its session. Other requests (the home page) do not wait."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -154,5 +166,9 @@ class StartHost:
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         from dashboard.host import ensure_started
 
-        ensure_started()
+        start = ensure_started()
+        if not start.done() and str(scope.get("path", "")).startswith(SESSION_PATHS):
+            # (a start that failed, or takes longer, leaves the request to answer as it can)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(start), timeout=RESTORE_WAIT)
         await self.app(scope, receive, send)

@@ -90,3 +90,32 @@ def test_after_kill_9_the_session_is_back_paused_with_its_history_and_the_same_r
         assert _saved(db, sim_id)[2] == "running"
     log = (tmp_path / "again.log").read_text()
     assert "Traceback" not in log
+
+
+async def test_a_sessions_request_waits_for_the_restores_of_the_start_and_others_do_not(monkeypatch):
+    # A page reloaded right after a restart must find its session, not a 404 for the second the
+    # replay takes (seen: the kill -9 fork test asked for the fork's status before its restore).
+    import asyncio
+
+    import dashboard.host
+    from dashboard.asgi_limits import StartHost
+
+    start = asyncio.get_running_loop().create_future()
+    monkeypatch.setattr(dashboard.host, "ensure_started", lambda: start)
+    served = []
+
+    async def app(scope, receive, send):
+        served.append(scope["path"])
+
+    wrapped = StartHost(app)
+    await wrapped({"type": "http", "path": "/"}, None, None)
+    assert served == ["/"]  # the home page does not wait
+    waiting = [
+        asyncio.ensure_future(wrapped({"type": kind, "path": path}, None, None))
+        for kind, path in (("http", "/sim/web-1/status.json"), ("websocket", "/ws/sim/web-1/"))
+    ]
+    await asyncio.sleep(0.05)
+    assert served == ["/"] and not any(w.done() for w in waiting)
+    start.set_result(None)  # the start (its restores) ends: both go on
+    await asyncio.wait_for(asyncio.gather(*waiting), 1)
+    assert sorted(served) == ["/", "/sim/web-1/status.json", "/ws/sim/web-1/"]
