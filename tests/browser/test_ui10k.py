@@ -62,6 +62,18 @@ def inside_viewport(page: Page, b: dict) -> bool:
     return b["x"] >= 0 and b["y"] >= 0 and right <= vp["width"] + 1 and bottom <= vp["height"] + 1
 
 
+def click_canvas(page: Page, point: dict) -> None:
+    """Click a point of the pods canvas, scrolled into the visible part of its box first (a point
+    below it would land on the box, #pods-scroll, not on the canvas)."""
+    page.evaluate(
+        """y => { const s = document.getElementById("pods-scroll");
+                  if (y < s.scrollTop + 4 || y > s.scrollTop + s.clientHeight - 8)
+                    s.scrollTop = Math.max(0, y - 40); }""",
+        point["y"],
+    )
+    page.locator("#pods-canvas").click(position={"x": point["x"], "y": point["y"]})
+
+
 def hover_tile(page: Page, key: str) -> str:
     tile = page.evaluate("k => window.CtrlscopePods.tileOf(k)", key)
     page.locator("#pods-canvas").hover(position={"x": tile["x"], "y": tile["y"]})
@@ -242,14 +254,14 @@ def test_focus_on_one_replicaset_filters_the_whole_page(page: Page, live_server_
     expect(chip).to_be_hidden()
     page.wait_for_function("() => window.CtrlscopePods.layout().shown === 17")
     label = next(g for g in page.evaluate("() => window.CtrlscopePods.labels()") if g["owner"] == "ReplicaSet/rs-002")
-    page.locator("#pods-canvas").click(position={"x": label["x"], "y": label["y"]})
+    click_canvas(page, label)
     expect(chip).to_contain_text("default/rs-002")
     page.click("#focus-clear")
     expect(chip).to_be_hidden()
+    page.wait_for_function("() => window.CtrlscopePods.layout().shown === 17")  # laid out again: every owner
     # And a pod's owner, from its Pod tab.
     key = page.evaluate("() => Object.keys(window.CtrlscopePods.states()).find(k => k.includes('/rs-001-'))")
-    tile = page.evaluate("k => window.CtrlscopePods.tileOf(k)", key)
-    page.locator("#pods-canvas").click(position={"x": tile["x"], "y": tile["y"]})
+    click_canvas(page, page.evaluate("k => window.CtrlscopePods.tileOf(k)", key))
     page.locator("#pod-detail [data-owner-focus]").click()
     expect(chip).to_contain_text("default/rs-001")
     page.click("#focus-clear")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -149,9 +150,16 @@ def test_scale_and_the_controller_creates_the_pods(kubectl):
 def test_patch_with_the_three_types_and_label_overwrite(kubectl):
     out = kubectl("patch", "rs", "web", "-p", '{"metadata":{"labels":{"tier":"fe"}}}')
     assert out.strip() == "replicaset.apps/web patched"
-    assert kubectl("patch", "rs", "web", "-p", '{"metadata":{"labels":{"tier":"fe"}}}').strip() == (
-        "replicaset.apps/web patched (no change)"
-    )
+    # kubectl says "(no change)" when the answer equals the object it read just before patching:
+    # a status write of the controller in between (the demo runs on) makes it say "patched". The
+    # same no-op patch again must say "(no change)" once nothing else writes (and a server that
+    # bumped the resourceVersion of a no-op patch would never).
+    for _ in range(10):
+        again = kubectl("patch", "rs", "web", "-p", '{"metadata":{"labels":{"tier":"fe"}}}').strip()
+        if again != "replicaset.apps/web patched":
+            break
+        time.sleep(0.3)
+    assert again == "replicaset.apps/web patched (no change)"
     kubectl("patch", "rs", "web", "--type=merge", "-p", '{"metadata":{"annotations":{"note":"merge"}}}')
     kubectl("patch", "rs", "web", "--type=json", "-p", '[{"op":"replace","path":"/spec/replicas","value":4}]')
     assert kubectl("label", "rs", "web", "tier=be", "--overwrite").strip() == "replicaset.apps/web labeled"
