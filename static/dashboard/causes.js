@@ -96,6 +96,7 @@
         if (!ok) { count.textContent = j.message || "error"; return; }
         pages.set(index, j.rows);
         setTotal(j.total, j);
+        followEnd();
         draw();
       })
       .catch(() => inflight.delete(index));
@@ -177,8 +178,22 @@
     // The newest page again (it grows while the simulation runs); then draw where we are.
     const lastPage = Math.max(0, Math.floor(Math.max(total - 1, 0) / PAGE));
     fetchPage(lastPage, true);
-    if (follow.checked) box.scrollTop = Math.max(0, total * ROW - box.clientHeight);
+    followEnd();
     draw();
+  }
+
+  // Following the newest record: the view moves to the end only once the page holding it is
+  // here (else it fetches that page and stays where it is until then), so it moves in one step
+  // and never stands on rows still on their way (an empty box, the old rows above it).
+  function followEnd() {
+    if (!follow.checked || !total) return;
+    // The rows the view shows at the end (as draw() picks them), each page of them complete.
+    const first = Math.max(0, total - Math.ceil(box.clientHeight / ROW) - 5);
+    for (let index = Math.floor(first / PAGE); index * PAGE < total; index++) {
+      const page = pages.get(index);
+      if (!page || page.length < Math.min(PAGE, total - index * PAGE)) { fetchPage(index, !!page); return; }
+    }
+    box.scrollTop = Math.max(0, total * ROW - box.clientHeight);
   }
 
   box.addEventListener("scroll", () => {
@@ -187,9 +202,11 @@
     draw();
   });
   box.addEventListener("wheel", () => { follow.checked = follow.checked && false; }, { passive: true });
-  for (const [, el] of inputs) el.addEventListener("input", () => { total = 0; refresh(); });
+  // Another filter or moment: other records (refresh starts over, keeping the rows on screen
+  // until the new ones arrive).
+  for (const [, el] of inputs) el.addEventListener("input", refresh);
   follow.addEventListener("change", refresh);
-  document.addEventListener("ctrlscope:moment", () => { total = 0; refresh(); });
+  document.addEventListener("ctrlscope:moment", refresh);
   new MutationObserver(refresh).observe(tab, { attributes: true, attributeFilter: ["hidden"] });
   setInterval(refresh, 1000);
 })();

@@ -152,15 +152,28 @@ def test_the_trace_view_following_the_newest_records_never_blinks_empty(
     page: Page, live_server_url: str, errors  # noqa: F811
 ):
     """Following the newest records onto a page of the trace not fetched yet kept nothing on
-    screen until it arrived (and a test reading the rows in between saw none)."""
+    screen until it arrived (and a test reading the rows in between saw none); then it kept the
+    old rows, but above the part of the box it had already scrolled to."""
     sim = start(page, live_server_url)
     run_to(page, 1)
     page.click("#drawer-tabs [data-tab=tab-trace]")
     page.wait_for_function("() => document.querySelectorAll('#trace-all-rows tr').length > 3")
+    # Counted on every animation frame: no rows at all (a blink), or rows none of which is in the
+    # visible part of the box (the view moved to the newest records before they arrived).
     page.evaluate(
-        """() => { window.__blinks = 0; const tbody = document.getElementById('trace-all-rows');
+        """() => { window.__blinks = 0; window.__empty = 0; window.__samples = 0;
+                   const tbody = document.getElementById('trace-all-rows');
+                   const box = document.getElementById('trace-all');
                    new MutationObserver(() => { if (!tbody.rows.length) window.__blinks++; })
-                     .observe(tbody, {childList: true}); }"""
+                     .observe(tbody, {childList: true});
+                   const look = () => {
+                     const b = box.getBoundingClientRect();
+                     const seen = [...tbody.rows].some((r) => {
+                       const q = r.getBoundingClientRect(); return q.bottom > b.top + 1 && q.top < b.bottom - 1; });
+                     window.__samples++;
+                     if (!seen) window.__empty++;
+                     requestAnimationFrame(look); };
+                   requestAnimationFrame(look); }"""
     )
     before = page.evaluate(f"() => fetch('/sim/{sim}/records.json?limit=0').then(r => r.json()).then(j => j.total)")
     for t in (5, 10, 15, 20, 25):  # a few hundred records each: the view follows onto new pages
@@ -170,4 +183,33 @@ def test_the_trace_view_following_the_newest_records_never_blinks_empty(
     assert after - before > 400  # at least two pages of 200 crossed
     expect(page.locator("#trace-all-count")).to_contain_text(f"{after:,} records")
     assert page.evaluate("() => window.__blinks") == 0
+    assert page.evaluate("() => window.__samples") > 100
+    assert page.evaluate("() => window.__empty") == 0, "the visible part of the view was empty while following"
+    # And it stands on the newest record.
+    expect(page.locator("#trace-all-rows tr").last).to_have_attribute("data-seq", str(after))
+    # To a moment of the past and back to live: the view goes from one end to the other in one
+    # step (it went to the first records, then a second later to the newest).
+    page.fill("#view-at input", "3")
+    page.press("#view-at input", "Enter")
+    expect(page.locator("#past-at")).to_have_text("t=3.000 s", timeout=PAST)
+    at = page.evaluate("() => window.CtrlscopePast.position().seq")
+    expect(page.locator("#trace-all-rows tr").last).to_have_attribute("data-seq", str(at))
+    page.evaluate(
+        """() => { window.__views = []; const tbody = document.getElementById('trace-all-rows');
+                   const box = document.getElementById('trace-all');
+                   const look = () => {
+                     const b = box.getBoundingClientRect();
+                     const row = [...tbody.rows].find((r) => r.getBoundingClientRect().bottom > b.top + 1);
+                     const seq = row ? +row.dataset.seq : 0;
+                     if (window.__views.at(-1) !== seq) window.__views.push(seq);
+                     requestAnimationFrame(look); };
+                   requestAnimationFrame(look); }"""
+    )
+    page.click("#past-to-live")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    expect(page.locator("#trace-all-rows tr").last).to_have_attribute("data-seq", str(after))
+    page.wait_for_timeout(1500)  # a refresh or two more
+    rows = page.evaluate("() => Math.ceil(document.getElementById('trace-all').clientHeight / 20)")
+    views = page.evaluate("() => window.__views")
+    assert all(at - rows - 6 <= v <= at or v >= after - rows - 6 for v in views), (at, after, views)
     stop(page, live_server_url, sim)
