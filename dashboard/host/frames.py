@@ -816,10 +816,11 @@ class FrameBuilder:
             self.sent_sizes = sizes
         return out
 
-    def state(self, focus: list[tuple[str, str]] | None = None) -> str:
-        """Everything, for a viewer that (re)connects: every panel, the last rows of each log,
-        the whole pod table and timeline. The next frame continues from it (same `seq`)."""
-        key = (self.seq, tuple(sorted(focus or [])), tuple(self.hosted.focused_panel_ids()))
+    def state(self, focus: list[tuple[str, str]] | None = None, leave_out: tuple[str, ...] = ()) -> str:
+        """Everything, for a viewer that (re)connects: every panel (but those in `leave_out`),
+        the last rows of each log, the whole pod table and timeline. The next frame continues
+        from it (same `seq`)."""
+        key = (self.seq, tuple(sorted(focus or [])), tuple(self.hosted.focused_panel_ids()), leave_out)
         if self._state_cache is not None and self._state_cache[0] == key:
             return self._state_cache[1]  # several viewers (re)connecting between two frames
         self._refresh_owners()
@@ -828,6 +829,8 @@ class FrameBuilder:
             ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
         rendered = {}
         for panel_id in dict.fromkeys(ids):
+            if panel_id in leave_out:
+                continue
             html = self._render(panel_id)
             rendered[panel_id] = html
             if self.rendered.get(panel_id) != html:

@@ -312,10 +312,7 @@ class Worker:
         hosted.focus("past", keys)
         hosted.focus_owner("past", owner)  # a page focused on one owner: its queue, its expectations
         frames.seq += 1  # a new moment: never the cached state of another
-        state = json.loads(frames.state(keys))
-        for panel in PAST_PANELS_DROPPED:
-            state["panels"].pop(panel, None)
-        return json.dumps(state, separators=(",", ":"), allow_nan=False, default=str)
+        return frames.state(keys, leave_out=PAST_PANELS_DROPPED)  # (JSON text, built once)
 
     def drop_world(self) -> None:
         """Forget the replayed world (the next request rebuilds it)."""
