@@ -10,9 +10,8 @@ is escaped exactly as a template would (`None` reads "None", a missing field rea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from html import escape  # what django.utils.html.escape calls, without its lazy-string wrapper
 from typing import Any
-
-from django.utils.html import escape
 
 from dashboard.templatetags.ctrlscope import secs as _template_secs
 
@@ -24,17 +23,17 @@ _MISSING = object()
 def _v(row: Obj, key: str) -> str:
     """A value as a template's `{{ row.key }}` writes it: escaped text, "" when it is absent."""
     value = row.get(key, _MISSING)
-    return "" if value is _MISSING else str(escape(value))
+    return "" if value is _MISSING else escape(str(value))
 
 
 def _t(value: Any) -> str:
     """A time for a data attribute (`stringformat:'r'`): exact, so the page can jump to it."""
-    return str(escape(repr(value)))
+    return escape(repr(value))
 
 
 def _secs(value: Any) -> str:
     """A time in the one format, as the templates' `secs` filter writes it."""
-    return str(escape(_template_secs(value)))
+    return escape(str(_template_secs(value)))
 
 
 # The rows' tooltips (the jump link's, why?'s, an Event's count) are written by the page when the
@@ -67,7 +66,7 @@ def api_rows(rows: Iterable[Obj]) -> str:
         code = r.get("code")
         failed = "failed" if isinstance(code, int) and code >= 400 else ""
         name = f"{_v(r, 'namespace')}/" if r.get("namespace") else ""
-        name += str(escape(r.get("name") or ""))
+        name += escape(str(r.get("name") or ""))
         reason = f" {_v(r, 'reason')}" if r.get("reason") else ""
         out.append(
             f'<tr class="{failed}" data-code="{_v(r, "code")}" data-seq="{seq}" data-t="{at}"><td class="num">'
