@@ -816,11 +816,13 @@ class FrameBuilder:
             self.sent_sizes = sizes
         return out
 
-    def state(self, focus: list[tuple[str, str]] | None = None, leave_out: tuple[str, ...] = ()) -> str:
+    def state(
+        self, focus: list[tuple[str, str]] | None = None, leave_out: tuple[str, ...] = (), timeline: bool = True
+    ) -> str:
         """Everything, for a viewer that (re)connects: every panel (but those in `leave_out`),
-        the last rows of each log, the whole pod table and timeline. The next frame continues
-        from it (same `seq`)."""
-        key = (self.seq, tuple(sorted(focus or [])), tuple(self.hosted.focused_panel_ids()), leave_out)
+        the last rows of each log, the whole pod table and (`timeline`) the timeline's history.
+        The next frame continues from it (same `seq`)."""
+        key = (self.seq, tuple(sorted(focus or [])), tuple(self.hosted.focused_panel_ids()), leave_out, timeline)
         if self._state_cache is not None and self._state_cache[0] == key:
             return self._state_cache[1]  # several viewers (re)connecting between two frames
         self._refresh_owners()
@@ -865,6 +867,9 @@ class FrameBuilder:
                 "pending": len(pending),
             },
         }
+        if not timeline:
+            for part in ("tr", "dropped", "spans", "depth"):
+                del state["canvas"][part]
         text = _wire(state)
         self._state_cache = (key, text)
         return text

@@ -312,7 +312,9 @@ class Worker:
         hosted.focus("past", keys)
         hosted.focus_owner("past", owner)  # a page focused on one owner: its queue, its expectations
         frames.seq += 1  # a new moment: never the cached state of another
-        return frames.state(keys, leave_out=PAST_PANELS_DROPPED)  # (JSON text, built once)
+        # (JSON text, built once.) Without the timeline's history: the page's timeline keeps the
+        # live session's and marks the moment with a cursor (static/dashboard/past.js).
+        return frames.state(keys, leave_out=PAST_PANELS_DROPPED, timeline=False)
 
     def drop_world(self) -> None:
         """Forget the replayed world (the next request rebuilds it)."""

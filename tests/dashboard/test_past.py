@@ -69,6 +69,13 @@ def test_the_past_is_rendered_with_the_live_pages_own_panels():
     answer = ask(worker, hosted, {"events": then.events, "time": then.time, "exact": True}, focus=FOCUS)
     assert answer["position"] == then.to_json()
     assert panels(answer) == seen
+    # The moment's pods, for the tiles; not the timeline's history, which the page keeps (live)
+    # and marks the moment on.
+    canvas = json.loads(answer["text"])["canvas"]
+    assert {"pods", "names", "owners", "nodeNames", "states"} <= set(canvas)
+    assert not {"tr", "spans", "depth", "dropped"} & set(canvas)
+    live_pods = json.loads(hosted.frames.state())["canvas"]["pods"]
+    assert canvas["pods"] and len(canvas["pods"]) != len(live_pods)  # the scale to 1 changed the table since
 
 
 def test_a_step_back_shows_the_panels_from_before_the_forward_step():
