@@ -246,3 +246,31 @@ async def test_after_a_restart_the_demo_gets_its_id_back_and_the_stopped_demo_ke
     assert f'data-recording="{old[0].id}"' in home and 'data-recording="demo"' not in home
     exported = await client.get(f"/sim/{old[0].id}/scenario.yaml")
     assert exported.status_code == 200 and b"replicas: 4" in exported.content
+
+
+async def test_a_restore_replays_under_the_gc_policy_with_nothing_else_hosted(running_host, monkeypatch):
+    # A restore at start (nothing hosted yet) or a re-open with every other session stopped ran
+    # its replay with CPython's default collector thresholds: full collections over the growing
+    # world (bench/time_travel.py: restore 5.7 s, 3.5 s under the policy).
+    import gc
+
+    from controlplane import gcpolicy
+
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    for other in list(running_host.sims):
+        await client.post(f"/sim/{other}/stop", {"confirm": "yes"})
+    assert not running_host.sims and gc.get_threshold() != gcpolicy.SIMULATION_THRESHOLDS
+    seen = []
+    real = recording.replay
+
+    def watched(stored, build):
+        seen.append(gc.get_threshold())
+        return real(stored, build)
+
+    monkeypatch.setattr(recording, "replay", watched)
+    assert (await client.post(f"/sim/{sim_id}/reopen")).status_code == 302
+    assert seen == [gcpolicy.SIMULATION_THRESHOLDS]
+    assert gc.get_threshold() == gcpolicy.SIMULATION_THRESHOLDS  # now the hosted session's own hold
+    await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
+    assert gc.get_threshold() != gcpolicy.SIMULATION_THRESHOLDS  # and no hold left behind
