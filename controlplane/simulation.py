@@ -1158,6 +1158,7 @@ def run_scenario(
 from controlplane import safeyaml as safeyaml  # noqa: E402
 from controlplane.causes import CONTROLLER_OF_QUEUE as CONTROLLER_OF_QUEUE  # noqa: E402
 from controlplane.causes import trace_row as trace_row  # noqa: E402
+from controlplane.gcpolicy import GcHold as GcHold  # noqa: E402
 from controlplane.gcpolicy import simulation_gc as simulation_gc  # noqa: E402
 from controlplane.informers import NAMESPACE_INDEX as NAMESPACE_INDEX  # noqa: E402
 from controlplane.kernel import EPOCH as EPOCH  # noqa: E402

@@ -79,17 +79,6 @@ def pack_transitions(transitions: list[list[Any]]) -> list[int]:
     return out
 
 
-def unpack_transitions(packed: list[int]) -> list[list[Any]]:
-    """The inverse of `pack_transitions` (times in seconds again)."""
-    out: list[list[Any]] = []
-    t = pod_id = 0
-    for i in range(0, len(packed) - 3, 4):
-        t += packed[i]
-        pod_id += packed[i + 1]
-        out.append([ms(t / 1000), pod_id, packed[i + 2], packed[i + 3]])
-    return out
-
-
 def _wire(message: Obj) -> str:
     """A frame, catch-up or state as JSON text, its transitions packed."""
     canvas = message.get("canvas")
@@ -853,13 +842,8 @@ class FrameBuilder:
                 "events": self._rows_html("events", list(self.event_rows)),
             },
             "canvas": {
-                # Only what earlier frames carried: the next frame sends the rest.
-                "tr": self.transitions[: self.sent_transitions],
-                "dropped": self.transitions_dropped,
                 "names": names,
                 "pods": [[entry[0], entry[1], entry[2], entry[3]] for entry in self.pods.values()],
-                "spans": self.spans[: self.sent_spans],
-                "depth": self.depth[: self.sent_depth],
                 "owners": self.owners,
                 "nodeNames": self.nodes,
                 "keys": self.keys,
@@ -867,9 +851,13 @@ class FrameBuilder:
                 "pending": len(pending),
             },
         }
-        if not timeline:
-            for part in ("tr", "dropped", "spans", "depth"):
-                del state["canvas"][part]
+        if timeline:  # only what earlier frames carried: the next frame sends the rest
+            state["canvas"].update(
+                tr=self.transitions[: self.sent_transitions],
+                dropped=self.transitions_dropped,
+                spans=self.spans[: self.sent_spans],
+                depth=self.depth[: self.sent_depth],
+            )
         text = _wire(state)
         self._state_cache = (key, text)
         return text

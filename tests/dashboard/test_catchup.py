@@ -8,7 +8,7 @@ import json
 
 from dashboard.host import frames as frames_module
 
-from .test_hosted import frames_until_quiet, hosted, run_until
+from .test_hosted import frames_until_quiet, hosted, run_until, unpack_transitions
 
 
 def _apply(view: dict, frame: dict) -> None:
@@ -19,7 +19,7 @@ def _apply(view: dict, frame: dict) -> None:
     for log, html in frame["rows"].items():
         view["rows"][log] = view["rows"].get(log, "") + html
     canvas = frame.get("canvas") or {}
-    view["canvas"].setdefault("tr", []).extend(frames_module.unpack_transitions(canvas.get("tr", [])))
+    view["canvas"].setdefault("tr", []).extend(unpack_transitions(canvas.get("tr", [])))
     for part in ("names", "nodes", "spans", "depth"):
         view["canvas"].setdefault(part, []).extend(canvas.get(part, []))
     for table in ("owners", "nodeNames", "keys"):
