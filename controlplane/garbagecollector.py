@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from controlplane.apiserver import resources
 from controlplane.apiserver.errors import ApiError, is_conflict, is_gone, is_not_found
 from controlplane.apiserver.watch import DELETED
-from controlplane.kernel import Cancelled
+from controlplane.kernel import Cancelled, Future, NotQuiescent, resumable
 from controlplane.trace import NULL_TRACE, Trace
 
 if TYPE_CHECKING:
@@ -59,7 +59,16 @@ _DELETE = "delete"
 _ORPHAN = "orphan"
 
 
-_NO_DEPENDENTS: dict[str, None] = {}  # shared, never written: see _Node.dependents
+class _NoDependents(dict[str, None]):
+    """The type of `_NO_DEPENDENTS`: a snapshot keeps it the one shared object (pickled by name)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "_NO_DEPENDENTS"
+
+
+_NO_DEPENDENTS: dict[str, None] = _NoDependents()  # shared, never written: see _Node.dependents
 
 
 class _Node:
@@ -334,11 +343,16 @@ class GarbageCollector:
         if self._waiters:
             self._waiters.popleft().set_result(None)
 
-    async def _get(self) -> tuple[str, str]:
-        while not self._queue:
-            waiter = self.kernel.create_future()
-            self._waiters.append(waiter)
+    async def _get(self, parked: Future | None = None) -> tuple[str, str]:
+        """The next item, waiting while there is none. `parked`: the wake-up a worker restored
+        from a snapshot was waiting for (in `_waiters` already; see `kernel.resumable`)."""
+        waiter = parked
+        while waiter is not None or not self._queue:
+            if waiter is None:
+                waiter = self.kernel.create_future()
+                self._waiters.append(waiter)
             await waiter
+            waiter = None
         item = self._queue.popleft()
         self._queued.discard(item)
         self._processing.add(item)
@@ -350,10 +364,11 @@ class GarbageCollector:
             self._again.discard(item)
             self._add(item)
 
-    async def _worker(self) -> None:
+    async def _worker(self, parked: Future | None = None) -> None:
         try:
             while True:
-                item = await self._get()
+                item = await self._get(parked)
+                parked = None
                 try:
                     retry = await self._process(item)
                 except ApiError:
@@ -550,3 +565,14 @@ class GarbageCollector:
                 if not is_conflict(err):
                     raise
         return True
+
+
+def _resume_worker(frames: list[dict[str, Any]], fut: Future) -> Any:
+    worker, get = frames
+    if fut is not get["waiter"]:
+        raise NotQuiescent("a garbage collector worker awaits something other than its wake-up")
+    return partial(worker["self"]._worker, parked=fut)
+
+
+# A worker waiting for work is parked (a snapshot can hold it): see kernel.resumable.
+resumable(GarbageCollector._worker, GarbageCollector._get, resume=_resume_worker)

@@ -43,6 +43,14 @@ spawned) and gets it back when it resumes, whoever woke it. Code that starts a c
 action applied, a request handled, a queue item taken) sets it; everything the step schedules or
 emits then carries it. The kernel only carries the number: one list slot per entry and one
 attribute store per callback, paid whether anyone traces or not (docs/performance.md measures it).
+
+Snapshots (controlplane.snapshot)
+---------------------------------
+A kernel and everything it schedules pickles, except a coroutine. `tasks` holds the tasks not
+finished; a task whose coroutine chain is suspended in a place declared with `resumable` (a
+long-lived loop waiting for work) pickles as the recipe of its continuation, and
+`thaw_tasks` rebuilds it around the same future. A world where every task is so *parked* can
+be snapshotted; any other raises `NotQuiescent`.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from datetime import UTC, datetime, timedelta
 from random import Random
+from types import CodeType, CoroutineType
 from typing import Any
 
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -111,6 +120,9 @@ class _Lane(deque["Timer"]):
         super().__init__()
         self.delay = delay
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Lane, (self.delay,), None, iter(self))
+
 
 class Timer(list[Any]):
     """A scheduled callback; `cancel()` makes the kernel skip it. It is the kernel's own queue
@@ -130,7 +142,16 @@ class Timer(list[Any]):
         self[2] = None
 
 
-_NO_WAITERS: list[Any] = []  # shared and never appended to: see Future.add_done_callback
+class _NoWaiters(list[Any]):
+    """The type of `_NO_WAITERS`: a snapshot keeps it the one shared object (pickled by name)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "_NO_WAITERS"
+
+
+_NO_WAITERS: list[Any] = _NoWaiters()  # shared and never appended to: see Future.add_done_callback
 
 
 class Future:
@@ -264,6 +285,7 @@ class Task(Future):
         # done-callback of what it awaits (`__call__`): no bound method allocated per step.
         self._timer: Timer | None = kernel.call_soon(Task._resume, self, None)
         self._cancel_requested = False
+        kernel.tasks[self] = None
 
     def cancel(self) -> bool:
         """Throw `Cancelled` into the coroutine at the current instant. False if already done."""
@@ -307,18 +329,21 @@ class Task(Future):
             kernel._task_depth -= 1
             self._cause, kernel.cause = kernel.cause, outer
             self.state = "done"
+            del kernel.tasks[self]
             self.set_result(stop.value)
             return
         except Cancelled as exc:
             kernel._task_depth -= 1
             self._cause, kernel.cause = kernel.cause, outer
             self.state = "cancelled"
+            del kernel.tasks[self]
             self.set_exception(exc)
             return
         except Exception as exc:
             kernel._task_depth -= 1
             self._cause, kernel.cause = kernel.cause, outer
             self.state = "failed"
+            del kernel.tasks[self]
             self.set_exception(exc)
             self.kernel.task_failed(self, exc)
             return
@@ -334,6 +359,7 @@ class Task(Future):
         else:
             error = TypeError(f"task {self.name} awaited {yielded!r}, not a kernel future")
             self.state = "failed"
+            del kernel.tasks[self]
             self.coro.close()
             self.set_exception(error)
             self.kernel.task_failed(self, error)
@@ -341,11 +367,110 @@ class Task(Future):
     def __del__(self) -> None:
         # A simulation dropped before this task's first step: close the coroutine quietly
         # (otherwise Python warns that it was never awaited).
-        if not self._done:
+        if not getattr(self, "_done", True) and type(getattr(self, "coro", None)) is CoroutineType:
             self.coro.close()
+
+    # -- snapshots (controlplane.snapshot) ------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """A task pickles with its coroutine replaced: a finished one by None, a parked one by
+        how to build its continuation (`resumable`); any other raises `NotQuiescent`."""
+        state = {name: getattr(self, name) for name in (*Future.__slots__, *Task.__slots__)}
+        state["coro"] = None if self._done else _Resume(_continuation(self))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        if isinstance(state.get("coro"), _Resume):
+            if _thawing is None:
+                raise RuntimeError("a parked task is unpickled by controlplane.snapshot.loads only")
+            _thawing.append(self)
 
     def __repr__(self) -> str:
         return f"<Task {self.name} {self.state}>"
+
+
+class NotQuiescent(Exception):
+    """A task is suspended where no `resumable` declaration knows how to continue it (in the
+    middle of a sync, a request in flight, a sleep): the world cannot be snapshotted now."""
+
+
+# Resumption of parked tasks (see `resumable`): the chain of code objects from the task's
+# coroutine to the one awaiting the future -> how to continue it.
+_RESUMABLE: dict[tuple[CodeType, ...], Callable[[list[dict[str, Any]], Future], Callable[[], Any]]] = {}
+_thawing: list[Task] | None = None  # the parked tasks of the snapshot being loaded
+
+
+def resumable(
+    *functions: Callable[..., Any], resume: Callable[[list[dict[str, Any]], Future], Callable[[], Any]]
+) -> None:
+    """Declare a *parking place*: a long-lived loop (a controller's worker waiting for a key, an
+    informer waiting on its watch) suspended with the chain of coroutines `functions` (the
+    task's own first), the last awaiting a kernel future directly. `resume(frames, fut)` gets the
+    locals of each frame and the awaited future and returns a picklable callable (a
+    `functools.partial` of a bound method) that builds a coroutine which, run to its first
+    suspension, awaits that same future and then goes on exactly as the suspended chain would.
+
+    A snapshot (controlplane.snapshot) is possible when every live task is parked in a declared
+    place: nothing half-done is then in flight, and everything else is data."""
+    _RESUMABLE[tuple(fn.__code__ for fn in functions)] = resume
+
+
+class _Resume:
+    """A parked task's coroutine in a snapshot: the callable that rebuilds it."""
+
+    __slots__ = ("build",)
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        self.build = build
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Resume, (self.build,))
+
+
+def _continuation(task: Task) -> Callable[[], Any]:
+    awaited = task._awaiting
+    if task.state != "waiting" or awaited is None or task._cancel_requested or task._timer is not None:
+        raise NotQuiescent(f"task {task.name} is {task.state}")
+    if awaited._done:  # woken: its resumption is scheduled
+        raise NotQuiescent(f"task {task.name} is about to resume")
+    codes: list[CodeType] = []
+    frames: list[dict[str, Any]] = []
+    awaiting: Any = task.coro
+    while type(awaiting) is CoroutineType:
+        frame = awaiting.cr_frame
+        assert frame is not None  # a suspended coroutine has its frame
+        codes.append(awaiting.cr_code)
+        frames.append(frame.f_locals)
+        awaiting = awaiting.cr_await
+    resume = _RESUMABLE.get(tuple(codes))
+    if resume is None or getattr(awaiting, "gi_code", None) is not Future.__await__.__code__:
+        where = " / ".join(code.co_qualname for code in codes)
+        raise NotQuiescent(f"task {task.name} is suspended in {where}")
+    return resume(frames, awaited)
+
+
+def thaw_tasks(load: Callable[[], Any]) -> Any:
+    """Run `load` (an unpickling) and then start the continuation of each parked task it
+    restored: run to its first suspension, it must await the future the task was waiting on."""
+    global _thawing
+    if _thawing is not None:
+        raise RuntimeError("thaw_tasks is not re-entrant")
+    _thawing = []
+    try:
+        loaded = load()
+        tasks, _thawing = _thawing, None
+    finally:
+        _thawing = None
+    for task in tasks:
+        resume: Any = task.coro
+        coro = resume.build()
+        yielded = coro.send(None)
+        if yielded is not task._awaiting:
+            coro.close()
+            raise RuntimeError(f"the continuation of task {task.name} did not park on its future")
+        task.coro = coro
+    return loaded
 
 
 class Kernel:
@@ -365,6 +490,7 @@ class Kernel:
         self._seq = 0
         self.failures: list[tuple[Task, BaseException]] = []
         self._task_depth = 0  # > 0 while a task's coroutine is running
+        self.tasks: dict[Task, None] = {}  # the tasks not finished, in spawn order
         self.cause: int | None = None  # the current cause (see the module docstring)
         self.events = 0  # callbacks run so far (cancelled entries are not events)
         # A ceiling on `events`: once reached, step() runs nothing and returns False, and

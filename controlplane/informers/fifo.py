@@ -137,7 +137,7 @@ class RealFIFO:
         elif kind in _DELETES:
             indexer.delete(payload)
             handler.on_delete(payload)
-        elif kind is REPLACED_ALL:
+        elif kind == REPLACED_ALL:
             objs, rv = payload
             listed = {meta_namespace_key(o): o for o in objs}
             previous = {key: indexer.get_by_key(key) for key in indexer.list_keys()}
@@ -157,7 +157,7 @@ class RealFIFO:
                 else:
                     handler.on_add(obj, initial)
             handler.on_replaced()
-        elif kind is SYNC_ALL:
+        elif kind == SYNC_ALL:
             handler.on_resync(indexer.list())
 
 

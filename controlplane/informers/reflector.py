@@ -18,9 +18,10 @@ Guarantees
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
-from controlplane.kernel import Cancelled, Future, Kernel, Task
+from controlplane.kernel import Cancelled, Future, Kernel, NotQuiescent, Task, resumable
 from controlplane.trace import NULL_TRACE, Trace
 
 if TYPE_CHECKING:
@@ -109,10 +110,13 @@ class Reflector:
         return int(self._watch.pending()) if self._watch is not None else 0
 
     # -- the loop ---------------------------------------------------------------------------
-    async def _run(self) -> None:
+    async def _run(self, parked: tuple[Any, Future, Any] | None = None) -> None:
+        """ListAndWatch, again after a back-off while not stopped. `parked`: restored from a
+        snapshot while watching: `(watch, closed, timer)` of `_list_and_watch`'s wait."""
         try:
-            while not self._stopped:
-                await self._list_and_watch()
+            while parked is not None or not self._stopped:
+                await self._list_and_watch(parked)
+                parked = None
                 if self._stopped:
                     break
                 self.state = "backoff"
@@ -130,40 +134,27 @@ class Reflector:
         self._backoff = min(self._backoff * BACKOFF_FACTOR, BACKOFF_CAP)
         return duration + self.kernel.rng.random() * BACKOFF_JITTER * duration
 
-    async def _list_and_watch(self) -> None:
+    async def _list_and_watch(self, parked: tuple[Any, Future, Any] | None = None) -> None:
         from controlplane.apiserver import ApiError
 
-        self.state = "listing"
-        try:
-            listed = await self.client.list(self.resource, self.namespace)
-        except ApiError as exc:
-            self._emit_relist(f"list failed: {exc.code} {exc.reason}")
-            return
-        rv = listed["metadata"]["resourceVersion"]
-        self.fifo.replace(list(listed["items"]), rv)
-        self.last_sync_resource_version = rv
-        while not self._stopped:
+        if parked is None:
+            self.state = "listing"
             try:
-                watch = self.server.watch(
-                    self.resource,
-                    self.namespace,
-                    resource_version=self.last_sync_resource_version,
-                    latency=self.watch_latency,
-                    client=self.client.user_agent,
-                )
+                listed = await self.client.list(self.resource, self.namespace)
             except ApiError as exc:
-                # 410 Gone ("too old resource version"): relist (spec §3.1).
-                self._emit_relist(f"watch failed: {exc.code} {exc.reason}")
+                self._emit_relist(f"list failed: {exc.code} {exc.reason}")
                 return
-            self._watch = watch
-            self.state = "watching"
-            if self.paused:
-                watch.pause()
-            closed = self.kernel.create_future()
-            self._closed = closed
-            watch.start(self._on_events, self._on_close)
-            timeout = MIN_WATCH_TIMEOUT * (1.0 + self.kernel.rng.random())
-            timer = self.kernel.call_later(timeout, self._on_timeout, watch)
+            rv = listed["metadata"]["resourceVersion"]
+            self.fifo.replace(list(listed["items"]), rv)
+            self.last_sync_resource_version = rv
+        while parked is not None or not self._stopped:
+            if parked is not None:
+                (watch, closed, timer), parked = parked, None
+            else:
+                opened = self._open_watch()
+                if opened is None:
+                    return
+                watch, closed, timer = opened
             reason = await closed
             timer.cancel()
             self._watch = None
@@ -171,6 +162,34 @@ class Reflector:
                 self._emit_relist(f"watch {reason}")
                 return
             watch.stop()
+
+    def _open_watch(self) -> tuple[Any, Future, Any] | None:
+        """Start a watch from the last synced resourceVersion: `(watch, closed, timeout timer)`,
+        or None when it cannot start (the caller relists)."""
+        from controlplane.apiserver import ApiError
+
+        try:
+            watch = self.server.watch(
+                self.resource,
+                self.namespace,
+                resource_version=self.last_sync_resource_version,
+                latency=self.watch_latency,
+                client=self.client.user_agent,
+            )
+        except ApiError as exc:
+            # 410 Gone ("too old resource version"): relist (spec §3.1).
+            self._emit_relist(f"watch failed: {exc.code} {exc.reason}")
+            return None
+        self._watch = watch
+        self.state = "watching"
+        if self.paused:
+            watch.pause()
+        closed = self.kernel.create_future()
+        self._closed = closed
+        watch.start(self._on_events, self._on_close)
+        timeout = MIN_WATCH_TIMEOUT * (1.0 + self.kernel.rng.random())
+        timer = self.kernel.call_later(timeout, self._on_timeout, watch)
+        return watch, closed, timer
 
     def _on_timeout(self, watch: Any) -> None:
         if self._watch is watch and self._closed is not None and not self._closed.done():
@@ -197,3 +216,15 @@ class Reflector:
         self.relists += 1
         if self.trace.enabled:
             self.trace.emit("informer.relist", informer=self.name, reason=reason)
+
+
+def _resume_watching(frames: list[dict[str, Any]], fut: Future) -> Any:
+    run, list_and_watch = frames
+    if fut is not list_and_watch["closed"]:
+        raise NotQuiescent("a reflector awaits something other than the end of its watch")
+    parked = (list_and_watch["watch"], fut, list_and_watch["timer"])
+    return functools.partial(run["self"]._run, parked=parked)
+
+
+# A reflector watching is parked (a snapshot can hold it): see kernel.resumable.
+resumable(Reflector._run, Reflector._list_and_watch, resume=_resume_watching)

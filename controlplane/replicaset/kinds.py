@@ -32,6 +32,14 @@ class ControllerKind:
     selector: Callable[[Obj], Selector]  # spec.selector for syncing; ValueError if invalid
     lister_selector: Callable[[Obj], Selector | None]  # None: never matches a pod (GetPodControllers)
 
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # The kinds below are compared by identity (`kind is REPLICA_SET`): a snapshot
+        # (controlplane.snapshot) keeps them the module's objects.
+        for name in ("REPLICA_SET", "REPLICATION_CONTROLLER"):
+            if globals().get(name) is self:
+                return name
+        return (ControllerKind, tuple(getattr(self, f) for f in self.__dataclass_fields__))
+
 
 def _rs_selector(rs: Obj) -> Selector:
     return labels.selector_from_label_selector(rs["spec"].get("selector"))

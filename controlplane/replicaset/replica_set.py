@@ -19,6 +19,7 @@ Guarantees
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,7 @@ from controlplane.informers import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
-from controlplane.kernel import Cancelled, Kernel, Task
+from controlplane.kernel import Cancelled, Future, Kernel, NotQuiescent, Task, resumable
 from controlplane.labels import Selector, selector_from_set
 from controlplane.pod_control import PodControlError, RealPodControl
 from controlplane.podutil import (
@@ -57,6 +58,7 @@ from controlplane.replicaset.metrics import ReplicaSetMetrics
 from controlplane.replicaset.replica_set_utils import calculate_status, status_changes, update_replica_set_status
 from controlplane.trace import NULL_TRACE, Trace
 from controlplane.workqueue import RateLimitingQueue, default_controller_rate_limiter
+from controlplane.workqueue.queue import Queue
 
 Obj = dict[str, Any]
 
@@ -448,16 +450,19 @@ class ReplicaSetController:
         self.queue.add(key)
 
     # -- the worker loop (spec §5) ----------------------------------------------------------
-    async def _worker(self, wid: int, first: str | None = None) -> None:
+    async def _worker(self, wid: int, first: str | None = None, parked: Future | None = None) -> None:
         """`processNextWorkItem` in a loop while automatic; `first` is a key a manual `sync`
-        already took from the queue (the loop then continues only if workers went automatic)."""
+        already took from the queue (the loop then continues only if workers went automatic);
+        `parked`: the worker is restored from a snapshot, waiting in `get_async` for this
+        wake-up (see the `resumable` declaration below the class)."""
         queue = self.queue
         state = self.workers[wid]
         try:
             if first is not None:
                 await self._process(wid, first)
-            while wid < self.config.workers and not self.config.manual_workers:
-                key, quit_ = await queue.get_async(worker=str(wid))
+            while parked is not None or (wid < self.config.workers and not self.config.manual_workers):
+                key, quit_ = await queue.get_async(worker=str(wid), parked=parked)
+                parked = None
                 if quit_ or key is None:
                     return
                 await self._process(wid, key)
@@ -952,6 +957,17 @@ class ReplicaSetController:
                 "stages": list(self.last_sync.stages),
             },
         }
+
+
+def _resume_worker(frames: list[dict[str, Any]], fut: Future) -> Callable[[], Any]:
+    worker, get = frames
+    if fut is not get["fut"]:
+        raise NotQuiescent("a worker awaits something other than its queue's wake-up")
+    return functools.partial(worker["self"]._worker, worker["wid"], parked=fut)
+
+
+# A worker waiting for a key is parked (a snapshot can hold it): see kernel.resumable.
+resumable(ReplicaSetController._worker, Queue.get_async, resume=_resume_worker)
 
 
 def _status_counts(rs: Obj) -> dict[str, Any]:

@@ -30,9 +30,19 @@ from controlplane.trace import Clock, Trace
 from controlplane.workqueue.metrics import MetricsProvider
 from controlplane.workqueue.queue import Queue, T
 
+
 # Marks a heap entry replaced by an earlier one for the same item (lazy deletion: cheaper than
 # re-heapifying, and the stale entry is dropped when it reaches the head).
-_SUPERSEDED: Any = object()
+class _Superseded:
+    """The type of `_SUPERSEDED`: a snapshot keeps it the one object (pickled by name)."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "_SUPERSEDED"
+
+
+_SUPERSEDED: Any = _Superseded()
 
 
 class DelayingQueue(Queue[T]):

@@ -26,10 +26,13 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Hashable
 from types import EllipsisType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from controlplane.trace import NULL_TRACE, Clock, Trace
 from controlplane.workqueue.metrics import MetricsProvider, QueueMetrics
+
+if TYPE_CHECKING:
+    from controlplane.kernel import Future
 
 T = TypeVar("T", bound=Hashable)
 
@@ -225,15 +228,19 @@ class Queue(Generic[T]):
         return self._shutting_down
 
     # -- waiting workers (Kernel clock only) -----------------------------------------------
-    async def get_async(self, *, worker: str | None = None) -> tuple[T | None, bool]:
+    async def get_async(self, *, worker: str | None = None, parked: Future | None = None) -> tuple[T | None, bool]:
         """`get`, waiting through the kernel while the queue is empty and live (upstream's
-        blocking Get). Each added item wakes one waiter, oldest first; shut down wakes all."""
+        blocking Get). Each added item wakes one waiter, oldest first; shut down wakes all.
+        `parked`: the wake-up a worker restored from a snapshot was waiting for (it is in
+        `_waiters` already; see `kernel.resumable`)."""
         kernel = self._kernel
         if kernel is None:
             raise RuntimeError("get_async() needs a Kernel as the queue's clock")
-        while len(self) == 0 and not self._shutting_down:
-            fut = kernel.create_future()
-            self._waiters.append(fut)
+        fut = parked
+        while fut is not None or (len(self) == 0 and not self._shutting_down):
+            if fut is None:
+                fut = kernel.create_future()
+                self._waiters.append(fut)
             try:
                 await fut
             except BaseException:
@@ -244,6 +251,7 @@ class Queue(Generic[T]):
                 else:
                     self._waiters.remove(fut)
                 raise
+            fut = None
         return self.get(worker=worker)
 
     def _signal(self) -> None:

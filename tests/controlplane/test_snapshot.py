@@ -1,0 +1,125 @@
+"""Snapshots (controlplane.snapshot): a quiescent simulation pickled and loaded runs on exactly as
+the original — same events, same trace, same report — for every shipped scenario, in this process
+and in a fresh one; a busy one refuses with NotQuiescent and changes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from controlplane import snapshot
+from controlplane.kernel import Kernel, NotQuiescent
+from controlplane.scenario import library
+from controlplane.simulation import Simulation
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = [entry["id"] for entry in library()]
+CHECKPOINTS = (0.25, 0.5, 0.75)  # fractions of a run's events after which a snapshot is taken
+
+
+def started(name: str) -> Simulation:
+    sim = Simulation.from_file(name)
+    sim.keep_records()
+    sim.start()
+    return sim
+
+
+def fingerprint(sim: Simulation) -> tuple[object, ...]:
+    """Everything a run shows: its report, its clock and event count, its last trace records and
+    every kept record (numbered, with its cause)."""
+    log = sim.record_log
+    assert log is not None
+    page = sim.records(limit=1_000_000)
+    return (sim.report_json(), sim.now, sim.kernel.events, list(sim.recent), page["total"], page["rows"])
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_snapshot_runs_on_exactly_as_the_original(name):
+    whole = started(name)
+    until = whole.scenario.until
+    whole.run_until(until)
+    total = whole.kernel.events
+
+    stepping = started(name)
+    loaded: list[tuple[int, Simulation]] = []
+    for fraction in CHECKPOINTS:
+        while stepping.kernel.events < total * fraction and stepping.step():
+            pass
+        while not snapshot.quiescent(stepping.kernel) and stepping.step():
+            pass
+        if stepping.kernel.events >= total:
+            break
+        loaded.append((stepping.kernel.events, snapshot.loads(snapshot.dumps(stepping))))
+    stepping.run_until(until)
+    expected = fingerprint(whole)
+    assert fingerprint(stepping) == expected
+    assert loaded, f"{name}: never quiescent after a quarter of its run"
+    for events, sim in loaded:
+        sim.run_until(until)
+        assert fingerprint(sim) == expected, f"{name}: the snapshot at event {events} ran on differently"
+
+
+def test_a_snapshot_runs_on_in_another_process_exactly_as_here(tmp_path):
+    sim = started("demo")
+    sim.run_until(20.0)
+    while not snapshot.quiescent(sim.kernel):
+        assert sim.step()
+    path = tmp_path / "world.snapshot"
+    path.write_bytes(snapshot.dumps(sim))
+    sim.run_until(60.0)
+    here = hashlib.sha256(sim.report_json().encode()).hexdigest()
+    code = (
+        "import hashlib, sys\n"
+        "from controlplane import snapshot\n"
+        "sim = snapshot.loads(open(sys.argv[1], 'rb').read())\n"
+        "sim.run_until(60.0)\n"
+        "print(hashlib.sha256(sim.report_json().encode()).hexdigest())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, cwd=ROOT, timeout=120, check=True
+    )
+    assert out.stdout.strip() == here
+
+
+def test_a_busy_world_refuses_and_runs_on_unchanged():
+    busy = started("scale-up-and-down")
+    calm = started("scale-up-and-down")
+    refused = 0
+    while busy.kernel.events < 3_000 and busy.step():
+        calm.step()
+        if not snapshot.quiescent(busy.kernel):
+            with pytest.raises(NotQuiescent, match="task "):
+                snapshot.dumps(busy)
+            refused += 1
+    assert refused > 0
+    busy.run_until(busy.scenario.until)
+    calm.run_until(calm.scenario.until)
+    assert fingerprint(busy) == fingerprint(calm)
+
+
+def test_the_shared_sentinels_stay_shared():
+    from controlplane.garbagecollector import _NO_DEPENDENTS
+    from controlplane.kernel import _NO_WAITERS
+    from controlplane.workqueue.delaying_queue import _SUPERSEDED
+
+    kernel = Kernel()
+    future = kernel.create_future()
+    loaded = snapshot.loads(snapshot.dumps([_NO_WAITERS, _NO_DEPENDENTS, _SUPERSEDED, future]))
+    assert loaded[0] is _NO_WAITERS and loaded[1] is _NO_DEPENDENTS and loaded[2] is _SUPERSEDED
+    assert loaded[3]._waiters is _NO_WAITERS  # a waiter added to one future is not every future's
+
+
+def test_what_cannot_be_pickled_is_a_clear_error():
+    async def lonely() -> None:
+        return None
+
+    coro = lonely()
+    try:
+        with pytest.raises(snapshot.SnapshotError, match=r"cannot snapshot: .*coroutine"):
+            snapshot.dumps({"stray": coro})
+    finally:
+        coro.close()
