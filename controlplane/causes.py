@@ -8,10 +8,13 @@ Guarantees
   from timing: the chain `why` walks is the `cause` each record was written with
   (controlplane.trace).
 * Bounded memory: a record costs a few columns (time 8 bytes, cause 8, kind 2) and one tuple of
-  its field values (the keys are shared by every record of the same shape). At most
-  `limit` records (default `MAX_RECORDS`, 2,000,000) keep their fields; beyond, the oldest
-  quarter is *compacted* to time, kind and cause, and at most `4 * limit` records are kept at
-  all (the oldest quarter is then *forgotten*). Neither is ever silent: a compacted record says
+  its field values (the keys are shared by every record of the same shape); every
+  `BLOCK_RECORDS` records the tuples are *sealed* into one compressed block (pickle, zlib level
+  1: ~20 bytes a record instead of ~150), unpacked again when read (the last two blocks read
+  are kept unpacked). At most `limit` records (default `MAX_RECORDS`, 2,000,000) keep their
+  fields; beyond, the oldest quarter (in whole blocks) is *compacted* to time, kind and cause,
+  and at most `4 * limit` records are kept at all (the oldest quarter is then *forgotten*).
+  Neither is ever silent: a compacted record says
   so (`compacted: True`), a chain that reaches a forgotten record ends with a link saying that
   earlier steps are no longer kept, and `records` reports where the kept range starts.
 * Pure reads: answering never changes what is kept or what the simulation does.
@@ -25,6 +28,8 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import pickle
+import zlib
 from array import array
 from collections.abc import Iterable
 from typing import Any
@@ -32,6 +37,7 @@ from typing import Any
 Record = dict[str, Any]
 
 MAX_RECORDS = 2_000_000
+BLOCK_RECORDS = 4096  # records whose field values are sealed into one compressed block
 MAX_LINKS = 64
 MAX_PAGE = 1000
 FILTER_FIELDS = ("kind", "controller", "key", "name", "text")
@@ -58,7 +64,12 @@ class RecordLog:
         self._kind_index: dict[str, int] = {}
         self._shapes: list[tuple[str, ...]] = []
         self._shape_index: dict[tuple[str, ...], int] = {}
-        self._values: list[tuple[Any, ...]] = []  # (shape id, *values), from `full_from`
+        # The field values, `(shape id, *values)` from `full_from` on: sealed blocks of `_block`
+        # tuples each (zlib'd pickles, oldest first), then the open tail.
+        self._block = max(1, min(BLOCK_RECORDS, limit // 4))
+        self._sealed: list[bytes] = []
+        self._tail: list[tuple[Any, ...]] = []
+        self._unpacked: dict[int, list[tuple[Any, ...]]] = {}  # first seq of a block -> its tuples
         self._match: tuple[tuple[tuple[str, str], ...], int, array[int]] | None = None
 
     # -- keeping ------------------------------------------------------------------------------
@@ -81,11 +92,17 @@ class RecordLog:
         if shape is None:
             shape = self._shape_index[keys] = len(self._shapes)
             self._shapes.append(keys)
-        self._values.append((shape, *(record[k] for k in keys)))
-        if len(self._values) > self.limit:
-            drop = self.limit // 4
-            del self._values[:drop]
-            self.full_from += drop
+        tail = self._tail
+        tail.append((shape, *(record[k] for k in keys)))
+        if len(tail) >= self._block:
+            self._sealed.append(zlib.compress(pickle.dumps(tail, protocol=pickle.HIGHEST_PROTOCOL), 1))
+            self._tail = []
+            if (len(self._sealed) + 1) * self._block > self.limit:  # room for the next tail
+                # Compact the oldest quarter, in whole blocks.
+                blocks = min(len(self._sealed), max(1, self.limit // 4 // self._block))
+                del self._sealed[:blocks]
+                self.full_from += blocks * self._block
+                self._unpacked.clear()
         if len(self._times) > 4 * self.limit:
             drop = self.limit
             del self._times[:drop]
@@ -119,9 +136,21 @@ class RecordLog:
         if j < 0:
             record["compacted"] = True
             return record
-        values = self._values[j]
+        block, k = divmod(j, self._block)
+        sealed = len(self._sealed)
+        values = self._unpack(block)[k] if block < sealed else self._tail[j - sealed * self._block]
         record.update(zip(self._shapes[values[0]], values[1:], strict=True))
         return record
+
+    def _unpack(self, block: int) -> list[tuple[Any, ...]]:
+        first = self.full_from + block * self._block
+        values = self._unpacked.get(first)
+        if values is None:
+            values = pickle.loads(zlib.decompress(self._sealed[block]))
+            if len(self._unpacked) >= 2:
+                del self._unpacked[next(iter(self._unpacked))]  # the one unpacked longest ago
+            self._unpacked[first] = values
+        return values
 
     # -- why? ---------------------------------------------------------------------------------
     def why(self, seq: int) -> list[Record]:
