@@ -16,9 +16,10 @@ is not included). After each jump it steps back by one event, one sync stage and
 where the jump landed (`--think` seconds apart: a viewer's pause, in which the worker sweeps ahead
 and leaves keyframes; 0, the default, sends each request as the last is answered). The answer
 carries every panel at once, so the time to the first
-repainted panel is the time to all panels. Memory of the history: the keyframes' proportional
-share (PSS, and USS: what ending them would free) plus the records the live session keeps, as a
-percentage of this process's RSS with the live session in it.
+repainted panel is the time to all panels. Memory of the history: the keyframes (snapshots the
+worker holds as bytes) plus the records the live session keeps, as a percentage of this process's
+RSS with the live session in it. The worker's own processes are reported beside it
+(`worker_memory`: the broker, and the current world, which is the viewer's moment, not history).
 
 Targets (issue 17): jump p95 <= 1 s to the first panel, <= 2 s to all; step back p95 <= 300 ms;
 recording overhead <= 5 % of the same run's time unrecorded; memory of the history <= 25 % of
@@ -219,8 +220,7 @@ def past(scenario, until: float, jumps: int, seed: int, think: float = 0.0, swee
     stats = worker.raw({"viewer": "bench", "stats": True})
     worker.close()
     kept = stats["keyframes"]
-    pss = sum(k["memory"]["pss"] for k in kept if k["memory"])
-    uss = sum(k["memory"]["uss"] for k in kept if k["memory"])
+    held = stats["keyframe_bytes"]  # snapshots, held by the worker as bytes
     return {
         "events": hosted.sim.kernel.events,
         "live_run_seconds": round(live_seconds, 3),
@@ -230,15 +230,17 @@ def past(scenario, until: float, jumps: int, seed: int, think: float = 0.0, swee
         "step_back_seconds": {**{k: quantiles(v) for k, v in steps.items()},
                               "all": quantiles([t for v in steps.values() for t in v])},
         "answer_bytes": answer_bytes,
-        "keyframes": {"count": len(kept), "pss_bytes": pss, "uss_bytes": uss, "evicted": stats["evicted"],
+        "keyframes": {"count": len(kept), "bytes": held, "budget_bytes": stats["budget"],
+                      "snapshots": stats["snapshots"], "evicted": stats["evicted"],
                       "forks_from_keyframe": stats["forks_from_keyframe"], "forks_from_zero": stats["forks_from_zero"],
-                      "memory_reads": stats.get("memory_reads"), "sweeps": stats.get("sweeps"),
-                      "memory_read_seconds": stats.get("memory_read_seconds")},
+                      "sweeps": stats.get("sweeps"),
+                      "events": [k["here"]["events"] for k in kept]},
+        "worker_memory": {"broker": stats["broker"]["memory"],
+                          "current": stats["current"]["memory"] if stats.get("current") else None},
         "records_bytes": records,
         "live_rss_bytes": live_rss,
         "live_rss_growth_bytes": live_rss - base,
-        "history_pct_of_live_rss": {"pss": round(100.0 * (pss + records) / live_rss, 1),
-                                    "uss": round(100.0 * (uss + records) / live_rss, 1)},
+        "history_pct_of_live_rss": round(100.0 * (held + records) / live_rss, 1),
     }
 
 

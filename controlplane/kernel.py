@@ -428,25 +428,45 @@ class _Resume:
         return (_Resume, (self.build,))
 
 
-def _continuation(task: Task) -> Callable[[], Any]:
+def _parked_chain(task: Task) -> tuple[Callable[[list[dict[str, Any]], Future], Callable[[], Any]], list[Any]]:
+    """The `resumable` declaration of the place `task` is parked in, and its coroutines (the
+    task's own first); NotQuiescent when it is not parked in a declared place."""
     awaited = task._awaiting
     if task.state != "waiting" or awaited is None or task._cancel_requested or task._timer is not None:
         raise NotQuiescent(f"task {task.name} is {task.state}")
     if awaited._done:  # woken: its resumption is scheduled
         raise NotQuiescent(f"task {task.name} is about to resume")
-    codes: list[CodeType] = []
-    frames: list[dict[str, Any]] = []
+    chain: list[Any] = []
     awaiting: Any = task.coro
     while type(awaiting) is CoroutineType:
-        frame = awaiting.cr_frame
-        assert frame is not None  # a suspended coroutine has its frame
-        codes.append(awaiting.cr_code)
-        frames.append(frame.f_locals)
+        chain.append(awaiting)
         awaiting = awaiting.cr_await
-    resume = _RESUMABLE.get(tuple(codes))
+    codes = tuple(coro.cr_code for coro in chain)
+    resume = _RESUMABLE.get(codes)
     if resume is None or getattr(awaiting, "gi_code", None) is not Future.__await__.__code__:
         where = " / ".join(code.co_qualname for code in codes)
         raise NotQuiescent(f"task {task.name} is suspended in {where}")
+    return resume, chain
+
+
+def parked(task: Task) -> bool:
+    """`task` is parked in a declared place (see `resumable`): a snapshot can hold it."""
+    try:
+        _parked_chain(task)
+    except NotQuiescent:
+        return False
+    return True
+
+
+def _continuation(task: Task) -> Callable[[], Any]:
+    resume, chain = _parked_chain(task)
+    frames = []
+    for coro in chain:
+        frame = coro.cr_frame
+        assert frame is not None  # a suspended coroutine has its frame
+        frames.append(frame.f_locals)
+    awaited = task._awaiting
+    assert awaited is not None
     return resume(frames, awaited)
 
 

@@ -39,6 +39,7 @@ from controlplane.kernel import NS_PER_SECOND, vtime
 from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, parse_scenario
 from controlplane.simulation import STAGE_KINDS, Position, Simulation
+from controlplane.snapshot import quiescent
 from controlplane.trace import Record
 
 Obj = dict[str, Any]
@@ -190,6 +191,31 @@ class Replay:
                 raise ReplayError(f"time: t={bound:.9f} is not a position of {events} events")
             self.sim.run_until(bound)
         return self.position()
+
+    def run_to_quiet(self, events: int, until: float) -> bool:
+        """Event by event towards `events` (each live action at its turn, as `run_to_events`
+        applies them, never past `until`) until the world is quiescent (`snapshot.quiescent`:
+        it can be snapshotted now); True when it is. False when `events` are reached or the next
+        event is past `until` first (`run_to_events` then says which)."""
+        sim, kernel = self.sim, self.sim.kernel
+        sim.start()
+        bound = vtime(until)
+        while sim.halted is None and kernel.events < events:
+            if quiescent(kernel):
+                return True
+            action = self._pending_action()
+            nxt = kernel.peek()
+            if action is not None and action.time <= bound and (nxt is None or nxt > action.time):
+                # Every event of the action's instant has run: the action's turn.
+                if kernel.now < action.time:
+                    sim.run_until(action.time)
+                self._next += 1
+                sim.act(action.action, source=action.source or "user")
+                continue
+            if nxt is None or nxt > bound:
+                return False
+            sim.step()
+        return sim.halted is None and quiescent(kernel)
 
     def run_to_seq(self, seq: int, time: float) -> Position:
         """To right after the event that emitted trace record `seq` (at `time`, its record's)."""

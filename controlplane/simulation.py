@@ -1154,7 +1154,8 @@ def run_scenario(
 # What the web layer also needs from the core, reached through this facade like everything else:
 # the virtual epoch and its timestamps (the API's sinceTime), the pod states of the tiles, the
 # informers' namespace index (cache vs truth), the safe YAML loader (forms), the GC policy of a
-# process that runs simulations (the replay worker), the label selector parser (the search box).
+# process that runs simulations (the replay worker), the label selector parser (the search box),
+# a world's snapshot and its load (the replay worker's keyframes).
 from controlplane import safeyaml as safeyaml  # noqa: E402
 from controlplane.causes import CONTROLLER_OF_QUEUE as CONTROLLER_OF_QUEUE  # noqa: E402
 from controlplane.causes import trace_row as trace_row  # noqa: E402
@@ -1168,3 +1169,5 @@ from controlplane.nodes import POD_STATES as POD_STATES  # noqa: E402
 from controlplane.replay import NANOSECOND as NANOSECOND  # noqa: E402
 from controlplane.replay import Replay as Replay  # noqa: E402
 from controlplane.replay import ReplayError as ReplayError  # noqa: E402
+from controlplane.snapshot import dumps as dump_world  # noqa: E402, F401
+from controlplane.snapshot import loads as load_world  # noqa: E402, F401

@@ -1,49 +1,57 @@
-"""Keyframes: the replay worker keeps paused forked copies of the past, so a move back replays
-from the nearest earlier copy instead of from t=0 (docs/time-travel.md, *Keyframes*).
+"""Keyframes: the replay worker keeps snapshots of the past, so a move back replays from the
+nearest earlier snapshot instead of from t=0 (docs/time-travel.md, *Keyframes*).
 
 Guarantees
 ----------
 * The replay worker (`dashboard.host.replay_worker`, a plain process without an event loop, so
   `os.fork()` is safe in it) becomes a *broker*: it reads the host's requests as before, holds
-  the recording, and keeps no world itself. Every world lives in a forked child (a *world*):
-  one *current* that serves requests and replays forward, and up to `MAX_KEYFRAMES` paused
-  *keyframes*. A world only ever moves forward; it is a `Worker` that never rebuilds.
-* While the current replays forward it forks a keyframe each time it stands on a multiple of
-  `KEYFRAME_EVENTS` kernel events that no keyframe holds yet (event counts, not virtual time:
-  the cost of replaying from a keyframe is proportional to the events between it and the
-  target, whatever the clock does; a quiet minute costs nothing, a busy second a lot). A world
-  the broker leaves for an earlier one becomes a keyframe too (it costs nothing more).
+  the recording and the keyframes, and keeps no world itself. Every world lives in a forked
+  child: one *current* that serves requests and replays forward, and at times a *sweeper*. A
+  world only ever moves forward; it is a `Worker` that never rebuilds.
+* A keyframe is a *snapshot* (`controlplane.snapshot`: the world pickled and compressed, ~1 MB at
+  1,000 pods), held by the broker as bytes. A world can be snapshotted only at a quiescent
+  moment (every task of the simulation parked: nothing half-done in flight). Each time a
+  forward replay stands on a multiple of `KEYFRAME_EVENTS` kernel events with no keyframe held
+  in the `KEYFRAME_EVENTS` after it, it *seeks*: it replays on event by event to the first
+  quiescent moment, and there forks a child that snapshots the world (on the other core, while
+  the world goes on), sends it to the broker and exits. Event counts, not virtual time: the cost
+  of replaying from a keyframe is proportional to the events between it and the target. A
+  stretch with no quiescent moment (a burst of work) has no keyframe: a move back into it
+  replays from the last one before it.
 * A target behind the current (an earlier time, event count or trace record: `Behind`) is served
-  by a new current forked from the latest keyframe at or before it (or, when none is, from the
-  broker: a fresh replay from t=0); it replays forward only the difference, so the world it
-  reaches is the world a replay from t=0 reaches, byte for byte (a fork copies the keyframe's
-  memory exactly, and the replay is deterministic). Steps back land exactly where they did.
-* Bounded: at most `MAX_KEYFRAMES` keyframes, and their private memory (copy-on-write pages
-  no other process shares, read from /proc) at most `KEYFRAME_MEMORY` bytes. Over either, the
-  broker evicts by *thinning*: the keyframe whose neighbours are closest together goes (its
-  removal leaves the smallest gap between two keyframes), never the furthest one nor the one
-  used last; ties go to the least recently used. Coverage stays even as the history grows.
+  by a new current: the broker forks itself and the child loads the latest keyframe at or
+  before the target (or, when none is, replays from t=0) and replays forward only the
+  difference. A snapshot runs on exactly as the world it was taken of, so the world reached is
+  the world a replay from t=0 reaches, byte for byte. Steps back land exactly where they did.
+  The world left behind ends.
+* Bounded: at most `MAX_KEYFRAMES` keyframes, and together at most `KEYFRAME_SHARE` of the
+  resident memory of the current world (the size of the live simulation, read from /proc when
+  a world connects) and never more than `KEYFRAME_MEMORY` bytes. Over either, the broker evicts
+  by *thinning*: the keyframe whose neighbours are closest together goes (its removal leaves the
+  smallest gap between two keyframes), never the furthest one nor the one used last; ties go to
+  the least recently used. Coverage stays even as the history grows.
 * Every world holds one socket to the broker and exits when it closes: when the worker ends
-  (the session stopped, idle, killed with -9), so do its keyframes. The broker ignores SIGCHLD
+  (the session stopped, idle, killed with -9), so do its worlds. The broker ignores SIGCHLD
   (no zombies) and never signals a pid (a pid may be reused).
 * Ahead of the viewer, between requests: once no request came for `SWEEP_AFTER` seconds after
   an answer, while the keyframes stop short of the live moment, a *sweeper* (a copy of the
   current, so the current stays where the viewer is) replays on towards the live moment and
   leaves keyframes on the way, in chunks of `SWEEP_CHUNK_EVENTS`; it is stopped before the
   broker serves the next request (so it never competes with one) and goes on when the worker is
-  idle again. Done, it is a keyframe at the live moment. So a later jump beyond the moments
-  viewed so far is served from a keyframe too.
+  idle again. At the live moment it ends. So a later jump beyond the moments viewed so far is
+  served from a keyframe too.
 * Without `os.fork` (or with `CTRLSCOPE_KEYFRAMES=0`, or when a fork fails) the worker keeps its
   world in its own process and replays from t=0 for every move back (`Worker`, as before).
 
 Protocol between the broker and a world: JSON lines on a Unix socket (an optional second line
-of text: the rendered state). A new world connects to the broker's listener and says
-`{"hello": "current"|"keyframe"|"sweeper", "here": position, "actions": n}`. To a world: `{"op": "go",
-"id", …a worker request…, "have": [keyframe event counts]}` (answered with the worker's answer
-or `{"behind": bounds, "target"}` or `{"superseded": true}`, each with `here`), `{"op": "stop",
-"id"}` (the request `id` is superseded: stop between chunks) and `{"op": "fork", "actions"[, "role"]}`
-(to a keyframe: fork a new current; to the current, role "sweeper": fork the sweeper). A `go` with
-`"sweep": true` is answered without the rendered state.
+of text: the rendered state; or `size` raw bytes after the line: a snapshot). A new world
+connects to the broker's listener and says `{"hello": "current"|"sweeper", "here": position,
+"actions": n}`; a snapshot comes on a connection of its own: `{"hello": "snapshot", "here",
+"actions", "size"}` and its bytes. To a world: `{"op": "go", "id", …a worker request…, "have":
+[keyframe event counts]}` (answered with the worker's answer or `{"behind": bounds, "target"}` or
+`{"superseded": true}`, each with `here`), `{"op": "stop", "id"}` (the request `id` is superseded:
+stop between chunks) and `{"op": "fork", "actions", "role": "sweeper"}` (to the current: fork the
+sweeper). A `go` with `"sweep": true` is answered without the rendered state.
 """
 
 from __future__ import annotations
@@ -57,8 +65,8 @@ import select
 import socket
 import sys
 import tempfile
-import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -66,15 +74,16 @@ from dashboard.host.replay_worker import Behind, Requests, Superseded, Worker
 
 Obj = dict[str, Any]
 
-KEYFRAME_EVENTS = 2_000  # kernel events between two keyframes (~0.1 s of replay: see docs)
+KEYFRAME_EVENTS = 2_000  # kernel events between two keyframes (~0.15 s of replay at 1,000 pods)
 KEYFRAME_NEAR = 200  # a replay to an event count leaves a keyframe this many events before it
 MAX_KEYFRAMES = 32  # keyframes kept at once
-KEYFRAME_MEMORY = 512 << 20  # bytes of private memory all keyframes may hold together
+KEYFRAME_SHARE = 0.28  # of the largest world's resident memory, all keyframes together
+KEYFRAME_MEMORY = 512 << 20  # bytes all keyframes may hold together, whatever the share
 SWEEP_AFTER = 0.25  # seconds without a request before the sweeper starts or goes on
 SWEEP_CHUNK_EVENTS = 250  # the sweeper looks for a stop this often (~10 ms of replay)
-MEASURE_PER_ROUND = 2  # keyframes whose memory is read again after an answer (the stalest)
 HELLO_TIMEOUT = 10.0  # seconds a new world has to connect
 MAX_ROUNDS = 4  # worlds one request may go through (a step back: at most two)
+MAX_SNAPSHOT = 1 << 30  # bytes: a larger announced snapshot is a broken world's, dropped
 
 
 def available() -> bool:
@@ -83,7 +92,7 @@ def available() -> bool:
 
 
 class Conn:
-    """JSON lines over a stream socket, with an optional line of text after a header."""
+    """JSON lines over a stream socket, with an optional line of text or raw bytes after a header."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -92,36 +101,60 @@ class Conn:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def send(self, head: Obj, text: str | None = None) -> None:
+    def send(self, head: Obj, text: str | None = None, data: bytes | None = None) -> None:
         if text is not None:
             head = {**head, "has_text": True}
-        data = json.dumps(head, separators=(",", ":"), allow_nan=False, default=str).encode() + b"\n"
+        if data is not None:
+            head = {**head, "size": len(data)}
+        out = json.dumps(head, separators=(",", ":"), allow_nan=False, default=str).encode() + b"\n"
         if text is not None:
-            data += text.encode() + b"\n"
-        self.sock.sendall(data)
+            out += text.encode() + b"\n"
+        self.sock.sendall(out)
+        if data is not None:
+            self.sock.sendall(data)
 
     def pending(self) -> bool:
         """A whole line, or bytes (maybe the end of the stream), are there to read."""
         return b"\n" in self.buffer or bool(select.select([self.sock], [], [], 0)[0])
 
+    def _more(self) -> None:
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except ConnectionError:
+            chunk = b""
+        if not chunk:
+            raise EOFError("the other side closed the socket")
+        self.buffer += chunk
+
     def _line(self) -> bytes:
         start = 0
         while (end := self.buffer.find(b"\n", start)) < 0:
             start = len(self.buffer)
-            try:
-                chunk = self.sock.recv(1 << 20)
-            except ConnectionError:
-                chunk = b""
-            if not chunk:
-                raise EOFError("the other side closed the socket")
-            self.buffer += chunk
+            self._more()
         line, self.buffer = self.buffer[:end], self.buffer[end + 1 :]
         return line
+
+    def _bytes(self, size: int) -> bytes:
+        parts, have = [self.buffer], len(self.buffer)
+        self.buffer = b""
+        while have < size:
+            self._more()
+            parts.append(self.buffer)
+            have += len(self.buffer)
+            self.buffer = b""
+        data = b"".join(parts)
+        data, self.buffer = data[:size], data[size:]
+        return data
 
     def recv(self) -> Obj:
         head: Obj = json.loads(self._line())
         if head.pop("has_text", False):
             head["text"] = self._line().decode()
+        size = head.get("size")
+        if size is not None:
+            if not isinstance(size, int) or not 0 <= size <= MAX_SNAPSHOT:
+                raise ValueError(f"size: {size!r} is not a snapshot's")
+            head["data"] = self._bytes(size)
         return head
 
     def close(self) -> None:
@@ -130,8 +163,9 @@ class Conn:
 
 
 def memory(pid: int) -> Obj | None:
-    """`{"pss", "uss"}` bytes of a process (Linux /proc), or None when it cannot be read: PSS
-    shares each page among the processes that map it; USS is what ending it would free."""
+    """`{"rss", "pss", "uss"}` bytes of a process (Linux /proc), or None when it cannot be read:
+    RSS counts every page it maps, PSS shares each page among the processes that map it, USS is
+    what ending it would free."""
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
@@ -142,7 +176,11 @@ def memory(pid: int) -> Obj | None:
         parts = rest.split()
         if parts and parts[0].isdigit():
             fields[name] = int(parts[0]) * 1024
-    return {"pss": fields.get("Pss", 0), "uss": fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)}
+    return {
+        "rss": fields.get("Rss", 0),
+        "pss": fields.get("Pss", 0),
+        "uss": fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0),
+    }
 
 
 # -- a world: a process holding one replayed past ------------------------------------------------
@@ -164,6 +202,11 @@ class _Inbox:
         return self.stopped
 
 
+def _world_state(worker: Worker) -> Obj:
+    """What a snapshot of a world holds: the replay, its hosted view, the index of sync records."""
+    return {"replay": worker.replay, "hosted": worker.hosted, "marks": worker.marks, "furthest": worker.furthest}
+
+
 class _World:
     """The serving loop of a world process (never returns: the process ends with its socket)."""
 
@@ -173,14 +216,22 @@ class _World:
         self.conn: Conn | None = None
         self.have: set[int] = set()
         self.chunk = worker.chunk_events
+        self.sent: set[int] = set()  # event counts of the snapshots this world sent
+        self.child: int | None = None  # the pid of the snapshot being taken (one at a time)
+        self.sweeping = False  # serving a sweep: no nearby keyframe (it is the viewer's)
         worker.on_keyframe = self.keyframe
+        worker.on_quiet = self.snapshot
 
     def connect(self, role: str) -> None:
+        self.conn = self._hello(role)
+        self.worker.requests = _Inbox(self.conn)
+
+    def _hello(self, role: str, data: bytes | None = None) -> Conn:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(self.address)
-        self.conn = Conn(sock)
-        self.worker.requests = _Inbox(self.conn)
-        self.conn.send({"hello": role, "pid": os.getpid(), "here": self.here(), "actions": self.actions()})
+        conn = Conn(sock)
+        conn.send({"hello": role, "pid": os.getpid(), "here": self.here(), "actions": self.actions()}, data=data)
+        return conn
 
     def here(self) -> Obj | None:
         replay = self.worker.replay
@@ -222,9 +273,11 @@ class _World:
         inbox = self.worker.requests
         assert isinstance(inbox, _Inbox)
         inbox.request_id, inbox.stopped = message.get("id"), False
-        self.have = {int(e) for e in message.get("have") or ()}
+        # The broker's keyframes, and this world's snapshots that may not have reached it yet.
+        self.have = {int(e) for e in message.get("have") or ()} | self.sent
         # A sweeper looks for a stop every SWEEP_CHUNK_EVENTS (~10 ms); a request, as configured.
-        self.worker.chunk_events = SWEEP_CHUNK_EVENTS if message.get("sweep") else self.chunk
+        self.sweeping = bool(message.get("sweep"))
+        self.worker.chunk_events = SWEEP_CHUNK_EVENTS if self.sweeping else self.chunk
         answer: Obj
         try:
             answer = self.worker.handle(message)
@@ -232,28 +285,76 @@ class _World:
             answer = {"behind": behind.bounds, "target": behind.target}
         except Superseded:
             answer = {"superseded": True}
+        finally:
+            self.worker.seeking = False  # a seek does not outlive its request
         text = answer.pop("text", None)
         answer["here"] = self.here()
         conn.send(answer, text)
 
-    def keyframe(self) -> None:
-        """At a multiple of `KEYFRAME_EVENTS`, or `KEYFRAME_NEAR` events before the event count a
-        request goes to (the worker's hook): leave a paused copy here."""
+    def keyframe(self, periodic: bool, near: bool) -> None:
+        """The worker's hook. At a multiple of `KEYFRAME_EVENTS` (`periodic`): seek a quiescent
+        moment for a snapshot from here on, unless a keyframe is held in the `every` events
+        after it, or a snapshot is still being taken (one at a time: each is ~0.2 s of the other
+        core). `KEYFRAME_NEAR` events before the target of a request (`near`): leave a paused
+        copy of this process here (the *nearby* keyframe: a fork needs no quiescent moment),
+        unless a keyframe is held that close before it."""
         worker = self.worker
         replay = worker.replay
         if replay is None:
             return
         events = replay.sim.kernel.events
-        if events in self.have:
+        every, span = worker.keyframe_every or 0, worker.keyframe_near or 0
+        if periodic and not self._taking() and not any(events <= held < events + every for held in self.have):
+            worker.seeking = True
+        if near and not self.sweeping and not any(events - span <= held <= events for held in self.have):
+            self.have.add(events)
+            # Everything alive now is the copy's too: frozen, this process's collections never
+            # traverse it, so they do not copy the pages it shares (controlplane.gcpolicy).
+            gc.freeze()
+            self.fork("keyframe")
+
+    def _taking(self) -> bool:
+        """A snapshot child of this world is still at work."""
+        if self.child is None:
+            return False
+        try:
+            done, _ = os.waitpid(self.child, os.WNOHANG)
+        except ChildProcessError:  # reaped already (the worker ignores SIGCHLD)
+            done = self.child
+        if done:
+            self.child = None
+        return self.child is not None
+
+    def snapshot(self) -> None:
+        """A quiescent moment while seeking (the worker's hook): a child snapshots the world and
+        sends it to the broker, on the other core while this world goes on."""
+        worker = self.worker
+        worker.seeking = False
+        replay = worker.replay
+        if replay is None:
             return
-        every, near = worker.keyframe_every or 0, worker.keyframe_near or 0
-        if every and events % every and any(events - near <= held <= events for held in self.have):
-            return  # a keyframe close enough before it is held already
-        self.have.add(events)
-        # Everything alive now is the keyframe's too: frozen, this process's collections never
-        # traverse it, so they do not copy the pages the keyframe shares (controlplane.gcpolicy).
-        gc.freeze()
-        self.fork("keyframe")
+        self.have.add(replay.sim.kernel.events)
+        self.sent.add(replay.sim.kernel.events)
+        try:
+            pid = os.fork()
+        except OSError:
+            return
+        if pid != 0:
+            self.child = pid
+            return
+        code = 1
+        try:
+            from controlplane.simulation import dump_world
+
+            gc.disable()  # a short life: nothing to collect, and pickling allocates a lot
+            if self.conn is not None:
+                self.conn.close()
+            data = dump_world(_world_state(worker))
+            self._hello("snapshot", data).close()
+            code = 0
+        except BaseException:
+            traceback.print_exc()  # the broker never hears of it: a keyframe fewer
+        os._exit(code)
 
     def fork(self, role: str) -> None:
         """A copy of this world as a new process that connects to the broker as `role`; this
@@ -289,8 +390,28 @@ def _bounds(target: Obj) -> Obj | None:
     return None
 
 
+def _latest(held: list[Any], bounds: Obj, where: Callable[[Any], Obj]) -> Any:
+    """The last of `held` (in position order) whose position `where(k)` is at or before
+    `bounds`, as `Worker._ready` judges it; None when none is."""
+    from controlplane.simulation import vtime
+
+    events, at, seq = bounds.get("events"), bounds.get("time"), bounds.get("seq")
+    for keyframe in sorted(held, key=lambda k: int(where(k)["events"]), reverse=True):
+        here = where(keyframe)
+        if events is not None and int(here["events"]) > int(events):
+            continue
+        if events is not None and int(here["events"]) == int(events) and at is None and here.get("moved"):
+            continue  # its clock went on past event `events`: not the moment right after it
+        if at is not None and float(here["time"]) > vtime(float(at)):
+            continue
+        if seq is not None and int(here["seq"]) >= int(seq):
+            continue
+        return keyframe
+    return None
+
+
 class _Held:
-    """The broker's view of one world process."""
+    """The broker's view of one world process (the current, the sweeper, the nearby keyframe)."""
 
     def __init__(self, conn: Conn, hello: Obj) -> None:
         self.conn = conn
@@ -298,15 +419,26 @@ class _Held:
         self.here: Obj | None = hello.get("here")
         self.actions = int(hello.get("actions") or 0)
         self.role = str(hello.get("hello"))
-        self.used = 0  # the broker's tick when it last served from this world
-        # Its private memory (bytes) as last read from /proc, and when (the broker's count of
-        # reads): a read costs ~3 ms a process, so the broker reads a few per round (`_memory`).
-        self.uss: int | None = None
-        self.measured = 0
+        self.used = 0  # as the nearby keyframe: the broker's tick when it last served from it
+        self.uss = 0  # as the nearby keyframe: its private memory, as last read from /proc
 
     @property
     def events(self) -> int:
         return int(self.here["events"]) if self.here else 0
+
+
+class _Keyframe:
+    """A snapshot of a world, held by the broker."""
+
+    def __init__(self, hello: Obj, data: bytes) -> None:
+        self.here: Obj = hello["here"]
+        self.actions = int(hello.get("actions") or 0)
+        self.data = data
+        self.used = 0  # the broker's tick when it last served from this keyframe
+
+    @property
+    def events(self) -> int:
+        return int(self.here["events"])
 
 
 class Broker:
@@ -316,17 +448,23 @@ class Broker:
         self.requests = requests
         self.recording: Obj | None = None
         self.current: _Held | None = None
-        self.keyframes: list[_Held] = []  # sorted by position
+        self.keyframes: list[_Keyframe] = []  # snapshots, sorted by position
+        # The nearby keyframe: a paused copy of a world, just before the target of a request (of
+        # those a world left on its way, the last strictly before where the last answer landed).
+        self.nearby: _Held | None = None
+        self.landed = 0  # the event count where the last answer landed
+        self.candidates: list[_Held] | None = None  # while a request is served: nearby keyframes left
         self.tick = 0
         self.every = KEYFRAME_EVENTS
         self.near = KEYFRAME_NEAR
         self.max_keyframes = MAX_KEYFRAMES
         self.max_memory = KEYFRAME_MEMORY
+        self.share = KEYFRAME_SHARE
+        self.world_rss = 0  # resident bytes of the latest world that connected (the share's base)
         self.chunk_events: int | None = None  # the worlds' chunk size (None: the worker's default)
         self.viewer = ""
         self.evicted = 0
-        self.reads = 0  # memory reads of /proc made so far
-        self.measure_seconds = 0.0  # time they took (the benchmark reports it)
+        self.snapshots = 0  # keyframes received
         self.forks_from_zero = 0
         self.forks_from_keyframe = 0
         if sys.platform.startswith("linux"):
@@ -346,11 +484,12 @@ class Broker:
         self.live: Obj | None = None
         self.sweeps = 0
         self.sweep_on = True
+        self.swept = -1  # the live event count a sweep last reached: no other until live moves on
 
     # -- worlds ------------------------------------------------------------------------------------
     def _worlds(self) -> list[_Held]:
-        others = [w for w in (self.current, self.sweeper) if w is not None]
-        return self.keyframes + others
+        held = [w for w in (self.current, self.sweeper, self.nearby) if w is not None]
+        return held + list(self.candidates or ())
 
     def _drop(self, world: _Held) -> None:
         world.conn.close()  # the world sees the end of its socket and exits
@@ -358,45 +497,72 @@ class Broker:
             self.sweeper, self.sweep_id = None, None
         if world is self.current:
             self.current = None
-        elif world in self.keyframes:
-            self.keyframes.remove(world)
+        if world is self.nearby:
+            self.nearby = None
 
     def close(self) -> None:
         for world in self._worlds():
             self._drop(world)
+        self.keyframes.clear()
         self.listener.close()
         if self._dir is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.address)
                 os.rmdir(self._dir)
 
-    def _accept(self) -> _Held:
+    def _accept(self) -> _Held | None:
+        """A new connection: a world saying hello (returned), or a snapshot (kept: None)."""
         sock, _ = self.listener.accept()
         sock.settimeout(HELLO_TIMEOUT)
         conn = Conn(sock)
-        hello = conn.recv()
+        try:
+            hello = conn.recv()
+        except (EOFError, OSError, ValueError):
+            conn.close()  # a world that died on the way: nothing to keep
+            return None
         sock.settimeout(None)
+        if hello.get("hello") == "snapshot":
+            conn.close()
+            if isinstance(hello.get("here"), dict) and isinstance(hello.get("data"), bytes):
+                self._add_keyframe(_Keyframe(hello, hello["data"]))
+            return None
         world = _Held(conn, hello)
-        if hello.get("hello") == "keyframe":
-            self._add_keyframe(world, measure=False)  # memory: between requests (`housekeep`)
+        if world.role == "keyframe":
+            if self.candidates is not None:
+                self.candidates.append(world)  # judged once the answer says where it landed
+            else:
+                self._nearby(world)
+            return None
+        used = memory(world.pid)
+        if used is not None:  # the largest world seen: the share's base does not jump about
+            self.world_rss = max(self.world_rss, used["rss"])
         return world
 
     def _await_current(self, role: str = "current") -> _Held:
-        """The next world to say hello as `role` (keyframes may connect meanwhile; a world of
-        another role, late from a fork given up on, is dropped)."""
+        """The next world to say hello as `role` (snapshots may come meanwhile; a world of another
+        role, late from a fork given up on, is dropped)."""
         while True:
             ready, _, _ = select.select([self.listener], [], [], HELLO_TIMEOUT)
             if not ready:
                 raise OSError("a new replay process did not connect")
             world = self._accept()
+            if world is None:
+                continue
             if world.role == role:
                 return world
-            if world not in self.keyframes:
-                self._drop(world)
+            self._drop(world)
 
-    def _from_zero(self) -> _Held:
-        """A new world forked from this process: a fresh replay of the recording."""
+    def _new_world(self, keyframe: _Keyframe | None) -> _Held:
+        """A new current forked from this process: `keyframe` loaded (or a fresh replay of the
+        recording), then replaying forward from there."""
+        from controlplane.simulation import load_world
+
         assert self.recording is not None
+        actions = self.recording["actions"]
+        if self.nearby is not None:
+            # It shares its pages with the worlds forked from it or from the world it was forked
+            # from; with none of them left it would come to own a whole world's memory.
+            self._drop(self.nearby)
         pid = os.fork()  # OSError: the caller falls back to replaying in this process
         if pid == 0:
             try:
@@ -407,14 +573,29 @@ class Broker:
                 os.dup2(devnull, 0)  # stdin and stdout are the host's pipes: the broker's only
                 os.dup2(devnull, 1)
                 world_ = _World(self._worker(), self.address)
-                world_.worker.recording = self.recording
+                worker = world_.worker
+                worker.recording = self.recording
+                if keyframe is not None:
+                    gc.disable()  # loading allocates the whole world at once: no collection helps
+                    state = load_world(keyframe.data)
+                    self.keyframes.clear()  # this process's copy: the bytes are not needed here
+                    gc.enable()
+                    gc.freeze()  # the loaded world is long-lived (controlplane.gcpolicy)
+                    worker.replay, worker.hosted = state["replay"], state["hosted"]
+                    worker.marks, worker.furthest = state["marks"], state["furthest"]
+                    worker.replay.extend(actions[keyframe.actions :])
                 world_.connect("current")
                 world_.serve()
             except BaseException:
                 traceback.print_exc()
             os._exit(1)
-        self.forks_from_zero += 1
-        return self._await_current()
+        if keyframe is None:
+            self.forks_from_zero += 1
+        else:
+            self.forks_from_keyframe += 1
+        world = self._await_current()
+        world.actions = len(actions)
+        return world
 
     def _worker(self) -> Worker:
         worker = Worker(self.requests)
@@ -425,85 +606,74 @@ class Broker:
             worker.chunk_events = self.chunk_events
         return worker
 
-    def _from_keyframe(self, keyframe: _Held) -> _Held:
-        assert self.recording is not None
-        actions = self.recording["actions"]
-        keyframe.conn.send({"op": "fork", "actions": actions[keyframe.actions :]})
-        keyframe.actions = len(actions)
-        self.forks_from_keyframe += 1
-        world = self._await_current()
-        world.actions = len(actions)
-        return world
+    def _add_keyframe(self, keyframe: _Keyframe) -> None:
+        if any(k.events == keyframe.events for k in self.keyframes):
+            return  # two worlds snapshotted the same moment: one is enough
+        self.snapshots += 1
+        self.keyframes.append(keyframe)
+        self.keyframes.sort(key=lambda k: (k.events, k.here["time"]))
+        self._evict()
 
-    def _add_keyframe(self, world: _Held, *, measure: bool = True) -> None:
-        if world.here is None:
-            self._drop(world)
+    def budget(self) -> int:
+        """Bytes all keyframes may hold: `share` of the current world's resident memory (the
+        size of the simulation), at most `max_memory`."""
+        share = int(self.share * self.world_rss) if self.world_rss else self.max_memory
+        return min(self.max_memory, share)
+
+    def _nearby(self, world: _Held | None) -> None:
+        """Keep one nearby keyframe: of `world` and the one held, the later strictly before where
+        the last answer landed (a step back from there can use it), else the later."""
+        held = self.nearby
+        if world is None or held is None:
+            self.nearby = world or held
             return
-        self.keyframes.append(world)
-        self.keyframes.sort(key=lambda w: (w.events, w.here["time"] if w.here else 0.0))
-        self._evict(measure=measure)
+        before = [w for w in (held, world) if w.events < self.landed]
+        keep = max(before or [held, world], key=lambda w: w.events)
+        self._drop(world if keep is held else held)
+        self.nearby = keep
 
-    def _evict(self, *, measure: bool = True) -> None:
-        """Thin to `max_keyframes`, and (`measure`) to `max_memory`."""
-        over = len(self.keyframes) - self.max_keyframes
-        total = self._memory() if measure else 0
-        while over > 0 or (measure and len(self.keyframes) > 1 and total > self.max_memory):
-            victim = self._victim()
-            total -= victim.uss or 0
-            self._drop(victim)
+    def _memory(self) -> int:
+        """The snapshots' bytes and the nearby keyframe's private memory (as last read)."""
+        return sum(len(k.data) for k in self.keyframes) + (self.nearby.uss if self.nearby is not None else 0)
+
+    def _evict(self) -> None:
+        """Hold to the `budget`: the nearby keyframe goes when it holds more than half of it (the
+        worlds near it write to the pages it shares with them: it grows), then the snapshots are
+        thinned to `max_keyframes` and to the rest."""
+        budget = self.budget()
+        if self.nearby is not None and self.nearby.uss > budget // 2:
+            self._drop(self.nearby)
             self.evicted += 1
-            over -= 1
+        total = self._memory()
+        while len(self.keyframes) > 1 and (len(self.keyframes) > self.max_keyframes or total > budget):
+            victim = self._victim()
+            total -= len(victim.data)
+            self.keyframes.remove(victim)
+            self.evicted += 1
 
-    def _memory(self, refresh: int = MEASURE_PER_ROUND) -> int:
-        """The keyframes' private memory together: each new keyframe read from /proc, and the
-        `refresh` read longest ago read again (a keyframe's share grows as later worlds write
-        to the pages it shared with them); the others as last read. Reading every keyframe
-        after every answer cost ~3 ms each, ~80 ms for 27 at 1,000 pods, which the next
-        request waited for."""
-        stale = sorted((w for w in self.keyframes if w.uss is not None), key=lambda w: w.measured)[:refresh]
-        for world in [w for w in self.keyframes if w.uss is None] + stale:
-            started = time.perf_counter()
-            used = memory(world.pid)
-            self.measure_seconds += time.perf_counter() - started
-            self.reads += 1
-            world.uss, world.measured = (used["uss"] if used else 0), self.reads
-        return sum(w.uss or 0 for w in self.keyframes)
-
-    def _victim(self) -> _Held:
+    def _victim(self) -> _Keyframe:
         """Thinning: the keyframe whose removal leaves the smallest gap (never the furthest, nor
         the one used last; ties: the least recently used)."""
         kfs = self.keyframes
-        last_used = max(kfs, key=lambda w: w.used)
+        last_used = max(kfs, key=lambda k: k.used)
         best: tuple[int, int, int] | None = None
         victim = kfs[0]
-        for i, world in enumerate(kfs[:-1]):
-            if world is last_used and world.used > 0:
+        for i, keyframe in enumerate(kfs[:-1]):
+            if keyframe is last_used and keyframe.used > 0:
                 continue
             gap = kfs[i + 1].events - (kfs[i - 1].events if i > 0 else 0)
-            score = (gap, world.used, i)
+            score = (gap, keyframe.used, i)
             if best is None or score < best:
-                best, victim = score, world
+                best, victim = score, keyframe
         return victim
 
-    def _pick(self, bounds: Obj) -> _Held | None:
-        """The latest keyframe at or before `bounds` (as `Worker._ready` judges it)."""
-        from controlplane.simulation import vtime
-
-        events, time, seq = bounds.get("events"), bounds.get("time"), bounds.get("seq")
-        for world in reversed(self.keyframes):
-            here = world.here
-            if here is None:
-                continue
-            if events is not None and int(here["events"]) > int(events):
-                continue
-            if events is not None and int(here["events"]) == int(events) and time is None and here.get("moved"):
-                continue  # its clock went on past event `events`: not the moment right after it
-            if time is not None and float(here["time"]) > vtime(float(time)):
-                continue
-            if seq is not None and int(here["seq"]) >= int(seq):
-                continue
-            return world
-        return None
+    def _pick(self, bounds: Obj) -> _Keyframe | _Held | None:
+        """The latest keyframe at or before `bounds` (as `Worker._ready` judges it): a snapshot,
+        or the nearby keyframe."""
+        held: list[_Keyframe | _Held] = [*self.keyframes]
+        if self.nearby is not None and self.nearby.here is not None:
+            held.append(self.nearby)
+        return _latest(held, bounds, lambda k: k.here)
 
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
@@ -516,8 +686,8 @@ class Broker:
         if "configure" in request:
             return self.configure(request["configure"])
         if "recording" in request:
-            for world in self._worlds():
-                self._drop(world)
+            self.drop_world()
+            self.keyframes.clear()
             self.recording = request["recording"]
         elif self.recording is not None and request.get("actions"):
             self.recording["actions"].extend(request["actions"])
@@ -530,8 +700,7 @@ class Broker:
         except OSError as exc:
             # No fork (out of memory, out of processes): replay from t=0 in this process.
             print(f"keyframes off: {exc}", file=sys.stderr)
-            for world in self._worlds():
-                self._drop(world)
+            self.drop_world()
             self.fallback = Worker(self.requests)
             self.fallback.recording = self.recording
             return self.fallback.handle({k: v for k, v in request.items() if k not in ("recording", "actions")})
@@ -545,36 +714,53 @@ class Broker:
             keyframe = self._pick(bounds)
             current = self.current
             if keyframe is not None and (current is None or keyframe.events > current.events):
-                if current is not None:
-                    self.current = None
-                    self._add_keyframe(current, measure=False)
                 self._use(keyframe)
         for _ in range(MAX_ROUNDS):
             world = self.current
             if world is None:
-                world = self.current = self._from_zero()
+                world = self.current = self._new_world(None)
             answer = self._go(world, message)
             if "behind" not in answer:
                 return answer
-            # The target is behind this world: keep it (a keyframe now) and serve from an earlier one.
-            self.current = None
-            self._add_keyframe(world, measure=False)  # memory: after the answer (`housekeep`)
+            # The target is behind this world: it ends, an earlier keyframe serves.
+            self._drop(world)
             message["target"] = answer["target"]
             keyframe = self._pick(answer["behind"])
             if keyframe is not None:
                 self._use(keyframe)
         return {"ok": False, "error": "replay failed: no world could reach that moment"}
 
-    def _use(self, keyframe: _Held) -> None:
-        """A new current, forked from `keyframe`."""
+    def _use(self, keyframe: _Keyframe | _Held) -> None:
+        """A new current from `keyframe`: a snapshot loaded, or a fork of the nearby keyframe
+        (the current it replaces ends)."""
         self.tick += 1
         keyframe.used = self.tick
-        self.current = self._from_keyframe(keyframe)
-
-    def _go(self, world: _Held, message: Obj) -> Obj:
+        if self.current is not None:
+            self._drop(self.current)
+        if isinstance(keyframe, _Keyframe):
+            self.current = self._new_world(keyframe)
+            return
         assert self.recording is not None
         actions = self.recording["actions"]
-        message = {**message, "actions": actions[world.actions :], "have": [k.events for k in self.keyframes]}
+        keyframe.conn.send({"op": "fork", "actions": actions[keyframe.actions :]})
+        keyframe.actions = len(actions)
+        self.forks_from_keyframe += 1
+        self.current = self._await_current()
+        self.current.actions = len(actions)
+
+    def _go(self, world: _Held, message: Obj) -> Obj:
+        self.candidates = []
+        try:
+            return self._go_on(world, message)
+        finally:
+            candidates, self.candidates = self.candidates, None
+            for candidate in candidates:
+                self._nearby(candidate)
+
+    def _go_on(self, world: _Held, message: Obj) -> Obj:
+        assert self.recording is not None
+        actions = self.recording["actions"]
+        message = {**message, "actions": actions[world.actions :], "have": self._have()}
         world.actions = len(actions)
         world.conn.send(message)
         stop_sent = False
@@ -587,7 +773,7 @@ class Broker:
             else:
                 ready = [world.conn]
             if self.listener in ready:
-                self._accept()
+                self._adopt(self._accept())
             if self.requests.fd in ready:
                 self.requests.poll(0)
                 if not stop_sent and self.viewer in self.requests.waiting:
@@ -600,13 +786,40 @@ class Broker:
                     self._drop(world)
                     return {"ok": False, "error": "replay failed: the replay process ended"}
                 world.here = answer.pop("here", None) or world.here
+                position = answer.get("position")
+                if isinstance(position, dict) and isinstance(position.get("events"), int):
+                    self.landed = position["events"]
                 if answer.get("superseded"):
                     raise Superseded
                 return answer
 
+    def _have(self) -> list[int]:
+        """The event counts of the keyframes held (a world makes none where one is)."""
+        return [k.events for k in self.keyframes] + ([self.nearby.events] if self.nearby is not None else [])
+
+    def _adopt(self, world: _Held | None) -> None:
+        """A world that said hello when none was awaited (late from a fork given up on): it ends."""
+        if world is not None:
+            self._drop(world)
+
+    def wait(self) -> None:
+        """Until a request is waiting (or the host closed the pipe), taking in the snapshots that
+        come meanwhile (a sweeper's, a world's child's): they never wait for the next request."""
+        requests = self.requests
+        while not requests.waiting and not requests.closed:
+            ready, _, _ = select.select([requests.fd, self.listener], [], [])
+            if self.listener in ready:
+                self._adopt(self._accept())
+            if requests.fd in ready:
+                requests.poll(0)
+
     def housekeep(self) -> None:
-        """Between requests: take in the keyframes that connected late, hold them to `max_memory`."""
+        """Between requests: take in the snapshots that came meanwhile, read the nearby
+        keyframe's memory (~3 ms), thin."""
         self._accept_pending()
+        if self.nearby is not None:
+            used = memory(self.nearby.pid)
+            self.nearby.uss = used["uss"] if used is not None else 0
         self._evict()
 
     def idle(self) -> None:
@@ -623,6 +836,8 @@ class Broker:
         if not self.sweep_on or live is None or self.recording is None or self.sweep_id is not None:
             return
         target = int(live["events"])
+        if target <= self.swept:
+            return  # swept to there already (a stretch without a quiescent moment stays bare)
         ahead = max([k.events for k in self.keyframes] + [0])
         sweeper = self.sweeper
         if sweeper is None:
@@ -647,14 +862,14 @@ class Broker:
                 "live": live,
                 "focus": [],
                 "actions": actions[sweeper.actions :],
-                "have": [k.events for k in self.keyframes],
+                "have": self._have(),
             }
         )
         sweeper.actions = len(actions)
 
     def _pause_sweep(self) -> None:
-        """Stop the sweeper between two chunks and wait for it (keyframes it left are taken in);
-        at the live moment it has done its work: it is a keyframe now."""
+        """Stop the sweeper between two chunks and wait for it (snapshots it sent are taken in);
+        at the live moment it has done its work: it ends."""
         sweeper, sweep_id = self.sweeper, self.sweep_id
         if sweeper is None or sweep_id is None:
             return
@@ -665,7 +880,7 @@ class Broker:
                 self._drop(sweeper)  # stuck: it goes; nothing depends on it
                 return
             if self.listener in ready:
-                self._accept()
+                self._adopt(self._accept())
             if sweeper.conn in ready:
                 try:
                     answer = sweeper.conn.recv()
@@ -676,24 +891,28 @@ class Broker:
         self.sweep_id = None
         sweeper.here = answer.pop("here", None) or sweeper.here
         if not answer.get("superseded"):  # it reached the live moment it was sent to (or failed)
-            self.sweeper = None
+            self._drop(sweeper)
             if answer.get("ok"):
-                self._add_keyframe(sweeper, measure=False)
-            else:
-                self._drop(sweeper)
+                self.swept = sweeper.events
 
     def _accept_pending(self) -> None:
         while select.select([self.listener], [], [], 0)[0]:
-            self._accept()
+            self._adopt(self._accept())
 
     def configure(self, config: Obj) -> Obj:
-        """Change the policy (tests and the benchmark): `every`, `max_keyframes`, `max_memory`,
-        `chunk_events`, each a whole number >= 1, and `sweep` (true/false: sweep ahead between
-        requests); the keyframes held are kept (and thinned)."""
+        """Change the policy (tests and the benchmark): `every`, `near`, `max_keyframes`,
+        `max_memory`, `chunk_events`, each a whole number >= 1, `share` (a number in (0, 1]: of
+        the world's memory) and `sweep` (true/false: sweep ahead between requests); the
+        keyframes held are kept (and thinned)."""
         if "sweep" in config:
             if not isinstance(config["sweep"], bool):
                 return {"ok": False, "error": "configure.sweep: must be true or false"}
             self.sweep_on = config["sweep"]
+        if "share" in config:
+            share = config["share"]
+            if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+                return {"ok": False, "error": "configure.share: must be a number in (0, 1]"}
+            self.share = float(share)
         for field in ("every", "near", "max_keyframes", "max_memory", "chunk_events"):
             if field in config:
                 value = config[field]
@@ -706,27 +925,28 @@ class Broker:
         return {"ok": True}
 
     def drop_world(self) -> None:
-        """Forget every world (the next request replays from the start)."""
+        """Forget every world (the next request replays from the start or a keyframe)."""
         for world in self._worlds():
             self._drop(world)
 
     def stats(self) -> Obj:
-        """The keyframes held (for tests and the benchmark): position, pid and memory of each."""
+        """The keyframes held (for tests and the benchmark): position and size of each."""
         self.housekeep()
-        worlds = []
-        for world in self.keyframes:
-            worlds.append({"here": world.here, "pid": world.pid, "memory": memory(world.pid)})
         now = self.current
         return {
             "ok": True,
-            "keyframes": worlds,
+            "keyframes": [{"here": k.here, "bytes": len(k.data)} for k in self.keyframes],
+            "nearby": None
+            if self.nearby is None
+            else {"here": self.nearby.here, "pid": self.nearby.pid, "memory": memory(self.nearby.pid)},
+            "keyframe_bytes": self._memory(),
+            "budget": self.budget(),
             "current": None if now is None else {"here": now.here, "pid": now.pid, "memory": memory(now.pid)},
             "broker": {"pid": os.getpid(), "memory": memory(os.getpid())},
             "evicted": self.evicted,
+            "snapshots": self.snapshots,
             "sweeps": self.sweeps,
             "sweeper": None if self.sweeper is None else {"here": self.sweeper.here, "pid": self.sweeper.pid},
-            "memory_reads": self.reads,
-            "memory_read_seconds": round(self.measure_seconds, 4),
             "forks_from_zero": self.forks_from_zero,
             "forks_from_keyframe": self.forks_from_keyframe,
         }

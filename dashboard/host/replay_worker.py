@@ -135,14 +135,19 @@ class Worker:
         self.viewer = ""
         # Keyframes (dashboard.host.keyframes): in a keyframe world this process never rebuilds
         # (a target behind it raises Behind) and calls `on_keyframe` each time a forward replay
-        # stands on a multiple of `keyframe_every` events.
+        # stands on a multiple of `keyframe_every` events. A keyframe is a snapshot, possible
+        # only at a quiescent moment: while `seeking`, the replay goes event by event and calls
+        # `on_quiet` at the first such moment.
         self.rebuilds = True
         self.keyframe_every: int | None = None
-        self.on_keyframe: Callable[[], None] | None = None
-        # With keyframes: a replay to an event count more than 2 * `keyframe_near` events away
-        # also leaves a keyframe `keyframe_near` events before it (the steps back that follow a
-        # step back land near it: they replay from there, not from the keyframe this one came from).
+        self.on_keyframe: Callable[[bool, bool], None] | None = None  # (periodic, near)
+        self.seeking = False
+        self.on_quiet: Callable[[], None] | None = None
+        # With keyframes: a replay more than 2 * `keyframe_near` events from its target also
+        # looks for a keyframe from `keyframe_near` events before it on (the steps back that
+        # follow land near it: they replay from there, not from an earlier keyframe).
         self.keyframe_near: int | None = None
+        self.rate = 0.0  # the session's kernel events per virtual second (the live position's average)
         self.going: Obj = {}  # the target being served (what Behind asks another world to serve)
         # The clock may stand past the last event run (a time or an exact position was asked):
         # then this world is not "right after event N" for its N, only for a later moment.
@@ -191,33 +196,64 @@ class Worker:
 
     def _chunks(self, replay: Any, bound: float, events: int | None = None) -> None:
         """Replay at full speed towards `bound` (or `events`), a chunk at a time, looking for a
-        newer request between chunks."""
-        from controlplane.simulation import ReplayError
+        newer request between chunks. With keyframes: `on_keyframe(periodic, near)` at each
+        multiple of `keyframe_every` events (`periodic`), and (`near`) `keyframe_near` events
+        before the target `events`; for a time target, whose event count is known only once
+        reached, from about four times as many events before it (by the rate of this replay so
+        far) and then every `keyframe_near` events (the broker keeps the last before the target)."""
+        from controlplane.simulation import ReplayError, vtime
 
         kernel = replay.sim.kernel
         every = self.keyframe_every
         near = self.keyframe_near
-        before = None  # the event count to leave a keyframe at, just before `events`
-        if every and near and events is not None and events - kernel.events > 2 * near:
-            before = events - near
+        before = None  # the event count at which to leave a keyframe, just before `events`
+        soon = None  # for a time target: the moment from which keyframes are left every `near` events
+        tail: int | None = None  # for a time target, from `soon` on: the event count of the next one
+        rate = self.rate  # events per virtual second: the session's average, then this replay's
+        start = (kernel.now, kernel.events)
+        if every and near:
+            if events is not None:
+                if events - kernel.events > 2 * near:
+                    before = events - near
+            elif rate > 0 and (bound - kernel.now) * rate > 8 * near:
+                soon = vtime(bound - 4 * near / rate)
         while replay.sim.halted is None:
+            if soon is not None and near and kernel.now > start[0] and kernel.events > start[1]:
+                rate = (kernel.events - start[1]) / (kernel.now - start[0])
+                soon = max(vtime(bound - 4 * near / rate), kernel.now)
             target = kernel.events + self.chunk_events
             if every:
                 target = min(target, (kernel.events // every + 1) * every)
             if before is not None and before > kernel.events:
                 target = min(target, before)
+            if tail is not None:
+                target = min(target, tail)
             if events is not None:
                 target = min(target, events)
                 if target <= kernel.events:
                     return
+            if self.seeking and self.on_quiet is not None and replay.run_to_quiet(target, bound):
+                self.moved = False
+                self.on_quiet()
+                self._check()
+                continue
+            limit = bound if soon is None else soon
             try:
-                replay.run_to_events(target, bound)
+                replay.run_to_events(target, limit)
             except ReplayError:
                 self.moved = True
-                return  # the bound came first
+                if soon is None:
+                    return  # the bound came first
+                soon, tail = None, kernel.events + (near or 0)  # near the target time
+                if self.on_keyframe is not None:
+                    self.on_keyframe(False, True)
+                continue
             self.moved = False
-            if every and self.on_keyframe is not None and (kernel.events % every == 0 or kernel.events == before):
-                self.on_keyframe()
+            on = self.on_keyframe
+            if on is not None and every and (kernel.events % every == 0 or kernel.events in (before, tail)):
+                on(kernel.events % every == 0, kernel.events in (before, tail))
+            if tail is not None and kernel.events == tail:
+                tail += near or 0
             self._check()
 
     def go(self, target: Obj, live: Obj) -> Obj:
@@ -226,6 +262,7 @@ class Worker:
 
         live_time = float(live["time"])
         self.going = target
+        self.rate = int(live["events"]) / live_time if live_time > 0 else 0.0
         if "at" in target:
             t = float(target["at"])
             replay = self._ready(time=t)
@@ -386,6 +423,7 @@ def serve(requests: Requests, worker: Worker | keyframes.Broker) -> None:
             requests.poll(SWEEP_AFTER)  # a viewer's next move, if it comes soon
             if not requests.waiting and not requests.closed:
                 worker.idle()  # it did not: the broker sweeps ahead meanwhile
+            worker.wait()  # taking in the keyframes the worlds send
         request = requests.next()
         if request is None:
             return  # the host closed our stdin: it stopped the session, or exited
