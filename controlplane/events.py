@@ -23,14 +23,16 @@ Guarantees
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from controlplane.interning import intern, keep
-from controlplane.kernel import EPOCH, Kernel, rfc3339
+from controlplane.kernel import EPOCH, Future, Kernel, NotQuiescent, resumable, rfc3339
 from controlplane.trace import NULL_TRACE, Trace
 
 SPAM_BURST = 25
@@ -238,30 +240,70 @@ class EventRecorder:
             self._posting = True
             self.kernel.spawn(self._post_all(), name=f"events/{self.component}")
 
-    async def _post_all(self) -> None:
+    async def _post_all(self, parked: tuple[str, dict[str, Any], str, Callable[[], Any]] | None = None) -> None:
+        """Post the outbox, oldest first. `parked`: restored from a snapshot with a request in
+        flight (`resumable`, below): the entry's verb and event, the verb of the request and
+        how to continue it."""
         from controlplane.apiserver import ApiError, is_not_found
 
-        while self._outbox:
-            verb, event = self._outbox.popleft()
+        while parked is not None or self._outbox:
+            sending: str | None = None
+            resume: Callable[[], Any] | None = None
+            if parked is not None:
+                (verb, event, sending, resume), parked = parked, None
+            else:
+                verb, event = self._outbox.popleft()
             namespace = event["metadata"]["namespace"]
             try:
-                if verb == "patch":
+                if verb == "patch" and sending != "create":
                     patch = {
                         "count": event["count"],
                         "lastTimestamp": event["lastTimestamp"],
                         "message": event["message"],
                     }
                     try:
-                        await self.client.patch(
-                            "events", namespace, event["metadata"]["name"], patch, patch_type="strategic"
-                        )
+                        if resume is not None:
+                            await resume()
+                        else:
+                            await self.client.patch(
+                                "events", namespace, event["metadata"]["name"], patch, patch_type="strategic"
+                            )
                         continue
                     except ApiError as err:
                         if not is_not_found(err):
                             raise
                         # The event was never created (spam-filtered) or is gone: create it
                         # instead, as client-go's recordEvent does.
-                await self.client.create("events", namespace, event)
+                    resume = None
+                if resume is not None:
+                    await resume()
+                else:
+                    await self.client.create("events", namespace, event)
             except ApiError:
                 self.dropped += 1
         self._posting = False
+
+
+def _resume_posting(frames: list[dict[str, Any]], fut: Future | None) -> Any:
+    from controlplane.apiserver.client import Client
+
+    posting, request = frames
+    if fut is not None and fut is not request["future"]:
+        raise NotQuiescent("an event recorder awaits something other than its request's answer")
+    if "verb" not in posting or "event" not in posting:
+        raise NotQuiescent("an event recorder is between two entries of its outbox")
+    client: Client = request["self"]
+    req = request["req"]
+    go_on = functools.partial(client.request, req, parked=fut if fut is not None else True)
+    return functools.partial(posting["self"]._post_all, parked=(posting["verb"], posting["event"], req.verb, go_on))
+
+
+def _declare() -> None:
+    from controlplane.apiserver.client import Client
+
+    # A recorder posting is parked while its request waits for the rate limiter or for the
+    # answer (a snapshot can hold it): see kernel.resumable.
+    resumable(EventRecorder._post_all, Client.request, resume=_resume_posting)
+
+
+_declare()

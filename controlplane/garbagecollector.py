@@ -567,7 +567,7 @@ class GarbageCollector:
         return True
 
 
-def _resume_worker(frames: list[dict[str, Any]], fut: Future) -> Any:
+def _resume_worker(frames: list[dict[str, Any]], fut: Future | None) -> Any:
     worker, get = frames
     if fut is not get["waiter"]:
         raise NotQuiescent("a garbage collector worker awaits something other than its wake-up")

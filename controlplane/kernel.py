@@ -397,19 +397,20 @@ class NotQuiescent(Exception):
 
 # Resumption of parked tasks (see `resumable`): the chain of code objects from the task's
 # coroutine to the one awaiting the future -> how to continue it.
-_RESUMABLE: dict[tuple[CodeType, ...], Callable[[list[dict[str, Any]], Future], Callable[[], Any]]] = {}
+_RESUMABLE: dict[tuple[CodeType, ...], Callable[[list[dict[str, Any]], Future | None], Callable[[], Any]]] = {}
 _thawing: list[Task] | None = None  # the parked tasks of the snapshot being loaded
 
 
 def resumable(
-    *functions: Callable[..., Any], resume: Callable[[list[dict[str, Any]], Future], Callable[[], Any]]
+    *functions: Callable[..., Any], resume: Callable[[list[dict[str, Any]], Future | None], Callable[[], Any]]
 ) -> None:
     """Declare a *parking place*: a long-lived loop (a controller's worker waiting for a key, an
     informer waiting on its watch) suspended with the chain of coroutines `functions` (the
-    task's own first), the last awaiting a kernel future directly. `resume(frames, fut)` gets the
-    locals of each frame and the awaited future and returns a picklable callable (a
-    `functools.partial` of a bound method) that builds a coroutine which, run to its first
-    suspension, awaits that same future and then goes on exactly as the suspended chain would.
+    task's own first), the last awaiting a kernel future directly or sleeping. `resume(frames,
+    fut)` gets the locals of each frame and the awaited future (None for a sleep) and returns a
+    picklable callable (a `functools.partial` of a bound method) that builds a coroutine which,
+    run to its first suspension, awaits that same future (or sleeps: the task's pending timer
+    wakes it) and then goes on exactly as the suspended chain would.
 
     A snapshot (controlplane.snapshot) is possible when every live task is parked in a declared
     place: nothing half-done is then in flight, and everything else is data."""
@@ -428,14 +429,22 @@ class _Resume:
         return (_Resume, (self.build,))
 
 
-def _parked_chain(task: Task) -> tuple[Callable[[list[dict[str, Any]], Future], Callable[[], Any]], list[Any]]:
+def _parked_chain(task: Task) -> tuple[Callable[[list[dict[str, Any]], Future | None], Callable[[], Any]], list[Any]]:
     """The `resumable` declaration of the place `task` is parked in, and its coroutines (the
-    task's own first); NotQuiescent when it is not parked in a declared place."""
+    task's own first); NotQuiescent when it is not parked in a declared place. Parked: waiting
+    on a future not resolved yet, or sleeping (its timer pending)."""
     awaited = task._awaiting
-    if task.state != "waiting" or awaited is None or task._cancel_requested or task._timer is not None:
+    timer = task._timer
+    if task._cancel_requested:
+        raise NotQuiescent(f"task {task.name} is being cancelled")
+    if task.state == "waiting" and awaited is not None and timer is None:
+        if awaited._done:  # woken: its resumption is scheduled
+            raise NotQuiescent(f"task {task.name} is about to resume")
+        bottom = Future.__await__.__code__
+    elif task.state == "sleeping" and awaited is None and timer is not None and timer[2] is not None:
+        bottom = _Sleep.__await__.__code__
+    else:
         raise NotQuiescent(f"task {task.name} is {task.state}")
-    if awaited._done:  # woken: its resumption is scheduled
-        raise NotQuiescent(f"task {task.name} is about to resume")
     chain: list[Any] = []
     awaiting: Any = task.coro
     while type(awaiting) is CoroutineType:
@@ -443,7 +452,7 @@ def _parked_chain(task: Task) -> tuple[Callable[[list[dict[str, Any]], Future], 
         awaiting = awaiting.cr_await
     codes = tuple(coro.cr_code for coro in chain)
     resume = _RESUMABLE.get(codes)
-    if resume is None or getattr(awaiting, "gi_code", None) is not Future.__await__.__code__:
+    if resume is None or getattr(awaiting, "gi_code", None) is not bottom:
         where = " / ".join(code.co_qualname for code in codes)
         raise NotQuiescent(f"task {task.name} is suspended in {where}")
     return resume, chain
@@ -465,9 +474,7 @@ def _continuation(task: Task) -> Callable[[], Any]:
         frame = coro.cr_frame
         assert frame is not None  # a suspended coroutine has its frame
         frames.append(frame.f_locals)
-    awaited = task._awaiting
-    assert awaited is not None
-    return resume(frames, awaited)
+    return resume(frames, task._awaiting)
 
 
 def thaw_tasks(load: Callable[[], Any]) -> Any:
@@ -486,7 +493,7 @@ def thaw_tasks(load: Callable[[], Any]) -> Any:
         resume: Any = task.coro
         coro = resume.build()
         yielded = coro.send(None)
-        if yielded is not task._awaiting:
+        if yielded is not task._awaiting and not (task._awaiting is None and type(yielded) is _Sleep):
             coro.close()
             raise RuntimeError(f"the continuation of task {task.name} did not park on its future")
         task.coro = coro

@@ -146,25 +146,34 @@ class Client:
         return self._limiter
 
     # -- the request path -------------------------------------------------------------------
-    async def request(self, req: Request) -> Any:
-        """Send `req` (its `client` is overwritten with this client's user agent)."""
-        req.client = self.user_agent
-        limiter = self._limiter
-        if limiter is not None:
-            wait = limiter.reserve()
-            if wait > 0:
-                await self.kernel.sleep(wait)
+    async def request(self, req: Request, parked: Future | bool | None = None) -> Any:
+        """Send `req` (its `client` is overwritten with this client's user agent). `parked`: the
+        request is restored from a snapshot (`resumable`, below): True while it waited for the
+        rate limiter, else the future of its answer."""
         kernel = self.kernel
-        req.sent_at = kernel.now
-        delay = self.latency
-        hooks = self.server.latency_hooks
-        if hooks:
-            extra: float = 0  # summed as sum() would (from int 0), without a generator per request
-            for hook in hooks:
-                extra += hook(req)
-            delay += extra
-        future = kernel.create_future()
-        kernel.call_later(delay, self._deliver_callback, req, future)
+        if parked is None:
+            req.client = self.user_agent
+            limiter = self._limiter
+            if limiter is not None:
+                wait = limiter.reserve()
+                if wait > 0:
+                    await kernel.sleep(wait)
+        elif parked is True:
+            await kernel.sleep(0)  # yields at once; the restored task's pending timer wakes it
+        if parked is None or parked is True:
+            req.sent_at = kernel.now
+            delay = self.latency
+            hooks = self.server.latency_hooks
+            if hooks:
+                extra: float = 0  # summed as sum() would (from int 0), without a generator per request
+                for hook in hooks:
+                    extra += hook(req)
+                delay += extra
+            future = kernel.create_future()
+            kernel.call_later(delay, self._deliver_callback, req, future)
+        else:
+            assert not isinstance(parked, bool)
+            future = parked
         try:
             return await future
         finally:

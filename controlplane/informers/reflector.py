@@ -218,7 +218,7 @@ class Reflector:
             self.trace.emit("informer.relist", informer=self.name, reason=reason)
 
 
-def _resume_watching(frames: list[dict[str, Any]], fut: Future) -> Any:
+def _resume_watching(frames: list[dict[str, Any]], fut: Future | None) -> Any:
     run, list_and_watch = frames
     if fut is not list_and_watch["closed"]:
         raise NotQuiescent("a reflector awaits something other than the end of its watch")

@@ -959,7 +959,7 @@ class ReplicaSetController:
         }
 
 
-def _resume_worker(frames: list[dict[str, Any]], fut: Future) -> Callable[[], Any]:
+def _resume_worker(frames: list[dict[str, Any]], fut: Future | None) -> Callable[[], Any]:
     worker, get = frames
     if fut is not get["fut"]:
         raise NotQuiescent("a worker awaits something other than its queue's wake-up")

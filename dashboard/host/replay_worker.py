@@ -196,8 +196,8 @@ class Worker:
 
     def _chunks(self, replay: Any, bound: float, events: int | None = None) -> None:
         """Replay at full speed towards `bound` (or `events`), a chunk at a time, looking for a
-        newer request between chunks. With keyframes: `on_keyframe(periodic, near)` at each
-        multiple of `keyframe_every` events (`periodic`), and (`near`) `keyframe_near` events
+        newer request between chunks. With keyframes: `on_keyframe(periodic, near)` after each
+        chunk; chunks end at each multiple of `keyframe_every` events (`periodic`), and (`near`) `keyframe_near` events
         before the target `events`; for a time target, whose event count is known only once
         reached, from about four times as many events before it (by the rate of this replay so
         far) and then every `keyframe_near` events (the broker keeps the last before the target)."""
@@ -249,9 +249,8 @@ class Worker:
                     self.on_keyframe(False, True)
                 continue
             self.moved = False
-            on = self.on_keyframe
-            if on is not None and every and (kernel.events % every == 0 or kernel.events in (before, tail)):
-                on(kernel.events % every == 0, kernel.events in (before, tail))
+            if self.on_keyframe is not None and every:  # after every chunk (a snapshot may be due)
+                self.on_keyframe(kernel.events % every == 0, kernel.events in (before, tail))
             if tail is not None and kernel.events == tail:
                 tail += near or 0
             self._check()
