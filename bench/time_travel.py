@@ -18,7 +18,9 @@ and leaves keyframes; 0, the default, sends each request as the last is answered
 carries every panel at once, so the time to the first
 repainted panel is the time to all panels. Memory of the history: the keyframes (snapshots the
 worker holds as bytes) plus the records the live session keeps, as a percentage of this process's
-RSS with the live session in it. The worker's own processes are reported beside it
+RSS with the live session in it (`keyframes.bytes`: the snapshots' bytes and the private memory of
+the one paused fork kept near the viewer, as the worker counts them against its budget). The
+worker's own processes are reported beside it
 (`worker_memory`: the broker, and the current world, which is the viewer's moment, not history).
 
 Targets (issue 17): jump p95 <= 1 s to the first panel, <= 2 s to all; step back p95 <= 300 ms;
@@ -220,7 +222,8 @@ def past(scenario, until: float, jumps: int, seed: int, think: float = 0.0, swee
     stats = worker.raw({"viewer": "bench", "stats": True})
     worker.close()
     kept = stats["keyframes"]
-    held = stats["keyframe_bytes"]  # snapshots, held by the worker as bytes
+    held = stats["keyframe_bytes"]  # snapshots (bytes) + the nearby fork's private memory
+    nearby = stats["nearby"]["memory"]["uss"] if stats.get("nearby") and stats["nearby"]["memory"] else 0
     return {
         "events": hosted.sim.kernel.events,
         "live_run_seconds": round(live_seconds, 3),
@@ -230,7 +233,8 @@ def past(scenario, until: float, jumps: int, seed: int, think: float = 0.0, swee
         "step_back_seconds": {**{k: quantiles(v) for k, v in steps.items()},
                               "all": quantiles([t for v in steps.values() for t in v])},
         "answer_bytes": answer_bytes,
-        "keyframes": {"count": len(kept), "bytes": held, "budget_bytes": stats["budget"],
+        "keyframes": {"count": len(kept), "bytes": held, "snapshot_bytes": stats["snapshot_bytes"],
+                      "nearby_uss_bytes": nearby, "budget_bytes": stats["budget"],
                       "snapshots": stats["snapshots"], "evicted": stats["evicted"],
                       "forks_from_keyframe": stats["forks_from_keyframe"], "forks_from_zero": stats["forks_from_zero"],
                       "sweeps": stats.get("sweeps"),

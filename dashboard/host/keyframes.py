@@ -6,8 +6,9 @@ Guarantees
 * The replay worker (`dashboard.host.replay_worker`, a plain process without an event loop, so
   `os.fork()` is safe in it) becomes a *broker*: it reads the host's requests as before, holds
   the recording and the keyframes, and keeps no world itself. Every world lives in a forked
-  child: one *current* that serves requests and replays forward, and at times a *sweeper*. A
-  world only ever moves forward; it is a `Worker` that never rebuilds.
+  child: one *current* that serves requests and replays forward, at times a *sweeper*, and the
+  *nearby* keyframe (below). A world only ever moves forward; it is a `Worker` that never
+  rebuilds.
 * A keyframe is a *snapshot* (`controlplane.snapshot`: the world pickled and compressed, ~1 MB at
   1,000 pods), held by the broker as bytes. A world can be snapshotted only at a quiescent
   moment (every task of the simulation parked: nothing half-done in flight). Each time a
@@ -24,12 +25,22 @@ Guarantees
   difference. A snapshot runs on exactly as the world it was taken of, so the world reached is
   the world a replay from t=0 reaches, byte for byte. Steps back land exactly where they did.
   The world left behind ends.
-* Bounded: at most `MAX_KEYFRAMES` keyframes, and together at most `KEYFRAME_SHARE` of the
-  resident memory of the current world (the size of the live simulation, read from /proc when
-  a world connects) and never more than `KEYFRAME_MEMORY` bytes. Over either, the broker evicts
-  by *thinning*: the keyframe whose neighbours are closest together goes (its removal leaves the
-  smallest gap between two keyframes), never the furthest one nor the one used last; ties go to
-  the least recently used. Coverage stays even as the history grows.
+* The *nearby* keyframe: a snapshot's load costs ~0.1 s at 1,000 pods, and steps back come in
+  runs, so one paused fork of a world is kept near the viewer (a fork needs no quiescent
+  moment): `KEYFRAME_NEAR` events before the event count a request goes to, or for a time
+  (whose event count is known only once reached) every `KEYFRAME_NEAR` events from a little
+  before it, the broker keeping the last one strictly before where the answer landed. A move to
+  a position at or after it forks it. It is dropped when a world from elsewhere replaces the
+  current: it shares its pages only with the worlds forked from the same process, and with none
+  left it would come to own a whole world.
+* Bounded: at most `MAX_KEYFRAMES` snapshots; the snapshots' bytes and the nearby keyframe's
+  private memory (read from /proc after each answer) together at most `KEYFRAME_SHARE` of the
+  resident memory of the largest world seen (the size of the simulation, read from /proc when a
+  world connects) and never more than `KEYFRAME_MEMORY` bytes. The nearby keyframe goes when it
+  holds more than half of that; over either bound, the broker evicts snapshots by *thinning*:
+  the one whose neighbours are closest together goes (its removal leaves the smallest gap between
+  two keyframes), never the furthest one nor the one used last; ties go to the least recently
+  used. Coverage stays even as the history grows.
 * Every world holds one socket to the broker and exits when it closes: when the worker ends
   (the session stopped, idle, killed with -9), so do its worlds. The broker ignores SIGCHLD
   (no zombies) and never signals a pid (a pid may be reused).
@@ -38,20 +49,22 @@ Guarantees
   current, so the current stays where the viewer is) replays on towards the live moment and
   leaves keyframes on the way, in chunks of `SWEEP_CHUNK_EVENTS`; it is stopped before the
   broker serves the next request (so it never competes with one) and goes on when the worker is
-  idle again. At the live moment it ends. So a later jump beyond the moments viewed so far is
-  served from a keyframe too.
+  idle again. At the live moment it ends, and no other starts before the live moment moves on.
+  So a later jump beyond the moments viewed so far is served from a keyframe too.
 * Without `os.fork` (or with `CTRLSCOPE_KEYFRAMES=0`, or when a fork fails) the worker keeps its
   world in its own process and replays from t=0 for every move back (`Worker`, as before).
 
 Protocol between the broker and a world: JSON lines on a Unix socket (an optional second line
 of text: the rendered state; or `size` raw bytes after the line: a snapshot). A new world
-connects to the broker's listener and says `{"hello": "current"|"sweeper", "here": position,
-"actions": n}`; a snapshot comes on a connection of its own: `{"hello": "snapshot", "here",
-"actions", "size"}` and its bytes. To a world: `{"op": "go", "id", …a worker request…, "have":
-[keyframe event counts]}` (answered with the worker's answer or `{"behind": bounds, "target"}` or
-`{"superseded": true}`, each with `here`), `{"op": "stop", "id"}` (the request `id` is superseded:
-stop between chunks) and `{"op": "fork", "actions", "role": "sweeper"}` (to the current: fork the
-sweeper). A `go` with `"sweep": true` is answered without the rendered state.
+connects to the broker's listener and says `{"hello": "current"|"sweeper"|"keyframe", "here":
+position, "actions": n}` ("keyframe": a nearby keyframe); a snapshot comes on a connection of
+its own: `{"hello": "snapshot", "here", "actions", "size"}` and its bytes. To a world: `{"op":
+"go", "id", …a worker request…, "have": [keyframe event counts]}` (answered with the worker's
+answer or `{"behind": bounds, "target"}` or `{"superseded": true}`, each with `here`), `{"op":
+"stop", "id"}` (the request `id` is superseded: stop between chunks) and `{"op": "fork",
+"actions"[, "role": "sweeper"]}` (to the nearby keyframe: fork a new current; to the current,
+role "sweeper": fork the sweeper). A `go` with `"sweep": true` is answered without the rendered
+state.
 """
 
 from __future__ import annotations
@@ -945,7 +958,8 @@ class Broker:
             "nearby": None
             if self.nearby is None
             else {"here": self.nearby.here, "pid": self.nearby.pid, "memory": memory(self.nearby.pid)},
-            "keyframe_bytes": self._memory(),
+            "keyframe_bytes": self._memory(),  # the snapshots' and the nearby keyframe's
+            "snapshot_bytes": sum(len(k.data) for k in self.keyframes),
             "budget": self.budget(),
             "current": None if now is None else {"here": now.here, "pid": now.pid, "memory": memory(now.pid)},
             "broker": {"pid": os.getpid(), "memory": memory(os.getpid())},

@@ -171,3 +171,34 @@ def test_an_event_recorder_posting_is_parked_and_resumes_its_request():
     for sim in loaded:
         sim.run_until(20.0)
         assert fingerprint(sim) == fingerprint(whole)
+
+
+def test_run_to_quiet_applies_live_actions_at_their_turn_and_stops_only_at_quiescent_moments():
+    """`Replay.run_to_quiet` goes event by event, each live action at the turn `run_to_events`
+    gives it: every moment it stops at is quiescent and is the world a replay straight to that
+    position reaches, and it ends where the session did."""
+    from controlplane.simulation import Replay
+
+    live = started("scale-up-and-down")
+    live.run_until(5.0)
+    live.act({"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 6}})
+    live.run_until(15.0)
+    live.act({"podFault": {"selector": "app=web", "count": 2, "fault": "crash"}})
+    live.run_until(30.0)
+    end = live.position()
+    stopping = Replay.from_recording(live.recording())
+    stops = 0
+    while stopping.run_to_quiet(end.events, end.time):
+        assert snapshot.quiescent(stopping.sim.kernel)
+        here = stopping.position()
+        straight = Replay.from_recording(live.recording())
+        straight.run_to_events(here.events, here.time, exact=True)  # the clock may stand past it
+        assert straight.sim.report_json() == stopping.sim.report_json(), here
+        stops += 1
+        if here.events >= end.events:
+            break
+        stopping.run_to_time(here.time + 0.25)  # on, past this quiescent stretch
+    assert stops > 10
+    stopping.run_to_events(end.events, end.time, exact=True)
+    assert stopping.position() == end
+    assert stopping.sim.report_json() == live.report_json()
