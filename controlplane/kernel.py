@@ -48,9 +48,10 @@ Snapshots (controlplane.snapshot)
 ---------------------------------
 A kernel and everything it schedules pickles, except a coroutine. `tasks` holds the tasks not
 finished; a task whose coroutine chain is suspended in a place declared with `resumable` (a
-long-lived loop waiting for work) pickles as the recipe of its continuation, and
-`thaw_tasks` rebuilds it around the same future. A world where every task is so *parked* can
-be snapshotted; any other raises `NotQuiescent`.
+long-lived loop waiting for work, a request waiting for its answer or its rate limiter) pickles
+as the recipe of its continuation, and `thaw_tasks` rebuilds it around the same future or
+pending sleep. A world where every task is so *parked* can be snapshotted; any other raises
+`NotQuiescent`.
 """
 
 from __future__ import annotations
@@ -392,7 +393,8 @@ class Task(Future):
 
 class NotQuiescent(Exception):
     """A task is suspended where no `resumable` declaration knows how to continue it (in the
-    middle of a sync, a request in flight, a sleep): the world cannot be snapshotted now."""
+    middle of a sync, a kubelet's pod sync, a scheduler's bind), or is about to run: the world
+    cannot be snapshotted now."""
 
 
 # Resumption of parked tasks (see `resumable`): the chain of code objects from the task's
@@ -479,7 +481,8 @@ def _continuation(task: Task) -> Callable[[], Any]:
 
 def thaw_tasks(load: Callable[[], Any]) -> Any:
     """Run `load` (an unpickling) and then start the continuation of each parked task it
-    restored: run to its first suspension, it must await the future the task was waiting on."""
+    restored: run to its first suspension, it must await the future the task was waiting on (or,
+    for a sleeping task, sleep: its pending timer wakes it)."""
     global _thawing
     if _thawing is not None:
         raise RuntimeError("thaw_tasks is not re-entrant")

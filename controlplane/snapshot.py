@@ -1,4 +1,4 @@
-"""Snapshots: a paused simulation as a few hundred KB of bytes, and back (docs/time-travel.md,
+"""Snapshots: a paused simulation as bytes (1-2 MB at 1,000 pods), and back (docs/time-travel.md,
 *Keyframes*).
 
 Guarantees
@@ -9,8 +9,9 @@ Guarantees
   test_snapshot.py runs every shipped scenario on from snapshots and compares).
 * Possible only when every live task is *parked* where a `kernel.resumable` declaration knows
   how to continue it — a controller's worker waiting for a key, an informer waiting on its
-  watch, a garbage collector worker waiting for work. Anything else (a sync in the middle of a
-  batch, a request in flight, a kubelet's pod sync) raises `NotQuiescent`: try at a later event.
+  watch, a garbage collector worker waiting for work, an event recorder posting (its request
+  waiting for the rate limiter or for the answer). Anything else (a sync in the middle of a
+  batch, a kubelet's pod sync, a scheduler's bind) raises `NotQuiescent`: try at a later event.
   A busy world is quiescent between bursts of work; a replay that wants a snapshot checks after
   each event until it is (`quiescent`).
 * Shared sentinels (`_NO_WAITERS`, `_NO_DEPENDENTS`, `_SUPERSEDED`) pickle by name, so identity
@@ -30,7 +31,7 @@ from controlplane.kernel import Kernel, NotQuiescent, parked, thaw_tasks
 
 __all__ = ["NotQuiescent", "SnapshotError", "dumps", "loads", "quiescent"]
 
-LEVEL = 1  # zlib: level 1 is 4x faster than 6 and the snapshot only ~15 % larger
+LEVEL = 1  # zlib: at 1,000 pods level 1 is 3.7x faster than 6 (0.045 s), the snapshot 14 % larger
 
 
 class SnapshotError(Exception):
