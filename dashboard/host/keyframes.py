@@ -231,7 +231,7 @@ class _World:
         self.chunk = worker.chunk_events
         self.sent: set[int] = set()  # event counts of the snapshots this world sent
         self.child: int | None = None  # the pid of the snapshot being taken (one at a time)
-        self.due: int | None = None  # the multiple of `every` whose snapshot waits for the child
+        self.due = False  # a snapshot is wanted once the child at work is done
         self.sweeping = False  # serving a sweep: no nearby keyframe (it is the viewer's)
         worker.on_keyframe = self.keyframe
         worker.on_quiet = self.snapshot
@@ -309,7 +309,8 @@ class _World:
         """The worker's hook, after each chunk of a replay. At a multiple of `KEYFRAME_EVENTS`
         (`periodic`): seek a quiescent moment for a snapshot from here on, unless a keyframe is
         held in the `every` events after it; while a snapshot is still being taken (one at a
-        time: each is ~0.2 s of the other core), the seek waits for the end of a later chunk.
+        time: each is ~0.2 s of the other core), the seek starts at the end of the first chunk
+        after the child is done.
         `KEYFRAME_NEAR` events before the target of a request (`near`): leave a paused copy of
         this process here (the *nearby* keyframe: a fork needs no quiescent moment), unless a
         keyframe is held that close before it."""
@@ -319,12 +320,10 @@ class _World:
             return
         events = replay.sim.kernel.events
         every, span = worker.keyframe_every or 0, worker.keyframe_near or 0
-        if periodic and every:
-            self.due = None if any(events <= held < events + every for held in self.have) else events
-        if self.due is not None and not self._taking():
-            if self.due + every > events:  # the stretch it was due for is not over
-                worker.seeking = True
-            self.due = None
+        if periodic and every and not any(events <= held < events + every for held in self.have):
+            self.due = True
+        if self.due and not self._taking():
+            worker.seeking, self.due = True, False
         if near and not self.sweeping and not any(events - span <= held <= events for held in self.have):
             self.have.add(events)
             # Everything alive now is the copy's too: frozen, this process's collections never

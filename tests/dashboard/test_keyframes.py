@@ -164,8 +164,8 @@ def test_keyframes_are_bounded_in_number_and_thinned_evenly(session):
         # The furthest is kept (a keyframe is at the first quiescent moment after a multiple of 25,
         # one snapshot at a time: in this session they come every ~100-300 events).
         assert held == sorted(held) and held[-1] >= end.events - 300, (held, end.events)
-        gaps = [b - a for a, b in zip([0, *held], held, strict=False)]
-        assert max(gaps) <= 0.6 * held[-1], held  # spread over the whole past, not bunched
+        # Which are made depends on when each snapshot child is done (one at a time); which of
+        # them go is the thinning's, checked with fixed positions below.
     finally:
         worker.close()
 
