@@ -9,7 +9,7 @@ Guarantees
   test_snapshot.py runs every shipped scenario on from snapshots and compares).
 * Possible only when every live task is *parked* where a `kernel.resumable` declaration knows
   how to continue it — a controller's worker waiting for a key, an informer waiting on its
-  watch, a garbage collector worker waiting for work, an event recorder posting (its request
+  watch or backing off, a garbage collector worker waiting for work, an event recorder posting (its request
   waiting for the rate limiter or for the answer). Anything else (a sync in the middle of a
   batch, a kubelet's pod sync, a scheduler's bind) raises `NotQuiescent`: try at a later event.
   A busy world is quiescent between bursts of work; a replay that wants a snapshot checks after

@@ -110,10 +110,13 @@ class Reflector:
         return int(self._watch.pending()) if self._watch is not None else 0
 
     # -- the loop ---------------------------------------------------------------------------
-    async def _run(self, parked: tuple[Any, Future, Any] | None = None) -> None:
-        """ListAndWatch, again after a back-off while not stopped. `parked`: restored from a
-        snapshot while watching: `(watch, closed, timer)` of `_list_and_watch`'s wait."""
+    async def _run(self, parked: tuple[Any, Future, Any] | None = None, *, backing_off: bool = False) -> None:
+        """ListAndWatch, again after a back-off while not stopped. Restored from a snapshot:
+        `parked`, while watching (`(watch, closed, timer)` of `_list_and_watch`'s wait), or
+        `backing_off`, in the back-off's sleep (the task's pending timer ends it)."""
         try:
+            if backing_off:
+                await self.kernel.sleep(0)  # yields at once; the restored task's timer wakes it
             while parked is not None or not self._stopped:
                 await self._list_and_watch(parked)
                 parked = None
@@ -226,5 +229,14 @@ def _resume_watching(frames: list[dict[str, Any]], fut: Future | None) -> Any:
     return functools.partial(run["self"]._run, parked=parked)
 
 
-# A reflector watching is parked (a snapshot can hold it): see kernel.resumable.
+def _resume_backing_off(frames: list[dict[str, Any]], fut: Future | None) -> Any:
+    (run,) = frames
+    if fut is not None:
+        raise NotQuiescent("a reflector awaits something other than its back-off")
+    return functools.partial(run["self"]._run, backing_off=True)
+
+
+# A reflector watching, or backing off before it lists again, is parked (a snapshot can hold
+# it): see kernel.resumable.
 resumable(Reflector._run, Reflector._list_and_watch, resume=_resume_watching)
+resumable(Reflector._run, resume=_resume_backing_off)

@@ -202,3 +202,25 @@ def test_run_to_quiet_applies_live_actions_at_their_turn_and_stops_only_at_quies
     stopping.run_to_events(end.events, end.time, exact=True)
     assert stopping.position() == end
     assert stopping.sim.report_json() == live.report_json()
+
+
+def test_a_reflector_backing_off_is_parked_and_lists_again_on_time():
+    """A dropped watch sends its reflector into a back-off sleep before it lists again: parked
+    (controlplane.informers.reflector declares it), so the world is quiescent then, and a
+    snapshot taken there relists when the original does."""
+    name = "lesson-leaked-expectations"  # drops the pods watch at t=30
+    whole = started(name)
+    whole.run_until(whole.scenario.until)
+    stepping = started(name)
+    loaded: Simulation | None = None
+    for _ in range(100_000):
+        if not stepping.step():
+            break
+        backing_off = [t for t in stepping.kernel.tasks if t.name.startswith("reflector/") and t.state == "sleeping"]
+        if backing_off and snapshot.quiescent(stepping.kernel):
+            loaded = snapshot.loads(snapshot.dumps(stepping))
+            break
+    assert loaded is not None, "no quiescent moment while a reflector backed off"
+    loaded.run_until(whole.scenario.until)
+    assert fingerprint(loaded) == fingerprint(whole)
+    assert any(r["kind"] == "informer.relist" for r in loaded.records(limit=1_000_000)["rows"])
