@@ -486,10 +486,10 @@ def thaw_tasks(load: Callable[[], Any]) -> Any:
     global _thawing
     if _thawing is not None:
         raise RuntimeError("thaw_tasks is not re-entrant")
-    _thawing = []
+    tasks: list[Task] = []
+    _thawing = tasks
     try:
         loaded = load()
-        tasks, _thawing = _thawing, None
     finally:
         _thawing = None
     for task in tasks:

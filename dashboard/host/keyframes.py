@@ -478,7 +478,8 @@ class Broker:
         self.max_keyframes = MAX_KEYFRAMES
         self.max_memory = KEYFRAME_MEMORY
         self.share = KEYFRAME_SHARE
-        self.world_rss = 0  # resident bytes of the latest world that connected (the share's base)
+        self.world_rss = 0  # resident bytes of the largest world measured (the share's base)
+        self.unmeasured: _Held | None = None  # the last world that connected, measured between requests
         self.chunk_events: int | None = None  # the worlds' chunk size (None: the worker's default)
         self.viewer = ""
         self.evicted = 0
@@ -551,9 +552,7 @@ class Broker:
             else:
                 self._nearby(world)
             return None
-        used = memory(world.pid)
-        if used is not None:  # the largest world seen: the share's base does not jump about
-            self.world_rss = max(self.world_rss, used["rss"])
+        self.unmeasured = world  # read from /proc after the answer (~3 ms), not on a request's way
         return world
 
     def _await_current(self, role: str = "current") -> _Held:
@@ -832,9 +831,13 @@ class Broker:
                 requests.poll(0)
 
     def housekeep(self) -> None:
-        """Between requests: take in the snapshots that came meanwhile, read the nearby
-        keyframe's memory (~3 ms), thin."""
+        """Between requests: take in the snapshots that came meanwhile, read the memory of the
+        nearby keyframe and of a world that connected since (~3 ms each), thin."""
         self._accept_pending()
+        world, self.unmeasured = self.unmeasured, None
+        used = memory(world.pid) if world is not None else None
+        if used is not None:  # the largest world seen: the share's base does not jump about
+            self.world_rss = max(self.world_rss, used["rss"])
         if self.nearby is not None:
             used = memory(self.nearby.pid)
             self.nearby.uss = used["uss"] if used is not None else 0

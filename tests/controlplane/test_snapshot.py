@@ -16,6 +16,8 @@ from controlplane.kernel import Kernel, NotQuiescent
 from controlplane.scenario import library, parse_scenario
 from controlplane.simulation import Simulation
 
+from .factories import rs_manifest
+
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = [entry["id"] for entry in library()]
 CHECKPOINTS = (0.25, 0.5, 0.75)  # fractions of a run's events after which a snapshot is taken
@@ -131,21 +133,7 @@ def test_an_event_recorder_posting_is_parked_and_resumes_its_request():
     starting many pods is quiescent between its bursts; from there it runs on exactly."""
     doc = {
         "name": "many pods at once",
-        "objects": [
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "metadata": {"name": "web", "namespace": "default"},
-                "spec": {
-                    "replicas": 300,
-                    "selector": {"matchLabels": {"app": "web"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "web"}},
-                        "spec": {"containers": [{"name": "nginx", "image": "nginx:1.27"}]},
-                    },
-                },
-            }
-        ],
+        "objects": [rs_manifest("web", 300)],
         "until": 20,
     }
 
