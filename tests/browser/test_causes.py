@@ -8,10 +8,10 @@ from playwright.sync_api import Page, expect
 
 from dashboard.timefmt import vtime
 
-from .conftest import shot
+from .conftest import PATIENCE_MS, shot
 from .test_dashboard import errors, run_to, start, stop  # noqa: F401
 
-PAST = 30_000  # ms: the first past view starts the replay worker
+PAST = PATIENCE_MS  # the first past view starts the replay worker
 
 
 def test_a_failed_create_events_why_lands_on_the_sync_that_got_the_403(

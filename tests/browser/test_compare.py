@@ -7,7 +7,7 @@ from playwright.sync_api import Page, expect
 
 from dashboard.timefmt import vtime
 
-from .conftest import TOKEN, shot
+from .conftest import PATIENCE_S, TOKEN, shot
 
 THOUSAND = pathlib.Path(__file__).with_name("compare-1000.yaml")
 
@@ -30,17 +30,17 @@ def run_then_step_to(page: Page, t: float, speed: str = "max") -> None:
     """Run both for a moment, pause, then step both to `t`."""
     page.select_option("#compare-toolbar select[name=speed]", speed)
     page.click("#compare-toolbar button[value=run]")
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE_S
     while float(page.locator("#time-b").get_attribute("data-t")) < 1.0:
         assert time.monotonic() < deadline, "the pair did not run"
         page.wait_for_timeout(100)
     page.click("#compare-toolbar button[value=pause]")
-    expect(page.locator("#pair-mode")).to_have_text("paused", timeout=5000)
+    expect(page.locator("#pair-mode")).to_have_text("paused")
     if float(page.locator("#time-b").get_attribute("data-t")) < t:
         page.fill("#compare-toolbar input[name=t]", str(t))
         page.click("#compare-toolbar button[value=to]")
-        expect(page.locator("#time-b")).to_have_text(vtime(t), timeout=60000)
-        expect(page.locator("#time-a")).to_have_text(vtime(t), timeout=60000)
+        expect(page.locator("#time-b")).to_have_text(vtime(t))
+        expect(page.locator("#time-a")).to_have_text(vtime(t))
 
 
 def test_compare_quota_slow_start_on_and_off(page: Page, live_server_url: str):

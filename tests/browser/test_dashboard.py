@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from controlplane.simulation import run_scenario
 
-from .conftest import TOKEN, shot
+from .conftest import PATIENCE_MS, TOKEN, shot
 
 
 def start(page: Page, url: str, scenario: str = "demo", run: bool = False, seed: str = "") -> str:
@@ -61,7 +61,7 @@ def pod_states(page: Page) -> dict:
     return page.evaluate("() => window.CtrlscopePods.states()")
 
 
-def wait_pods(page: Page, predicate_js: str, timeout: float = 15000) -> None:
+def wait_pods(page: Page, predicate_js: str, timeout: float = PATIENCE_MS) -> None:
     page.wait_for_function(
         f"() => {{ const s = window.CtrlscopePods.states(); return ({predicate_js}); }}", timeout=timeout
     )
@@ -73,7 +73,7 @@ def stop(page: Page, url: str, sim_id: str) -> None:
     page.locator(f"tr:has(a[href='/sim/{sim_id}/']) a:has-text('stop')").click()
     page.click("#confirm-form button[type=submit]")
     # Back on the home page (the confirmation page has its own link back to the session).
-    page.wait_for_url(f"{url}/", timeout=30000)
+    page.wait_for_url(f"{url}/")
     expect(page.locator(f"a[href='/sim/{sim_id}/']")).to_have_count(0)
     expect(page.locator(f"#stopped-list tr[data-recording='{sim_id}']")).to_have_count(1)
 
@@ -145,7 +145,7 @@ def test_manual_workers_sync_one_key_and_the_inspector_narrates_it(page: Page, l
 def tile_of(page: Page, key: str) -> dict:
     """Where the pod's tile is drawn: the model may hold a pod whose tile the next animation frame
     lays out, so wait for it."""
-    return page.wait_for_function("k => window.CtrlscopePods.tileOf(k)", arg=key, timeout=5000).json_value()
+    return page.wait_for_function("k => window.CtrlscopePods.tileOf(k)", arg=key).json_value()
 
 
 def test_crash_then_fail_a_pod_from_its_tile(page: Page, live_server_url: str, errors):

@@ -47,9 +47,9 @@ def test_fork_before_a_scale_with_other_replicas_and_compare(page: Page, live_se
     # Both to t=30 in lock-step (B catches up first): the divergence comes after the fork mark.
     page.fill("#compare-toolbar input[name=t]", "30")
     page.click("#compare-toolbar button[value=to]")
-    expect(page.locator("#time-a")).to_have_text("30.000 s", timeout=60000)
-    expect(page.locator("#time-b")).to_have_text("30.000 s", timeout=60000)
-    expect(page.locator(".first-divergence")).to_contain_text("first divergence at t=9.5", timeout=10000)
+    expect(page.locator("#time-a")).to_have_text("30.000 s")
+    expect(page.locator("#time-b")).to_have_text("30.000 s")
+    expect(page.locator(".first-divergence")).to_contain_text("first divergence at t=9.5")
     expect(page.locator("#compare-timeline svg .mark").first).to_be_attached()
     mark_x = float(page.locator("#fork-mark line").get_attribute("x1") or "nan")
     first_x = float(page.locator("#compare-timeline svg .mark line").first.get_attribute("x1") or "nan")

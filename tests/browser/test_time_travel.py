@@ -8,10 +8,10 @@ from playwright.sync_api import Page, expect
 
 from dashboard.timefmt import vtime
 
-from .conftest import shot
+from .conftest import PATIENCE_MS, shot
 from .test_dashboard import command, errors, pod_states, run_to, start, stop, wait_pods  # noqa: F401
 
-PAST = 30_000  # ms: the first past view starts the replay worker
+PAST = PATIENCE_MS  # the first past view starts the replay worker
 
 
 def view_at(page: Page, t: str) -> None:

@@ -120,7 +120,7 @@ def test_the_speed_chosen_is_what_run_uses_space_works_and_nothing_moves(page: P
     page.keyboard.press(" ")  # Space works right after using the select
     expect(page.locator("#st-mode")).to_have_text("running 5×")  # noqa: RUF001
     assert page.evaluate("() => window.ctrlscope.status.speed") == 5
-    page.wait_for_function("() => window.ctrlscope.status.rate != null", timeout=5000)
+    page.wait_for_function("() => window.ctrlscope.status.rate != null")
     assert boxes() == paused  # running, with its actual rate shown: nothing moved
     page.keyboard.press(" ")
     expect(page.locator("#st-mode")).to_have_text("paused")
@@ -160,7 +160,7 @@ def test_the_pod_tab_is_live_after_a_crash(page: Page, live_server_url: str, err
     run_to(page, 5)
     web = sorted(k for k, v in pod_states(page).items() if k.startswith("default/web-") and v == "Ready")
     key = web[0]
-    tile = page.wait_for_function("k => window.CtrlscopePods.tileOf(k)", arg=key, timeout=5000).json_value()
+    tile = page.wait_for_function("k => window.CtrlscopePods.tileOf(k)", arg=key).json_value()
     page.locator("#pods-canvas").click(position={"x": tile["x"], "y": tile["y"]})
     detail = page.locator("#pod-detail")
     badge = detail.locator("h2 .badge")

@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from tests.controlplane.factories import fleet_objects
 
-from .conftest import TOKEN, shot
+from .conftest import PATIENCE_MS, TOKEN, shot
 from .test_dashboard import command, errors, run_to, start, stop  # noqa: F401 - the fixture
 
 
@@ -36,7 +36,7 @@ def start_fleet(page: Page, url: str, path: pathlib.Path) -> str:
     return page.url.rstrip("/").split("/")[-1]
 
 
-def wait_pod_count(page: Page, n: int, timeout: float = 60000) -> None:
+def wait_pod_count(page: Page, n: int, timeout: float = PATIENCE_MS) -> None:
     page.wait_for_function(f"() => Object.keys(window.CtrlscopePods.states()).length >= {n}", timeout=timeout)
 
 
@@ -223,7 +223,7 @@ def test_focus_on_one_replicaset_filters_the_whole_page(page: Page, live_server_
     live_adds = int(adds.inner_text())
     page.fill("#view-at input", "5")
     page.press("#view-at input", "Enter")
-    expect(page.locator("#past-banner")).to_be_visible(timeout=30000)
+    expect(page.locator("#past-banner")).to_be_visible()
     expect(page.locator("#past-at")).to_contain_text("5.000")
     expect(queue).to_have_attribute("data-only", "default/rs-059")
     expect(queue.locator("ol.keys li.key")).to_have_count(1)

@@ -97,7 +97,7 @@ def test_step_a_v1_5_sync_and_read_upstreams_v1_5_functions(page: Page, live_ser
     scale = {"kind": "ReplicationController", "name": "legacy", "replicas": 3}
     command(page, {"op": "act", "action": {"scale": scale}})
     page.click("#btn-run")
-    expect(page.locator("#st-hit")).to_contain_text("reaches stage classify", timeout=15000)
+    expect(page.locator("#st-hit")).to_contain_text("reaches stage classify")
 
     # Back to v1.36 at run time, from the Inject faults tab: the controller restarts.
     page.click("#drawer-tabs [data-tab=tab-inject]")
@@ -126,7 +126,7 @@ def test_a_thousand_pods_under_v1_5(page: Page, live_server_url: str, errors):  
     spec = {"kind": "syncError", "controller": "replicationcontroller"}
     command(page, {"op": "breakpoint", "do": "add", "spec": spec})
     page.click("#btn-run")
-    expect(page.locator("#st-hit")).to_contain_text("Breakpoint #1", timeout=20000)
+    expect(page.locator("#st-hit")).to_contain_text("Breakpoint #1")
     inspector = page.locator("[data-slot=inspector]")
     expect(inspector).to_contain_text("all 500 creates at once (no slow start)")
     expect(inspector).to_contain_text(
@@ -137,7 +137,7 @@ def test_a_thousand_pods_under_v1_5(page: Page, live_server_url: str, errors):  
     shot(page, "dashboard-v15")
     command(page, {"op": "breakpoint", "do": "remove", "id": 1})
     run_to(page, 20)
-    expect(page.locator("#pods-count")).to_contain_text("1,000 pods", timeout=20000)
+    expect(page.locator("#pods-count")).to_contain_text("1,000 pods")
     expect(page.locator("#lookupcache-replicationcontroller")).to_contain_text("app=web")
     expect(page.locator("#owners [data-owner='ReplicationController/web']")).to_contain_text("1000")
     shot(page, "v15-1000")
