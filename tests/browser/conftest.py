@@ -12,6 +12,8 @@ import urllib.request
 import pytest
 from playwright.sync_api import expect
 
+from tests.patience import PATIENCE_MS, PATIENCE_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -21,12 +23,6 @@ CHROMIUM_ARGS = [
 ]
 TOKEN = "browser-test-token"
 
-# How long a browser test waits for a state before it takes the state to be missing. The suite must
-# pass on a machine busy with other work: at load 10-17 on two cores a 1,000-pod run to t=90 took
-# over a minute and the first past view over 30 s. Every wait is for a state, so a generous bound
-# costs nothing when the state comes; it only decides how long a real failure takes to report.
-PATIENCE_MS = 240_000
-PATIENCE_S = PATIENCE_MS / 1000
 expect.set_options(timeout=PATIENCE_MS)
 
 

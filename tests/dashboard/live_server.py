@@ -13,6 +13,8 @@ import sys
 import time
 from collections.abc import Iterator
 
+from tests.patience import PATIENCE_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVERS = {  # the project's entry (as ./scripts/run starts it) and plain Daphne, as people also do
     "dashboard.serve": [sys.executable, "-m", "dashboard.serve"],
@@ -55,7 +57,7 @@ def live_server(tmp_path: pathlib.Path, server: list[str], token: str, *, tls_po
             stderr=subprocess.STDOUT,
         )
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + PATIENCE_S
             while True:  # up when the demo is registered (the listening socket comes first)
                 try:
                     if requests.get(f"http://127.0.0.1:{port}/sim/demo/status.json", timeout=1).status_code == 200:
@@ -67,4 +69,4 @@ def live_server(tmp_path: pathlib.Path, server: list[str], token: str, *, tls_po
             yield port
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=PATIENCE_S)

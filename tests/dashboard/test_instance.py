@@ -14,6 +14,8 @@ import urllib.request
 
 import pytest
 
+from tests.patience import PATIENCE_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOKEN = "instance-test-token-0123"
 
@@ -57,14 +59,14 @@ def _serving(env, log: pathlib.Path, end: int = signal.SIGTERM):
     with open(log, "wb") as out:
         proc = _daphne(env, port, out)
         try:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + PATIENCE_S
             while not _serves_demo(port, env["CTRLSCOPE_DB_PATH"]):
                 assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
                 time.sleep(0.2)
             yield port
         finally:
             proc.send_signal(end)
-            proc.wait(timeout=10)
+            proc.wait(timeout=PATIENCE_S)
 
 
 def _serves_demo(port: int, db: str) -> bool:

@@ -24,6 +24,8 @@ import pytest
 import requests
 import yaml
 
+from tests.patience import PATIENCE_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
 TOKEN = "kubectl-test-token"
@@ -212,7 +214,7 @@ def server(tmp_path_factory):
     )
     url = f"http://127.0.0.1:{port}"
     tls_url = f"https://127.0.0.1:{tls_port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE_S
     while True:
         try:
             requests.get(url + "/version", timeout=1)
@@ -225,7 +227,7 @@ def server(tmp_path_factory):
             time.sleep(0.2)
     yield Server(url, tls_url, tmp, env)
     proc.terminate()
-    proc.wait(timeout=10)
+    proc.wait(timeout=PATIENCE_S)
 
 
 @pytest.fixture(scope="session")

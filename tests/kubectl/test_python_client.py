@@ -10,6 +10,8 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from tests.patience import PATIENCE_S
+
 RS = {
     "apiVersion": "apps/v1",
     "kind": "ReplicaSet",
@@ -71,7 +73,7 @@ def test_errors_are_the_clients_exceptions(api):
         apps.replace_namespaced_replica_set("web", "default", rs)
     assert stale.value.status == 409 and '"reason":"Conflict"' in stale.value.body.replace(" ", "")
     apps.delete_namespaced_replica_set("web", "default", propagation_policy="Orphan")
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + PATIENCE_S
     while True:  # the garbage collector orphans them a watch delivery later
         pods = core.list_namespaced_pod("default", label_selector="app=web").items
         if pods and all(not p.metadata.owner_references for p in pods):

@@ -13,6 +13,8 @@ import pytest
 import requests
 import yaml
 
+from tests.patience import PATIENCE_S
+
 from .conftest import KUBECTL, TOKEN, Kubectl, free_port
 
 
@@ -65,7 +67,7 @@ def _proxy(kubectl: Kubectl, *args: str):
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + PATIENCE_S
     while True:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
@@ -87,14 +89,14 @@ def test_kubectl_proxy_without_append_server_path(kubectl):
         assert "ctrlscope_virtual_time_seconds" in requests.get(f"{url}/metrics", timeout=10).text
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=PATIENCE_S)
     proc, url = _proxy(kubectl, "--append-server-path")
     try:
         rs = requests.get(f"{url}/apis/apps/v1/namespaces/default/replicasets/web", timeout=10).json()
         assert rs["kind"] == "ReplicaSet" and rs["spec"]["replicas"] == 3
     finally:
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(timeout=PATIENCE_S)
 
 
 def test_a_wrong_or_missing_token_is_a_401_status(kubectl, server):

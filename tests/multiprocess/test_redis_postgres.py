@@ -18,6 +18,8 @@ import urllib.request
 import pytest
 import websockets
 
+from tests.patience import PATIENCE_S
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOKEN = "multiprocess-token"
 
@@ -69,7 +71,7 @@ def two_processes(tmp_path_factory):
                                        stderr=subprocess.STDOUT), log))
         urls.append(f"http://127.0.0.1:{port}")
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + PATIENCE_S
         for url in urls:
             while True:
                 try:
@@ -83,14 +85,14 @@ def two_processes(tmp_path_factory):
     finally:
         for proc, log in procs:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=PATIENCE_S)
             log.close()
         psql(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
 
 
 def test_process_b_lists_and_answers_for_the_simulation_process_a_hosts(two_processes):
     _, b = two_processes
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + PATIENCE_S
     while b"/sim/demo/" not in get(b + "/"):  # A registers the demo in the shared database
         assert time.monotonic() < deadline
         time.sleep(0.3)
