@@ -17,13 +17,15 @@ from __future__ import annotations
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.http.request import validate_host
 from django.shortcuts import render
 from django.utils.crypto import salted_hmac
+
+from dashboard.redact import is_token_param
 
 SESSION_KEY = "ctrlscope_control"
 _FINGERPRINT_SALT = "ctrlscope.access.session-control"
@@ -52,8 +54,8 @@ def can_control(request: HttpRequest) -> bool:
 def scope_can_control(scope: dict[str, Any]) -> bool:
     if _session_grants(scope.get("session")):
         return True
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    return any(token_matches(t) for t in query.get("token", []))
+    query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    return any(token_matches(value) for name, value in query if is_token_param(name))
 
 
 class TokenMiddleware:
@@ -63,12 +65,14 @@ class TokenMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> Any:
-        if "token" in request.GET and request.method == "GET" and not request.path.startswith(("/api", "/apis")):
-            if not token_matches(request.GET["token"]):
+        names = [name for name in request.GET if is_token_param(name)]
+        if names and request.method == "GET" and not request.path.startswith(("/api", "/apis")):
+            # Every spelling the access log redacts (dashboard.redact), and no other, is the token.
+            if not all(token_matches(value) for name in names for value in request.GET.getlist(name)):
                 message = "Wrong access token. Use the URL the run command printed."
                 return render(request, "error.html", {"status": 403, "message": message}, status=403)
             request.session[SESSION_KEY] = token_fingerprint(settings.CTRLSCOPE_TOKEN)
-            rest = {k: v for k, v in request.GET.lists() if k != "token"}
+            rest = {k: v for k, v in request.GET.lists() if not is_token_param(k)}
             query = urlencode(rest, doseq=True)
             return HttpResponseRedirect(request.path + (f"?{query}" if query else ""))
         return self.get_response(request)

@@ -423,6 +423,19 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
             assert requests.get(f"{tls_url}/metrics", headers=headers, verify=ca, timeout=10).status_code == 200
             assert requests.get(f"{tls_url}/sim/demo/k8s/token/{secret}/api", verify=ca, timeout=10).status_code == 200
 
+        # Spelled as the login and the Kubernetes API decode them: accepted, and still redacted.
+        for target, status in [
+            (f"/sim/demo/?tok%65n={secret}", b"302"),
+            (f"/sim/demo/?x=1&%74oken={secret}", b"302"),
+            (f"/sim/demo/k8s/%74oken/{secret}/api", b"200"),
+            (f"/sim/demo/k8s/token%2F{secret}/api", b"200"),
+            (f"/ws/sim/demo/?tok%65n={secret}", None),
+        ]:
+            answer = _raw(port, f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            assert status is None or answer.startswith(b"HTTP/1.1 " + status), (target, answer[:300])
+        ws = websocket.create_connection(f"ws://127.0.0.1:{port}/ws/sim/demo/?tok%65n={secret}", timeout=10)
+        assert json.loads(ws.recv())["control"] is True
+        ws.close()
         get = _raw(port, b"GET /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         head = _raw(port, b"HEAD /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200") and get.startswith(b"HTTP/1.1 200")
@@ -434,6 +447,46 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
     log = (tmp_path / "server.log").read_text()
     assert "GET /sim/demo/?token=[redacted]" in log and "/k8s/token/[redacted]/api" in log, log
     assert "Not Found: /sim/DEMO/k8s/token/[redacted]/api" in log, log
+    assert "GET /sim/demo/?tok%65n=[redacted]" in log and "GET /sim/demo/?x=1&%74oken=[redacted]" in log, log
     assert ('"GET /metrics" 200' in log) == serves_tls, log
     assert secret not in log and secret.lower() not in log.lower(), log
     assert "Traceback" not in log, log
+
+
+# -- every spelling of the token parameter is the token, and is redacted --------------------------------------
+def _spellings() -> list[str]:
+    """`token` with each letter as itself, upper-cased, or percent-encoded (lower or upper hex)."""
+    import itertools
+
+    choices = [[c, c.upper(), f"%{ord(c):02x}", f"%{ord(c):02X}"] for c in "token"]
+    return ["".join(parts) for parts in itertools.product(*choices)]
+
+
+def test_whatever_the_login_takes_for_the_token_the_access_log_redacts(running_host):
+    """Every spelling of the parameter's name that the login accepts as the token (decoded as
+    Django decodes a query) is redacted from the access log line, and no spelling escapes both."""
+    from django.http import QueryDict
+
+    from dashboard.redact import redact_target
+
+    secret = "S3CRET-value-0123456789"
+    spellings = [*_spellings(), "tok%65n", "%74oken", "%74%6F%6B%65%6E", "TOKEN", "Tok%45n", "to\u212aen"]
+    for name in spellings:
+        query = f"a=1&{name}={secret}&b=2"
+        decoded = QueryDict(query)
+        logged = redact_target(f"/sim/demo/?{query}")
+        assert secret not in logged, (name, logged)
+        assert f"{name}=[redacted]" in logged and "a=1" in logged and logged.endswith("&b=2"), logged
+        assert any(k.lower() == "token" for k in decoded), name  # what the login reads
+    client = Client()
+    for name in ("tok%65n", "%74oken", "TOKEN", "t%4Fken"):
+        answer = client.get(f"/sim/demo/?{name}={TOKEN}&follow=1")
+        assert answer.status_code == 302 and answer["Location"] == "/sim/demo/?follow=1", name
+        assert Client().get(f"/sim/demo/?{name}={TOKEN}x").status_code == 403, name
+    # Not the token: a name that only looks like it once `+` or `;` are read as Django reads them.
+    for raw in ("/sim/demo/?tok+en=v", "/sim/demo/?x;token2=v"):
+        assert "[redacted]" not in redact_target(raw), raw
+    # A path token, however the path spells `token` or its slashes, as the Kubernetes API decodes it.
+    for path in (f"/sim/demo/k8s/%74oken/{secret}/api", f"/sim/demo/k8s/token%2F{secret}/api",
+                 f"/sim/demo/k8s/tok%65n%2f{secret}%2Fapi", f"/sim/demo/k8s/TOKEN/{secret}/api"):
+        assert secret not in redact_target(path) and "[redacted]" in redact_target(path), path
