@@ -362,7 +362,7 @@ async def _cut_text(request: HttpRequest, sim_id: str, session: SimulationRecord
     """The session (cut at `at`) as scenario YAML: from the host for a running session, from
     the recording for a stopped one. BadTime when `at` is past its time; `host.Busy`."""
     if isinstance(session, SimulationRecord):
-        answer = await host.request_stream(sim_id, {"op": "export", "at": at})
+        answer = await host.request_stream(sim_id, {"op": "export", "at": at}, control=True)  # has_token checked
         parts = [part async for part in answer.text()]
         if not answer.head.get("ok"):
             raise BadTime(str(answer.head.get("error", "bad request")))

@@ -224,3 +224,18 @@ async def test_viewers_without_the_token_share_one_budget_and_never_hold_back_th
     assert mine["id"] == 7 and mine["position"]["time"] == 0.5
     for comm in [*viewers, owner]:
         await comm.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_host_cuts_the_past_only_for_a_request_with_the_token(running_host):
+    """The host's streamed export at T (what scenario.yaml?at=T reads) is the token's whichever
+    door asks; the present is anyone's."""
+    from dashboard import host
+
+    refused = await host.request_stream("demo", {"op": "export", "at": 0.0})
+    assert refused.head == {"ok": False, "error": "read-only: the past (at) needs the access token"}
+    await refused.aclose()
+    for cmd, control in (({"op": "export"}, False), ({"op": "export", "at": 0.0}, True)):
+        answer = await host.request_stream("demo", cmd, control=control)
+        text = "".join([part async for part in answer.text()])
+        assert answer.head["ok"] is True and "seed:" in text, (cmd, answer.head)
