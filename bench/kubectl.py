@@ -128,7 +128,7 @@ class Server:
             f"{self.url}/sim/new",
             data={"csrfmiddlewaretoken": csrf, "run": "1"},
             files={"file": ("w.yaml", yaml.safe_dump(scenario), "application/yaml")},
-            headers={"Referer": self.url + "/"},
+            headers={"Referer": self.url + "/", "Origin": self.url},
             allow_redirects=False,
             timeout=60,
         )

@@ -10,12 +10,12 @@ import sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 from channels.routing import ProtocolTypeRouter, URLRouter
-from channels.sessions import SessionMiddlewareStack
+from channels.sessions import CookieMiddleware, SessionMiddleware
 from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from dashboard.access import SameOriginWebsocket  # noqa: E402
+from dashboard.access import InstanceCookiesWebsocket, SameOriginWebsocket  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, StartHost, answer_oversized_websocket_messages  # noqa: E402
 from dashboard.k8s.api import KubernetesAPI  # noqa: E402
 from dashboard.k8s.endpoints import RefuseWebsocket  # noqa: E402
@@ -27,7 +27,12 @@ application = StartHost(
             "http": BodyLimit(KubernetesAPI(django_asgi_app)),
             # Only the dashboard's own pages (or a client that is no browser) may open a websocket.
             # Streams into a pod (exec, attach, port-forward) go nowhere: see RefuseWebsocket.
-            "websocket": RefuseWebsocket(SameOriginWebsocket(SessionMiddlewareStack(URLRouter(websocket_urlpatterns)))),
+            # The session comes from this instance's cookie (InstanceCookiesWebsocket).
+            "websocket": RefuseWebsocket(
+                SameOriginWebsocket(
+                    CookieMiddleware(InstanceCookiesWebsocket(SessionMiddleware(URLRouter(websocket_urlpatterns))))
+                )
+            ),
         }
     )
 )

@@ -7,8 +7,9 @@ another process (the rows a killed predecessor left behind). So the server that 
 simulations takes an exclusive lock on its database for as long as it lives, and a second
 one refuses to start with one line that says why.
 
-* SQLite: `flock` on `<database>.lock` beside the file. The kernel releases it when the process
-  ends in any way (`kill -9` included), so a restart after a crash is never refused.
+* SQLite: `flock` on `<database>.lock` beside the file the path resolves to (symlinks followed:
+  a link to the same file is the same database). The kernel releases it when the process ends in
+  any way (`kill -9` included), so a restart after a crash is never refused.
 * PostgreSQL with the in-memory channel layer (one process, a shared registry): a
   session-level advisory lock held on a connection of its own.
 * With a Redis channel layer, several processes sharing one database is the design
@@ -49,7 +50,10 @@ def claim_database() -> None:
 
 
 def _claim_sqlite(path: Path) -> None:
-    lock_path = path.with_name(path.name + ".lock")
+    # The file itself, not the name it was given: a symlink (or a path through a symlinked
+    # directory) to a database another server holds must meet that server's lock.
+    real = Path(os.path.realpath(path))
+    lock_path = real.with_name(real.name + ".lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -59,8 +63,9 @@ def _claim_sqlite(path: Path) -> None:
         finally:
             os.close(fd)
         who = f"process {other}" if other.isdigit() else "another process"
+        named = f"{path} (the file {real})" if real != path else f"{path}"
         raise DatabaseInUse(
-            f"another ctrlscope server ({who}) serves the database {path}: stop it, "
+            f"another ctrlscope server ({who}) serves the database {named}: stop it, "
             "or give this one its own with CTRLSCOPE_DB_PATH"
         ) from None
     os.ftruncate(fd, 0)

@@ -5,7 +5,8 @@ Daphne's own access log prints every request's path and query: `/?token=…` (th
 command prints) and `/sim/<id>/k8s/token/<token>/…` (every kubectl request made with the
 `--insecure-path-token` kubeconfig; the TLS one sends the token in a header).
 `redact_access_logs()` makes Daphne's access log generator write them with `token=` values and
-`/token/<…>` segments redacted. This command applies it before Daphne starts; `dashboard.asgi`
+`/token/<…>` segments redacted, as the application decodes them (`dashboard.redact.redact_target`:
+`?tok%65n=` is the token too). This command applies it before Daphne starts; `dashboard.asgi`
 applies it too when Daphne imports the application, so a plain `daphne dashboard.asgi:application`
 is covered as well. Request headers (`Authorization`) are never logged by Daphne; application
 logs go through the redacting handler of settings.LOGGING. Without arguments:
@@ -28,7 +29,7 @@ from typing import Any
 from daphne.access import AccessLogGenerator
 from daphne.cli import CommandLineInterface
 
-from dashboard.redact import redact
+from dashboard.redact import redact_target
 
 APPLICATION = "dashboard.asgi:application"
 
@@ -42,7 +43,7 @@ def redact_access_logs() -> None:
 
     def redacting(self: AccessLogGenerator, protocol: str, action: str, details: dict[str, Any]) -> None:
         if "path" in details:
-            details = {**details, "path": redact(str(details["path"]))}
+            details = {**details, "path": redact_target(str(details["path"]))}
         write(self, protocol, action, details)
 
     AccessLogGenerator.__call__ = redacting  # type: ignore[method-assign]

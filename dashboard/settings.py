@@ -81,6 +81,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "dashboard.access.InstanceCookies",  # outside the two that read and write the cookies
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -165,9 +166,20 @@ if os.environ.get("CTRLSCOPE_REDIS_URL"):
 # opened with (dashboard.access), and the websocket reads it without a database query. Strict:
 # no other site's link or form carries the cookie (a link from elsewhere opens read-only until
 # the page is reloaded).
+#
+# These names are the ones the session and CSRF middlewares use; on the wire each carries the port
+# the page was served from (`dashboard.access.InstanceCookies`: `ctrlscope_session_8000`), so two
+# servers on two ports of one host do not overwrite each other's cookies. A session lasts 12 hours
+# from the moment the token link was opened: a working day, after which the URL the run command
+# printed opens it again (a signed cookie is checked against its signing time). The cookie is
+# sent to every port of the host, so this also bounds how long a copy received elsewhere (by a
+# server on another port that the browser visits) is worth anything (docs/security.md).
 SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+SESSION_COOKIE_NAME = "ctrlscope_session"
+SESSION_COOKIE_AGE = 12 * 60 * 60
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Strict"
+CSRF_COOKIE_NAME = "ctrlscope_csrf"
 CSRF_COOKIE_SAMESITE = "Strict"
 CSRF_FAILURE_VIEW = "dashboard.views.csrf_failure"  # our error page: Django's has an inline style
 

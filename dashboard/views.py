@@ -24,7 +24,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from controlplane.scenario import SCENARIO_DIR, Scenario, ScenarioError, library, load_file, load_scenario
 from controlplane.simulation import CONTROLLER_VERSIONS, configured
 from dashboard import host
-from dashboard.access import can_control
+from dashboard.access import can_control, has_token
 from dashboard.host import panels, reads, recording
 from dashboard.models import Recording, SimulationRecord
 
@@ -309,6 +309,12 @@ async def _ask(sim_id: str, cmd: dict[str, Any], control: bool = False) -> dict[
 
 AT = re.compile(r"^[0-9]{1,10}(\.[0-9]{0,9})?$")  # seconds, as the page and the docs write them
 PAST_TIMEOUT = 60.0  # seconds a report of the past may take to run headless
+# A read of the past (`?at=T`, or a stopped session's) replays or cuts a recording: up to a core
+# for PAST_TIMEOUT seconds. Only the token's holder may ask (a viewer's page shows the present).
+PAST_NEEDS_TOKEN = (
+    "{what} of the past (?at=T, or a stopped session) is replayed in a process of its own: it needs the "
+    "access token. Open the dashboard with the URL the run command printed, or send Authorization: Bearer <token>"
+)
 
 
 class BadTime(ValueError):
@@ -356,7 +362,7 @@ async def _cut_text(request: HttpRequest, sim_id: str, session: SimulationRecord
     """The session (cut at `at`) as scenario YAML: from the host for a running session, from
     the recording for a stopped one. BadTime when `at` is past its time; `host.Busy`."""
     if isinstance(session, SimulationRecord):
-        answer = await host.request_stream(sim_id, {"op": "export", "at": at})
+        answer = await host.request_stream(sim_id, {"op": "export", "at": at}, control=True)  # has_token checked
         parts = [part async for part in answer.text()]
         if not answer.head.get("ok"):
             raise BadTime(str(answer.head.get("error", "bad request")))
@@ -384,6 +390,8 @@ async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
     session = await _session(sim_id)
     if at is None and isinstance(session, SimulationRecord):
         response = await _streamed(request, sim_id, {"op": "export"}, "application/yaml; charset=utf-8")
+    elif not await sync_to_async(has_token)(request):
+        return _text(403, PAST_NEEDS_TOKEN.format(what="scenario.yaml"))
     else:
         try:
             response = HttpResponse(
@@ -410,6 +418,8 @@ async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     session = await _session(sim_id)
     if at is None and isinstance(session, SimulationRecord):
         return await _streamed(request, sim_id, {"op": "report"}, "application/json")
+    if not await sync_to_async(has_token)(request):
+        return _status(403, "Forbidden", PAST_NEEDS_TOKEN.format(what="report.json"))
     gate = reads.gate("report_at")
     assert gate is not None
     await gate.acquire()  # host.Busy (429) when too many wait already

@@ -377,6 +377,9 @@ class Host:
         try:
             if op == "report":
                 pieces = reads.text_pieces(hosted.report_json())  # one pass, no copy of the world
+            elif op == "export" and cmd.get("at") is not None and not message.get("control"):
+                # The past is cut from the recording: the token's, whichever door (views.PAST_NEEDS_TOKEN).
+                head, pieces = {"ok": False, "error": "read-only: the past (at) needs the access token"}, []
             elif op == "export":
                 pieces = [yaml.safe_dump(hosted.export(cmd.get("at")), sort_keys=False, allow_unicode=True)]
             else:

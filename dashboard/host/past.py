@@ -15,6 +15,11 @@ Guarantees
   `BUSY_WORKERS` workers of this process replay at once (`reads.Gate`: others wait, then get
   "busy"). The host reads an answer as one header line and one text line: it never parses the
   (possibly large) state it forwards.
+* Viewers without the token share one budget (`TokenlessBudget`): on the loopback they cannot be
+  told apart, so together they are one requester. One of their replays is in hand at a time (a
+  viewer's newer request still supersedes its own), and after each they rest as long as it took:
+  however they loop, they use at most half of one core. The others get "busy" with the seconds
+  to wait; a viewer with the token is never held back by them.
 """
 
 from __future__ import annotations
@@ -47,6 +52,36 @@ STEPS = ("event", "stage", "sync")
 BASE_DIR = Path(__file__).resolve().parents[2]
 
 _gate = reads.Gate("past view", slots=BUSY_WORKERS, queue=16, wait=30.0, retry_after=1)
+
+
+class TokenlessBudget:
+    """The replays of the viewers without the token, taken together (see the module docstring).
+    `now` is the event loop's clock, passed in."""
+
+    def __init__(self) -> None:
+        self.viewer: str | None = None  # whose requests are in hand
+        self.in_hand = 0
+        self.rest_until = 0.0
+
+    def refusal(self, viewer: str, now: float) -> float | None:
+        """Seconds until `viewer` may ask, or None: it may now."""
+        if self.in_hand:
+            return None if viewer == self.viewer else 1.0
+        return self.rest_until - now if now < self.rest_until else None
+
+    def begin(self, viewer: str) -> None:
+        self.viewer = viewer
+        self.in_hand += 1
+
+    def end(self, started: float, now: float) -> None:
+        """A replay begun at `started` is answered (or superseded, or failed): rest as long."""
+        self.in_hand -= 1
+        if not self.in_hand:
+            self.viewer = None
+        self.rest_until = max(self.rest_until, now + (now - started))
+
+
+tokenless = TokenlessBudget()
 
 
 class PastWorker:
@@ -278,19 +313,35 @@ async def handle(hosted: HostedSimulation, message: Obj) -> None:
     if target is None:
         await reply({"ok": True, "live": True})
         return
+    loop = asyncio.get_running_loop()
+    budgeted = not message.get("control")
+    if budgeted:
+        wait = tokenless.refusal(viewer, loop.time())
+        if wait is not None:
+            error = (
+                "busy: viewers without the access token replay the past one at a time and at most half "
+                f"the time: try again in {wait:.1f} s, or open the dashboard with its token"
+            )
+            await reply({"ok": False, "error": error, "busy": max(1, math.ceil(wait))})
+            return
+        tokenless.begin(viewer)
+    started = loop.time()
     focus = [k for k in cmd.get("focus") or [] if isinstance(k, list) and len(k) == 2][:4]
     owner = cmd.get("owner")
     if not (isinstance(owner, list) and len(owner) == 2 and all(isinstance(x, str) for x in owner)):
         owner = None
 
     async def answer() -> None:
-        worker = _workers.get(hosted.id)
-        if worker is None:
-            worker = _workers[hosted.id] = PastWorker(hosted)
         try:
+            worker = _workers.get(hosted.id)
+            if worker is None:
+                worker = _workers[hosted.id] = PastWorker(hosted)
             head = await worker.ask(viewer, target, focus, owner)
         except reads.Busy as exc:
             head = {"ok": False, "error": str(exc), "busy": exc.retry_after}
+        finally:
+            if budgeted:
+                tokenless.end(started, loop.time())
         if head.get("superseded") or hosted.stopped or not reply_to:
             return
         if not head.get("ok") or head.get("live"):
@@ -310,7 +361,7 @@ async def handle(hosted: HostedSimulation, message: Obj) -> None:
         )
         await layer.send(reply_to, {"type": "sim.past", "text": text})
 
-    task = asyncio.get_running_loop().create_task(answer(), name=f"past answer {hosted.id}")
+    task = loop.create_task(answer(), name=f"past answer {hosted.id}")
     task.add_done_callback(_log_crash)
 
 

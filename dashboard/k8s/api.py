@@ -9,7 +9,8 @@ layer, so several Daphne processes with the Redis layer work as one.
 Guarantees
 ----------
 * `Authorization: Bearer <the dashboard's access token>` on everything but `/version`; 401
-  Unauthorized Status otherwise.
+  Unauthorized Status otherwise. No request acts as someone else: `Impersonate-*` headers get
+  kube-apiserver's 403 for a user without the `impersonate` verb (`endpoints.refuse_impersonation`).
 * Every failure is a `metav1.Status` (kind Status, apiVersion v1, status Failure, reason, code),
   so kubectl prints its usual messages.
 * A write changes the world only as one `request` action (recorded with the request's
@@ -166,6 +167,8 @@ class Call:
             anonymous = endpoints.is_health(self.segments) and not presented
             if self.segments != ["version"] and not authorized and not anonymous:
                 raise Failure(401, "Unauthorized", "Unauthorized")
+            # After authentication, before anything is read or written, as upstream's filter chain.
+            endpoints.refuse_impersonation(self, authorized)
             await self.dispatch()
         except Failure as failure:
             await respond(self.send, failure.code, failure.status())

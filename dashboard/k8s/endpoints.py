@@ -16,8 +16,11 @@ Guarantees
   presented is still 401 (authentication fails before authorization there too). They reveal only
   whether a simulation is running, which its dashboard page shows anyone already.
 * The reviews answer for the one identity the access token is: user `ctrlscope-admin` in groups
-  `system:masters` and `system:authenticated`, allowed every verb on every resource and path (the
-  token is all or nothing; there is no RBAC). A caller without the token never reaches them (401).
+  `system:masters` and `system:authenticated`, allowed every verb but `impersonate` on every
+  resource and path (the token is all or nothing; there is no RBAC). A caller without the token
+  never reaches them (401). A request with an `Impersonate-*` header is refused with the 403
+  kube-apiserver gives a user without the `impersonate` verb (`refuse_impersonation`), so
+  `kubectl --as=bob` neither reads nor writes, and `auth can-i --as=bob` is refused.
   Authorization is not existence: as for `system:masters` on a cluster, "yes" is also the answer
   for a resource this server does not serve.
 * `pods/log` is the container's log as `Simulation.container_log` tells it (what the kubelet did),
@@ -38,7 +41,7 @@ import datetime
 import logging
 import math
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, unquote
 
 from controlplane.simulation import EPOCH, MAX_REQUEST_BYTES, parse_rfc3339
 
@@ -137,8 +140,62 @@ async def metrics(call: Call) -> None:
 
 # -- who am I, can I ------------------------------------------------------------------------------------
 USERNAME = "ctrlscope-admin"
+ANONYMOUS = "system:anonymous"
 GROUPS = ["system:masters", "system:authenticated"]
-ALLOWED_REASON = "ctrlscope: the access token grants every verb on every resource (all or nothing: no RBAC)"
+ALLOWED_REASON = (
+    "ctrlscope: the access token grants every verb but impersonate on every resource (all or nothing: no RBAC)"
+)
+# Every verb an authorizer is asked about but `impersonate`, which the token does not grant: the
+# requests of one identity are never someone else's (`refuse_impersonation`).
+VERBS = ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection",
+         "proxy", "bind", "escalate", "approve", "sign", "use"]  # fmt: skip
+IMPERSONATE = "impersonate"
+IMPERSONATE_EXTRA = "impersonate-extra-"
+
+
+def refuse_impersonation(call: Call, authenticated: bool) -> None:
+    """Refuse a request that asks to act as someone else (`Impersonate-User`, `-Group`, `-Uid`,
+    `-Extra-<key>`, as kubectl's `--as`, `--as-group`, `--as-uid` send them) with the 403 that
+    kube-apiserver's impersonation filter answers a user without the `impersonate` verb
+    (`staging/src/k8s.io/apiserver/pkg/endpoints/filters/impersonation.go`, the message of
+    `responsewriters.Forbidden`): the first thing asked for is checked, and refused. Before this,
+    the headers were ignored and `--as=bob` wrote as the token's identity."""
+    from dashboard.k8s.api import Failure
+
+    asked: tuple[str, str, str, str] | None = None  # (resource, subresource, namespace, name)
+    for raw_name, raw_value in call.scope.get("headers", ()):
+        name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1").strip()
+        if not value:  # an empty header asks for nothing (upstream reads them so too)
+            continue
+        if name == "impersonate-user":
+            parts = value.split(":")
+            if len(parts) == 4 and parts[:2] == ["system", "serviceaccount"]:
+                asked = ("serviceaccounts", "", parts[2], parts[3])
+            else:
+                asked = ("users", "", "", value)
+            break  # the user is checked first, as upstream builds its requests
+        if asked is not None:
+            continue
+        if name == "impersonate-group":
+            asked = ("groups", "", "", value)
+        elif name == "impersonate-uid":
+            asked = ("uids", "", "", value)
+        elif name.startswith(IMPERSONATE_EXTRA):
+            asked = ("userextras", unquote(name[len(IMPERSONATE_EXTRA) :]), "", value)
+    if asked is None:
+        return
+    resource, subresource, namespace, target = asked
+    user = USERNAME if authenticated else ANONYMOUS
+    what = f"{resource}/{subresource}" if subresource else resource
+    where = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    message = f'User "{user}" cannot {IMPERSONATE} resource "{what}" in API group "" {where}'
+    # sanitizer.Replace of responsewriters.Forbidden, and apierrors.NewForbidden's prefix.
+    message = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    subject = f'{resource} "{target}"' if target else resource
+    details = {"name": target, "kind": resource} if target else {"kind": resource}
+    raise Failure(403, "Forbidden", f"{subject} is forbidden: {message}", details)
+
+
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 
 # group → (version, {plural: kind}); served for `create` only, cluster-scoped, as upstream.
@@ -234,10 +291,14 @@ async def reviews(call: Call, segs: list[str]) -> None:
                 f'{kind}.{group} "" is invalid: spec.resourceAttributes: {cause["message"]}',
                 {"group": group, "kind": kind, "causes": [cause]},
             )
-        review["status"] = {"allowed": True, "reason": ALLOWED_REASON}
+        asked = spec.get("resourceAttributes") or {}
+        if isinstance(asked, dict) and asked.get("verb") == IMPERSONATE:
+            review["status"] = {"allowed": False}  # as RBAC answers a verb no rule grants: no reason
+        else:
+            review["status"] = {"allowed": True, "reason": ALLOWED_REASON}
     elif kind == "SelfSubjectRulesReview":
         review["status"] = {
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "resourceRules": [{"verbs": list(VERBS), "apiGroups": ["*"], "resources": ["*"]}],
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
             "incomplete": False,
         }
@@ -248,14 +309,23 @@ async def reviews(call: Call, segs: list[str]) -> None:
 
 
 async def _review_spec(call: Call, api_version: str, kind: str) -> Obj:
-    """The review's spec from a JSON body; {} from a protobuf one, whose envelope is checked but
-    whose spec is not decoded: no answer here depends on it (the token is all or nothing)."""
+    """The review's spec from a JSON body, or a protobuf SelfSubjectAccessReview's (the answer
+    depends on its verb); {} from another protobuf review, whose envelope is checked but whose
+    spec is not decoded: no answer depends on it (the token is all or nothing)."""
     from dashboard.k8s.api import Failure, _decode
 
     raw = await call.read_body()
     if len(raw) > MAX_REQUEST_BYTES:
         raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
     content_type = call.headers.get("content-type", "").split(";")[0].strip()
+    if content_type == PROTOBUF and kind == "SelfSubjectAccessReview":  # its verb matters (impersonate)
+        from dashboard.k8s import protobuf
+
+        try:
+            _, _, obj = protobuf.decode(raw, (kind,))
+        except (protobuf.ProtobufError, protobuf.UnsupportedKind) as exc:
+            raise Failure(400, "BadRequest", f"the body of the request is not a protobuf {kind}: {exc}") from None
+        return obj.get("spec", {})
     if content_type == PROTOBUF:
         if not raw.startswith(b"k8s\x00") or api_version.encode() not in raw[:64] or kind.encode() not in raw[:96]:
             raise Failure(400, "BadRequest", f"the body of the request is not a protobuf {kind}")

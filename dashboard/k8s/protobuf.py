@@ -2,7 +2,8 @@
 simulated API server takes.
 
 kubectl's typed clients send protobuf for a few writes: `kubectl create namespace` (a Namespace),
-`kubectl drain` (the DeleteOptions of each pod's DELETE, and the policy/v1 Eviction it POSTs).
+`kubectl drain` (the DeleteOptions of each pod's DELETE, and the policy/v1 Eviction it POSTs),
+`kubectl auth can-i` (a SelfSubjectAccessReview).
 Upstream's envelope (apimachinery `runtime/serializer/protobuf`): the 4 bytes `k8s\\0`, then a
 `runtime.Unknown` {typeMeta {apiVersion, kind}, raw, contentEncoding, contentType} whose `raw` is
 the message of the kind the type meta names.
@@ -40,6 +41,8 @@ KINDS = {
     ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
     ("policy/v1", "Eviction"): "Eviction",
     ("policy/v1", "DeleteOptions"): "DeleteOptions",
+    # `kubectl auth can-i`: its review's spec says what is asked (impersonate is refused).
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
 }
 
 
@@ -115,6 +118,25 @@ _FIELDS: dict[str, list[tuple[str, int, str, bool, str | None]]] = {
         ("metadata", 1, _MESSAGE, False, "ObjectMeta"),
         ("spec", 2, _MESSAGE, False, "NamespaceSpec"),
         ("status", 3, _MESSAGE, False, "NamespaceStatus"),
+    ],
+    # k8s.io/api/authorization/v1 (the spec only: a review's status is the server's answer)
+    "ResourceAttributes": [
+        ("namespace", 1, _STRING, False, None),
+        ("verb", 2, _STRING, False, None),
+        ("group", 3, _STRING, False, None),
+        ("version", 4, _STRING, False, None),
+        ("resource", 5, _STRING, False, None),
+        ("subresource", 6, _STRING, False, None),
+        ("name", 7, _STRING, False, None),
+    ],
+    "NonResourceAttributes": [("path", 1, _STRING, False, None), ("verb", 2, _STRING, False, None)],
+    "SelfSubjectAccessReviewSpec": [
+        ("resourceAttributes", 1, _MESSAGE, False, "ResourceAttributes"),
+        ("nonResourceAttributes", 2, _MESSAGE, False, "NonResourceAttributes"),
+    ],
+    "SelfSubjectAccessReview": [
+        ("metadata", 1, _MESSAGE, False, "ObjectMeta"),
+        ("spec", 2, _MESSAGE, False, "SelfSubjectAccessReviewSpec"),
     ],
     # k8s.io/api/policy/v1
     "Eviction": [

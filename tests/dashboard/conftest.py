@@ -14,6 +14,10 @@ from dashboard.host import host as host_module
 TOKEN = "test-token-0123456789"
 # A page of the dashboard itself: its Host and exactly its origin.
 ORIGIN = [(b"host", b"127.0.0.1:8000"), (b"origin", b"http://127.0.0.1:8000")]
+# The test client's requests, as the dashboard's own page at http://testserver sends them (a
+# browser's Origin on every POST). An AsyncClient's extra keywords are headers by their ASGI names
+# (its `headers=` argument reaches the application as `Http-Origin`).
+OWN_ORIGIN = {"origin": "http://testserver"}
 
 
 @pytest.fixture(autouse=True)
@@ -34,8 +38,9 @@ async def running_host(transactional_db):
 
 # -- helpers the view and host tests share -------------------------------------------------------
 async def controlling_client() -> AsyncClient:
-    """A client whose session holds the access token (the ?token= redirect)."""
-    client = AsyncClient()
+    """A client whose session holds the access token (the ?token= redirect), and that sends the
+    dashboard's own Origin, as a browser does with every POST (the cookie controls only then)."""
+    client = AsyncClient(**OWN_ORIGIN)
     response = await client.get(f"/?token={TOKEN}")
     assert response.status_code == 302
     return client

@@ -15,7 +15,7 @@ from dashboard import host as host_package
 from dashboard.host import forks, recording
 from dashboard.models import RecordedAction, Recording
 
-from .conftest import command, controlling_client, run_to, start
+from .conftest import OWN_ORIGIN, command, controlling_client, run_to, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -253,7 +253,7 @@ async def test_forking_needs_the_access_token(running_host):
 async def test_forking_needs_the_csrf_token(running_host):
     client = await controlling_client()
     sim_id = await a_session_with_history(client)
-    strict = AsyncClient(enforce_csrf_checks=True)
+    strict = AsyncClient(enforce_csrf_checks=True, **OWN_ORIGIN)  # from the page: only the CSRF token lacks
     strict.cookies = client.cookies
     before = set(running_host.sims)
     assert (await fork(strict, sim_id, at="5")).status_code == 403

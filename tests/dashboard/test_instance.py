@@ -102,6 +102,32 @@ def test_a_second_server_on_the_same_sqlite_file_refuses_to_start_and_deletes_no
             assert r.status == 200  # and it still serves them
 
 
+def test_a_symlink_to_a_served_sqlite_file_is_the_same_database(env, tmp_path):
+    """The lock belongs to the file, not to the name: a second server given a symlink to the
+    first one's database (or a path through a symlinked directory) refuses to start."""
+    db = pathlib.Path(env["CTRLSCOPE_DB_PATH"])
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "elsewhere" / "link.sqlite3"
+    link.symlink_to(db)
+    linked_dir = tmp_path / "linked-dir"
+    linked_dir.symlink_to(tmp_path)
+    with _serving(env, tmp_path / "first.log") as first_port:
+        before = _rows(str(db))
+        for other in (link, linked_dir / db.name):
+            second = _daphne({**env, "CTRLSCOPE_DB_PATH": str(other)}, _port())
+            try:
+                _out, err = second.communicate(timeout=30)
+            finally:
+                second.kill()
+            assert second.returncode == 2, err.decode()[-2000:]
+            last = [line for line in err.decode().splitlines() if line.strip()][-1]
+            assert last.startswith("ctrlscope: another ctrlscope server (process "), last
+            assert f"{other} (the file {os.path.realpath(db)})" in last, last
+        assert _rows(str(db)) == before
+        with urllib.request.urlopen(f"http://127.0.0.1:{first_port}/sim/demo/status.json", timeout=5) as r:
+            assert r.status == 200
+
+
 def test_after_kill_9_the_next_server_starts_on_the_same_file(env, tmp_path):
     with _serving(env, tmp_path / "first.log", end=signal.SIGKILL):
         pass

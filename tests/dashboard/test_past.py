@@ -170,3 +170,72 @@ def test_a_trace_record_without_its_time_is_found_in_the_kept_records():
         target_of({"seq": start["seq"]}, live_at)  # no kept records: the time must be given
     with pytest.raises(CommandError, match="seq: must be between 0 and"):
         target_of({"seq": live_at.seq + 1}, live_at, log)
+
+
+def test_viewers_without_the_token_get_one_replay_at_a_time_then_as_long_a_rest():
+    from dashboard.host.past import TokenlessBudget
+
+    budget = TokenlessBudget()
+    assert budget.refusal("a", 100.0) is None
+    budget.begin("a")
+    assert budget.refusal("b", 100.5) == 1.0  # another viewer waits for a's replay
+    assert budget.refusal("a", 100.5) is None  # a's newer request supersedes its own
+    budget.begin("a")
+    budget.end(100.0, 101.0)  # superseded after 1 s
+    assert budget.refusal("b", 101.0) == 1.0  # a's second is still in hand
+    budget.end(100.5, 103.0)  # answered after 2.5 s: rest until 105.5
+    assert budget.refusal("b", 104.0) == pytest.approx(1.5) and budget.refusal("a", 105.0) == pytest.approx(0.5)
+    assert budget.refusal("b", 105.5) is None
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_viewers_without_the_token_share_one_budget_and_never_hold_back_the_token(running_host):
+    """Two viewers without the token ask for the past at once: one is answered, the other told
+    it is busy and for how long; the viewer with the token is answered meanwhile."""
+    owner, connected, _ = await connect()
+    assert connected
+    await receive(owner, "state")
+    hosted = running_host.sims["demo"]
+    await command(owner, {"op": "pause"})
+    await command(owner, {"op": "step", "what": "to", "t": 2.0}, msg_id=9)
+    while hosted.sim.now < 2.0:
+        await asyncio.sleep(0.05)
+    viewers = []
+    for _ in range(2):
+        comm, connected, _ = await connect(token=None)
+        assert connected and (await receive(comm, "hello"))["control"] is False
+        viewers.append(comm)
+    for comm in viewers:
+        await comm.send_to(text_data=json.dumps({"type": "cmd", "id": 5, "cmd": {"op": "past", "at": 1.0}}))
+    await owner.send_to(text_data=json.dumps({"type": "cmd", "id": 7, "cmd": {"op": "past", "at": 0.5}}))
+    outcomes = []
+    for comm in viewers:
+        while True:
+            message = json.loads(await comm.receive_from(timeout=30))
+            if message["type"] == "past" or (message["type"] == "reply" and message["id"] == 5):
+                outcomes.append(message)
+                break
+    answered = [m for m in outcomes if m["type"] == "past"]
+    refused = [m["result"] for m in outcomes if m["type"] == "reply"]
+    assert len(answered) == 1 and answered[0]["position"]["time"] == 1.0
+    assert len(refused) == 1 and refused[0]["ok"] is False and refused[0]["busy"] >= 1
+    assert refused[0]["error"].startswith("busy: viewers without the access token replay the past one at a time")
+    mine = await receive(owner, "past", timeout=30)
+    assert mine["id"] == 7 and mine["position"]["time"] == 0.5
+    for comm in [*viewers, owner]:
+        await comm.disconnect()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_host_cuts_the_past_only_for_a_request_with_the_token(running_host):
+    """The host's streamed export at T (what scenario.yaml?at=T reads) is the token's whichever
+    door asks; the present is anyone's."""
+    from dashboard import host
+
+    refused = await host.request_stream("demo", {"op": "export", "at": 0.0})
+    assert refused.head == {"ok": False, "error": "read-only: the past (at) needs the access token"}
+    await refused.aclose()
+    for cmd, control in (({"op": "export"}, False), ({"op": "export", "at": 0.0}, True)):
+        answer = await host.request_stream("demo", cmd, control=control)
+        text = "".join([part async for part in answer.text()])
+        assert answer.head["ok"] is True and "seed:" in text, (cmd, answer.head)

@@ -17,7 +17,7 @@ from dashboard.host import hosted as hosted_module
 from dashboard.host import recording
 from dashboard.models import RecordedAction, Recording
 
-from .conftest import command, controlling_client, run_to, start
+from .conftest import TOKEN, command, controlling_client, run_to, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -100,6 +100,36 @@ async def test_without_the_token_nothing_is_stopped_reopened_or_deleted(running_
     assert (await anonymous.post(f"/sim/{sim_id}/delete", {"confirm": "yes"})).status_code == 403
     assert (await anonymous.post("/sim/demo/stop", {"confirm": "yes"})).status_code == 403
     assert await Recording.objects.filter(id=sim_id).aexists() and "demo" in running_host.sims
+
+
+async def test_reads_of_the_past_need_the_token_and_say_so(running_host):
+    """A report or export of the past replays or cuts a recording (a child process for up to 60 s):
+    without the token it is a 403 naming what is needed, and nothing is replayed; the present
+    stays readable; the token in a session or a bearer header opens the past."""
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    anonymous = AsyncClient()
+    report = await anonymous.get(f"/sim/{sim_id}/report.json?at=2")
+    assert report.status_code == 403 and report["Content-Type"] == "application/json"
+    status = json.loads(report.content)
+    assert status["kind"] == "Status" and status["reason"] == "Forbidden" and status["code"] == 403
+    assert "report.json of the past" in status["message"] and "needs the access token" in status["message"]
+    export = await anonymous.get(f"/sim/{sim_id}/scenario.yaml?at=2")
+    assert export.status_code == 403 and b"needs the access token" in export.content
+    assert (await anonymous.get(f"/sim/{sim_id}/report.json")).status_code == 200  # the present
+    assert (await anonymous.get(f"/sim/{sim_id}/scenario.yaml")).status_code == 200
+    bearer = {"Authorization": f"Bearer {TOKEN}"}
+    assert (await anonymous.get(f"/sim/{sim_id}/report.json?at=2", headers=bearer)).status_code == 200
+    wrong = {"Authorization": "Bearer not-the-token-0123456789"}
+    assert (await anonymous.get(f"/sim/{sim_id}/report.json?at=2", headers=wrong)).status_code == 403
+    assert (await client.get(f"/sim/{sim_id}/scenario.yaml?at=2")).status_code == 200
+    # A stopped session's report and export are its past too; its row offers them only with the token.
+    await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
+    assert (await anonymous.get(f"/sim/{sim_id}/report.json")).status_code == 403
+    assert (await anonymous.get(f"/sim/{sim_id}/scenario.yaml")).status_code == 403
+    assert f"/sim/{sim_id}/report.json" not in (await anonymous.get("/sims/")).content.decode()
+    assert f"/sim/{sim_id}/report.json" in (await client.get("/sims/")).content.decode()
+    assert (await client.get(f"/sim/{sim_id}/report.json")).status_code == 200
 
 
 def cli(scenario_text: str, until: float) -> bytes:

@@ -22,6 +22,7 @@ def _browser(port: int) -> tuple[urllib.request.OpenerDirector, str]:
     """A client holding the dashboard's session (the token) and its CSRF token."""
     jar = http.cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener.addheaders.append(("Origin", f"http://127.0.0.1:{port}"))  # as the page's forms send it
     home = opener.open(f"http://127.0.0.1:{port}/?token={TOKEN}", timeout=10).read().decode()
     csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', home)
     assert csrf is not None

@@ -24,7 +24,7 @@ from dashboard.access import SESSION_KEY, same_origin
 from dashboard.asgi import application
 from dashboard.urls import urlpatterns
 
-from .conftest import TOKEN
+from .conftest import OWN_ORIGIN, TOKEN
 from .live_server import SERVERS, free_port, live_server
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ async def test_no_url_reflects_markup(running_host, payload):
 
 @pytest.mark.parametrize("payload", HOSTILE[:2])
 async def test_the_start_forms_errors_are_escaped(running_host, payload):
-    client = AsyncClient()
+    client = AsyncClient(**OWN_ORIGIN)
     await client.get(f"/?token={TOKEN}")
     data = {"scenario": payload, "seed": payload, "pause_before": payload, "mark": payload}
     answer = await client.post("/sim/new", data)
@@ -203,10 +203,21 @@ async def test_head_answers_as_get(running_host, path):
 
 
 # -- the websocket's origin -----------------------------------------------------------------------------
+# The test client's pages are served at http://testserver (port 80): its cookies carry that port.
+SESSION_80, CSRF_80 = "ctrlscope_session_80", "ctrlscope_csrf_80"
+
+
 def _session_cookie() -> str:
     client = Client()
     assert client.get(f"/sim/demo/?token={TOKEN}").status_code == 302
-    return client.cookies["sessionid"].value
+    return client.cookies[SESSION_80].value
+
+
+def _cookie_for(host: bytes, value: str) -> bytes:
+    """The session cookie as the browser sends it to the dashboard at `host`."""
+    from dashboard.access import instance_cookie
+
+    return f"{instance_cookie('ctrlscope_session', host.decode(), 'http')}={value}".encode()
 
 
 ORIGINS = [
@@ -215,7 +226,7 @@ ORIGINS = [
     (b"127.0.0.1", b"http://127.0.0.1", True),
     (b"127.0.0.1", b"http://127.0.0.1:80", True),  # default port, normalised
     (b"LOCALHOST:8000", b"http://localhost:8000", True),
-    (HOST, None, True),  # no Origin: not a browser; rights only from the cookie or ?token=
+    (HOST, None, True),  # no Origin: not a browser; control only with ?token=, never the cookie
     (HOST, b"http://127.0.0.1:3000", False),  # another local server's page
     (HOST, b"http://127.0.0.1", False),
     (HOST, b"https://127.0.0.1:8000", False),  # another scheme
@@ -240,7 +251,7 @@ async def test_only_the_dashboards_own_origin_may_open_the_websocket(
     if origin is not None:
         headers.append((b"origin", origin))
     if cookie:
-        headers.append((b"cookie", f"sessionid={await _async_session_cookie()}".encode()))
+        headers.append((b"cookie", _cookie_for(host, await _async_session_cookie())))
     path = "/ws/sim/demo/" + (f"?token={TOKEN}" if token else "")
     comm = WebsocketCommunicator(application, path, headers=headers)
     connected, code = await comm.connect(timeout=5)
@@ -250,7 +261,9 @@ async def test_only_the_dashboards_own_origin_may_open_the_websocket(
             message = json.loads(await comm.receive_from(timeout=5))
             if message["type"] == "hello":
                 break
-        assert message["control"] is (cookie or token)
+        # The cookie is ambient (every port of the host receives it): it controls only from the
+        # dashboard's own page, an Origin that is exactly its own.
+        assert message["control"] is ((cookie and origin is not None) or token)
         await comm.disconnect()
     else:
         assert code == 4403  # closed before it was accepted (Daphne answers the handshake with 403)
@@ -294,14 +307,14 @@ def test_a_session_keeps_a_fingerprint_of_the_token_never_the_token(running_host
 async def test_a_new_token_turns_an_old_session_read_only(running_host, settings):
     cookie = await _async_session_cookie()  # opened under TOKEN
     client = AsyncClient()
-    client.cookies["sessionid"] = cookie
+    client.cookies[SESSION_80] = cookie
     assert b'data-control="1"' in (await client.get("/sim/demo/")).content
     settings.CTRLSCOPE_TOKEN = "a-new-token-after-restart-0123"
     page = await client.get("/sim/demo/")
     assert b'data-control="0"' in page.content
     stop = await client.post("/sim/demo/stop")
     assert stop.status_code == 403
-    headers = [(b"host", HOST), (b"origin", SELF), (b"cookie", f"sessionid={cookie}".encode())]
+    headers = [(b"host", HOST), (b"origin", SELF), (b"cookie", _cookie_for(HOST, cookie))]
     comm = WebsocketCommunicator(application, "/ws/sim/demo/", headers=headers)
     connected, _ = await comm.connect(timeout=5)
     assert connected
@@ -316,10 +329,11 @@ def test_the_token_link_sets_strict_cookies_and_still_grants_control(running_hos
     answer = client.get(f"/sim/demo/?token={TOKEN}&follow=1")
     assert answer.status_code == 302 and answer["Location"] == "/sim/demo/?follow=1"
     assert answer["X-Frame-Options"] == "DENY" and "frame-ancestors 'none'" in answer["Content-Security-Policy"]
-    assert client.cookies["sessionid"]["samesite"] == "Strict"
+    assert client.cookies[SESSION_80]["samesite"] == "Strict"
+    assert client.cookies[SESSION_80]["max-age"] == 12 * 3600
     page = client.get("/sim/demo/")
     assert b'data-control="1"' in page.content
-    assert client.cookies["csrftoken"]["samesite"] == "Strict"
+    assert client.cookies[CSRF_80]["samesite"] == "Strict"
     wrong = Client().get("/sim/demo/?token=%3Cscript%3Ealert(1)%3C/script%3E")
     assert wrong.status_code == 403 and b"<script>alert" not in wrong.content
     assert wrong["X-Frame-Options"] == "DENY"
@@ -423,6 +437,19 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
             assert requests.get(f"{tls_url}/metrics", headers=headers, verify=ca, timeout=10).status_code == 200
             assert requests.get(f"{tls_url}/sim/demo/k8s/token/{secret}/api", verify=ca, timeout=10).status_code == 200
 
+        # Spelled as the login and the Kubernetes API decode them: accepted, and still redacted.
+        for target, status in [
+            (f"/sim/demo/?tok%65n={secret}", b"302"),
+            (f"/sim/demo/?x=1&%74oken={secret}", b"302"),
+            (f"/sim/demo/k8s/%74oken/{secret}/api", b"200"),
+            (f"/sim/demo/k8s/token%2F{secret}/api", b"200"),
+            (f"/ws/sim/demo/?tok%65n={secret}", None),
+        ]:
+            answer = _raw(port, f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            assert status is None or answer.startswith(b"HTTP/1.1 " + status), (target, answer[:300])
+        ws = websocket.create_connection(f"ws://127.0.0.1:{port}/ws/sim/demo/?tok%65n={secret}", timeout=10)
+        assert json.loads(ws.recv())["control"] is True
+        ws.close()
         get = _raw(port, b"GET /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         head = _raw(port, b"HEAD /sim/demo/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200") and get.startswith(b"HTTP/1.1 200")
@@ -434,6 +461,106 @@ def test_the_server_never_logs_the_token_and_head_has_no_body(tmp_path, server):
     log = (tmp_path / "server.log").read_text()
     assert "GET /sim/demo/?token=[redacted]" in log and "/k8s/token/[redacted]/api" in log, log
     assert "Not Found: /sim/DEMO/k8s/token/[redacted]/api" in log, log
+    assert "GET /sim/demo/?tok%65n=[redacted]" in log and "GET /sim/demo/?x=1&%74oken=[redacted]" in log, log
     assert ('"GET /metrics" 200' in log) == serves_tls, log
     assert secret not in log and secret.lower() not in log.lower(), log
     assert "Traceback" not in log, log
+
+
+# -- every spelling of the token parameter is the token, and is redacted --------------------------------------
+def _spellings() -> list[str]:
+    """`token` with each letter as itself, upper-cased, or percent-encoded (lower or upper hex)."""
+    import itertools
+
+    choices = [[c, c.upper(), f"%{ord(c):02x}", f"%{ord(c):02X}"] for c in "token"]
+    return ["".join(parts) for parts in itertools.product(*choices)]
+
+
+def test_whatever_the_login_takes_for_the_token_the_access_log_redacts(running_host):
+    """Every spelling of the parameter's name that the login accepts as the token (decoded as
+    Django decodes a query) is redacted from the access log line, and no spelling escapes both."""
+    from django.http import QueryDict
+
+    from dashboard.redact import redact_target
+
+    secret = "S3CRET-value-0123456789"
+    spellings = [*_spellings(), "tok%65n", "%74oken", "%74%6F%6B%65%6E", "TOKEN", "Tok%45n", "to\u212aen"]
+    for name in spellings:
+        query = f"a=1&{name}={secret}&b=2"
+        decoded = QueryDict(query)
+        logged = redact_target(f"/sim/demo/?{query}")
+        assert secret not in logged, (name, logged)
+        assert f"{name}=[redacted]" in logged and "a=1" in logged and logged.endswith("&b=2"), logged
+        assert any(k.lower() == "token" for k in decoded), name  # what the login reads
+    client = Client()
+    for name in ("tok%65n", "%74oken", "TOKEN", "t%4Fken"):
+        answer = client.get(f"/sim/demo/?{name}={TOKEN}&follow=1")
+        assert answer.status_code == 302 and answer["Location"] == "/sim/demo/?follow=1", name
+        assert Client().get(f"/sim/demo/?{name}={TOKEN}x").status_code == 403, name
+    # Not the token: a name that only looks like it once `+` or `;` are read as Django reads them.
+    for raw in ("/sim/demo/?tok+en=v", "/sim/demo/?x;token2=v"):
+        assert "[redacted]" not in redact_target(raw), raw
+    # A path token, however the path spells `token` or its slashes, as the Kubernetes API decodes it.
+    for path in (f"/sim/demo/k8s/%74oken/{secret}/api", f"/sim/demo/k8s/token%2F{secret}/api",
+                 f"/sim/demo/k8s/tok%65n%2f{secret}%2Fapi", f"/sim/demo/k8s/TOKEN/{secret}/api"):
+        assert secret not in redact_target(path) and "[redacted]" in redact_target(path), path
+
+
+# -- the cookie is ambient: it controls only from the dashboard's own page -----------------------------------
+def _login(host: str) -> tuple[str, str]:
+    """(name, value) of the session cookie the dashboard at `host` sets for the token link."""
+    client = Client(HTTP_HOST=host)
+    answer = client.get(f"/sim/demo/?token={TOKEN}")
+    assert answer.status_code == 302
+    (name, morsel), *_ = ((k, m) for k, m in answer.cookies.items() if m["httponly"])
+    return name, morsel.value
+
+
+async def _hello(headers: list[tuple[bytes, bytes]]) -> dict:
+    comm = WebsocketCommunicator(application, "/ws/sim/demo/", headers=headers)
+    connected, code = await comm.connect(timeout=5)
+    assert connected, code
+    while (message := json.loads(await comm.receive_from(timeout=5)))["type"] != "hello":
+        pass
+    await comm.disconnect()
+    return message
+
+
+async def test_a_copy_of_the_cookie_without_the_dashboards_origin_controls_nothing(running_host):
+    """Every port of the host receives the cookie: a process that replays it from elsewhere (no
+    Origin, as no browser sends it) gets a read-only websocket and cannot stop anything."""
+    from asgiref.sync import sync_to_async
+
+    name, value = await sync_to_async(_login)("127.0.0.1:8000")
+    cookie = (b"cookie", f"{name}={value}".encode())
+    assert (await _hello([(b"host", HOST), cookie]))["control"] is False
+    assert (await _hello([(b"host", HOST), (b"origin", SELF), cookie]))["control"] is True
+    # The same over HTTP (the test client's pages are at http://testserver).
+    login = await AsyncClient().get(f"/sim/demo/?token={TOKEN}")
+    (name, morsel), *_ = ((k, m) for k, m in login.cookies.items() if m["httponly"])
+    for origin in ({}, {"origin": "http://127.0.0.1:3000"}, {"origin": "null"}):
+        replayed = AsyncClient(**origin)
+        replayed.cookies[name] = morsel.value
+        assert (await replayed.post("/sim/demo/stop", {"confirm": "yes"})).status_code == 403, origin
+    assert "demo" in running_host.sims
+    own = AsyncClient(**OWN_ORIGIN)
+    own.cookies[name] = morsel.value
+    assert (await own.post("/sim/demo/stop", {"confirm": "yes"})).status_code == 302
+    assert "demo" not in running_host.sims
+
+
+async def test_two_instances_on_two_ports_keep_their_own_cookies(running_host):
+    """The cookies' names carry the port the page was served from: logging in to the server on
+    8001 neither overwrites the session of the one on 8000 nor opens it."""
+    from asgiref.sync import sync_to_async
+
+    name_8000, value_8000 = await sync_to_async(_login)("127.0.0.1:8000")
+    name_8001, value_8001 = await sync_to_async(_login)("127.0.0.1:8001")
+    assert name_8000 != name_8001 and "8000" in name_8000 and "8001" in name_8001
+    page = await sync_to_async(Client(HTTP_HOST="127.0.0.1:8001").get)("/sim/demo/")
+    csrf_names = [k for k, m in page.cookies.items() if not m["httponly"]]
+    assert csrf_names and all(k.endswith("_8001") for k in csrf_names), page.cookies
+    only_8001 = (b"cookie", f"{name_8001}={value_8001}".encode())
+    assert (await _hello([(b"host", HOST), (b"origin", SELF), only_8001]))["control"] is False
+    both = (b"cookie", f"{name_8001}={value_8001}; {name_8000}={value_8000}".encode())
+    assert (await _hello([(b"host", HOST), (b"origin", SELF), both]))["control"] is True

@@ -14,13 +14,13 @@ from controlplane.simulation import run_scenario
 from dashboard.asgi_limits import BodyLimit
 from dashboard.models import SimulationRecord
 
-from .conftest import TOKEN
+from .conftest import OWN_ORIGIN, TOKEN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 async def controlling_client():
-    client = AsyncClient()
+    client = AsyncClient(**OWN_ORIGIN)
     response = await client.get(f"/?token={TOKEN}")
     assert response.status_code == 302 and response["Location"] == "/"
     return client

@@ -89,7 +89,7 @@ class Server:
             f"{self.url}/sim/new",
             data=data,
             files={"file": ("world.scenario.yaml", text, "application/yaml")},
-            headers={"Referer": f"{self.url}/"},
+            headers={"Referer": f"{self.url}/", "Origin": self.url},  # as the page's form sends them
             allow_redirects=False,
             timeout=10,
         )
@@ -97,11 +97,11 @@ class Server:
         return re.search(r"/sim/([^/]+)/", answer.headers["Location"])[1]
 
     def stop(self, sim_id: str) -> None:
-        csrf = self.session.cookies.get("csrftoken")
+        csrf = next(value for name, value in self.session.cookies.items() if name.startswith("ctrlscope_csrf_"))
         self.session.post(
             f"{self.url}/sim/{sim_id}/stop",
             data={"csrfmiddlewaretoken": csrf},
-            headers={"Referer": f"{self.url}/"},
+            headers={"Referer": f"{self.url}/", "Origin": self.url},
             allow_redirects=False,
             timeout=10,
         )

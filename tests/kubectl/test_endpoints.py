@@ -65,7 +65,9 @@ def test_auth_can_i_and_whoami_answer_for_the_all_or_nothing_token(kubectl, serv
     assert kubectl("auth", "can-i", "get", "/metrics") == "yes\n"
     rules = kubectl("auth", "can-i", "--list").split("\n")
     assert rules[0].split() == ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]
-    assert rules[1].split() == ["*.*", "[]", "[]", "[*]"] and rules[2].split() == ["[*]", "[]", "[*]"]
+    verbs = "[get list watch create update patch delete deletecollection proxy bind escalate approve sign use]"
+    assert rules[1].split() == ["[*]", "[]", "[*]"]  # (kubectl lists non-resource rules first here)
+    assert rules[2].split(None, 3) == ["*.*", "[]", "[]", verbs], rules  # every verb but impersonate
     whoami = kubectl("auth", "whoami").splitlines()
     assert [line.split(None, 1) for line in whoami] == [
         ["ATTRIBUTE", "VALUE"],
@@ -89,6 +91,50 @@ def test_auth_can_i_and_whoami_answer_for_the_all_or_nothing_token(kubectl, serv
         timeout=10,
     )
     assert both.status_code == 422 and both.json()["reason"] == "Invalid"
+
+
+def test_impersonation_is_refused_as_a_cluster_refuses_a_user_without_the_verb(kubectl, server):
+    """`--as` (Impersonate-User and friends): the 403 of kube-apiserver's impersonation filter for
+    a user whose role lacks `impersonate`, for reviews, reads and writes alike; nothing is written."""
+    forbidden = 'users "bob" is forbidden: User "ctrlscope-admin" cannot impersonate resource "users" in API group ""'
+    can_i = kubectl.run("auth", "can-i", "create", "pods", "--as=bob", check=False)
+    assert can_i.returncode == 1 and f"Error from server (Forbidden): {forbidden} at the cluster scope" in can_i.stderr
+    assert can_i.stdout == ""
+    before = kubectl("get", "namespaces", "-o", "name")
+    create = kubectl.run("create", "namespace", "as-bob", "--as=bob", check=False)
+    assert create.returncode == 1 and forbidden in create.stderr, create.stderr
+    get = kubectl.run("get", "pods", "--as=bob", "--as-group=devs", check=False)
+    assert get.returncode == 1 and forbidden in get.stderr, get.stderr
+    sa = kubectl.run("delete", "pods", "--all", "--as=system:serviceaccount:kube-system:deployer", check=False)
+    assert sa.returncode == 1, sa.stderr
+    assert (
+        'serviceaccounts "deployer" is forbidden: User "ctrlscope-admin" cannot impersonate resource '
+        '"serviceaccounts" in API group "" in the namespace "kube-system"'
+    ) in sa.stderr
+    assert kubectl("get", "namespaces", "-o", "name") == before  # nothing was written
+    assert kubectl("get", "pods", "-o", "name").count("pod/") >= 1  # nothing was deleted
+    # The reviews agree: the token's identity may do anything but impersonate.
+    assert kubectl.run("auth", "can-i", "impersonate", "users", check=False).stdout == "no\n"
+    assert kubectl("auth", "can-i", "create", "pods") == "yes\n"
+    # The Status itself, as upstream's responsewriters.Forbidden writes it; a group alone, too.
+    url = f"{server.url}/sim/{kubectl.sim_id}/k8s/api/v1/namespaces"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    answer = requests.post(url, json={"metadata": {"name": "x"}}, headers={**headers, "Impersonate-Group": "devs"},
+                           timeout=10)  # fmt: skip
+    assert answer.status_code == 403 and answer.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'groups "devs" is forbidden: User "ctrlscope-admin" cannot impersonate resource "groups" '
+        'in API group "" at the cluster scope',
+        "reason": "Forbidden",
+        "details": {"name": "devs", "kind": "groups"},
+        "code": 403,
+    }
+    extra = requests.get(url, headers={**headers, "Impersonate-Extra-Scopes": "view"}, timeout=10)
+    assert extra.status_code == 403 and 'resource "userextras/scopes"' in extra.json()["message"]
+    assert requests.get(url, headers={**headers, "Impersonate-User": ""}, timeout=10).status_code == 200
 
 
 def test_logs_tell_what_the_kubelet_did_with_the_container(kubectl, server):
