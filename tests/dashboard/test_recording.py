@@ -274,3 +274,36 @@ async def test_a_restore_replays_under_the_gc_policy_with_nothing_else_hosted(ru
     assert gc.get_threshold() == gcpolicy.SIMULATION_THRESHOLDS  # now the hosted session's own hold
     await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
     assert gc.get_threshold() != gcpolicy.SIMULATION_THRESHOLDS  # and no hold left behind
+
+
+def _a_recording_of(actions: int) -> Recording:
+    from controlplane.scenario import load_file
+    from controlplane.simulation import Simulation
+
+    sim = Simulation(load_file("scale-up-and-down"), seed=1)
+    rec = Recording.objects.create(
+        id="gappy", name="gappy", source="test", seed=1, start=json.dumps(sim.start_data()), host="x", actions=actions
+    )
+    entry = {"time": 1.0, "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 4}}, "ok": True}
+    RecordedAction.objects.bulk_create(
+        RecordedAction(recording=rec, seq=i, time=1.0, source="user", ok=True, entry=json.dumps(entry))
+        for i in range(actions)
+    )
+    return rec
+
+
+@pytest.mark.parametrize(
+    ("missing", "reason"),
+    [
+        ([17, 18, 19], "actions 18 to 20 of 40 are missing from the recording (seq 17 to 19)"),
+        ([3, 30, 31], "action 4 of 40 is missing from the recording (seq 3), and 2 more"),
+        ([39], "action 40 of 40 is missing from the recording (seq 39)"),  # the log's end
+    ],
+)
+def test_a_gap_in_the_recorded_actions_is_named_not_replayed_over(missing, reason):
+    _a_recording_of(40)
+    assert len(recording.load("gappy").entries) == 40
+    RecordedAction.objects.filter(recording_id="gappy", seq__in=missing).delete()
+    with pytest.raises(recording.RecordingError) as caught:
+        recording.load("gappy")
+    assert str(caught.value) == reason
