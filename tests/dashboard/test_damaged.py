@@ -131,3 +131,43 @@ def test_damaged_recordings_are_listed_with_their_reason_and_the_others_come_bac
     log = (tmp_path / "again.log").read_text()
     assert "Traceback" not in log
     assert f"simulation {gap} could not be restored, its recording is damaged" in log
+
+
+def test_a_billion_pods_is_refused_on_the_page_taken_by_the_api_and_the_session_comes_back(env, tmp_path):  # noqa: F811
+    """What the page and the Kubernetes API accept replays (issue 26 §3): the page's scale to
+    1,000,000,000 pods is refused naming the pod ceiling, nothing recorded; the same scale through
+    the Kubernetes API is taken, as upstream takes it (a quota then refuses the pods, live and
+    replayed alike); after kill -9 the session is back, not damaged."""
+    import websocket
+
+    db = env["CTRLSCOPE_DB_PATH"]
+    with _serving(env, tmp_path / "first.log", end=signal.SIGKILL) as port:
+        opener, csrf = _browser(port)
+        sim_id = _new(opener, port, csrf, db)
+        ws = websocket.create_connection(
+            f"ws://127.0.0.1:{port}/ws/sim/{sim_id}/?token={TOKEN}", origin=f"http://127.0.0.1:{port}", timeout=20
+        )
+        try:
+            scale = {"scale": {"kind": "ReplicaSet", "name": "web", "namespace": "default", "replicas": 1_000_000_000}}
+            ws.send(json.dumps({"type": "cmd", "id": 7, "cmd": {"op": "act", "action": scale}}))
+            while (reply := json.loads(ws.recv())).get("type") != "reply" or reply.get("id") != 7:
+                pass
+        finally:
+            ws.close()
+        assert reply["result"]["ok"] is False
+        assert reply["result"]["error"].startswith(
+            "scale.replicas: the session would then ask for up to 1000000000 pods at once, more than this run's "
+            "ceiling of 100000 (--max-pods)"
+        )
+        status = json.loads(_get(port, f"/sim/{sim_id}/status.json"))
+        assert (status["t"], status["actions"]) == (0.999, 0)  # nothing recorded, time unchanged
+        assert _scale(port, sim_id, 1_000_000_000) == 200
+        assert _scale(port, sim_id, 3) == 200
+        _written(db, sim_id, 2)
+    with _serving(env, tmp_path / "again.log") as port:
+        restored = json.loads(_get(port, f"/sim/{sim_id}/status.json"))
+        assert (restored["t"], restored["mode"], restored["actions"]) == (0.999, "paused", 2)
+        assert restored["restored"].startswith("restored after a restart at t=0.999; replayed 2 actions")
+        assert _state(db, sim_id)[0] == "running"
+        assert b"replicas: 1000000000" in _get(port, f"/sim/{sim_id}/scenario.yaml")
+    assert "Traceback" not in (tmp_path / "again.log").read_text()
