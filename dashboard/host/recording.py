@@ -23,16 +23,18 @@ Guarantees
   replay, paused at its last saved time, with its whole action history (sources too), and
   says so (`note`).
 * **Damage is named, and stays where it is.** `load` checks every row it reads (`start` and
-  `pending` as the session wrote them, each recorded action JSON and an action, `seq` whole
-  from 0); a recording that fails, or whose replay fails, is `DAMAGED` with one line saying
-  which row or field and what was found (`mark_damaged`). Each recording is restored on its
-  own, so one damaged recording never keeps another from coming back.
+  `pending` as the session wrote them, each recorded action JSON with a time and an action,
+  `seq` whole from 0), the replay each action; a recording that fails, or whose replay fails,
+  is `DAMAGED` with one line saying which row or field and what was found (`mark_damaged`).
+  Each recording is restored on its own, so one damaged recording never keeps another from
+  coming back.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from controlplane.scenario import ScenarioError
-from controlplane.simulation import Replay, Simulation, cut_scenario
+from controlplane.simulation import Replay, cut_scenario
 from dashboard.host.hosted import MAX_RECORDED_ACTIONS
 
 if TYPE_CHECKING:
@@ -301,15 +303,16 @@ def _decoded(text: str, where: str, kind: type) -> Any:
 
 
 def _entry(seq: int, text: str) -> Obj:
-    """One recorded action, checked as the log writes it: `time`, a well-formed `action`."""
+    """One recorded action, its shape checked as the log writes it: a `time`, an `action`
+    mapping. (The action itself is checked by the replay, `parse_scenario`, which names it
+    `actions[seq]`: `replay` says `recorded action seq …` then.)"""
     where = f"recorded action seq {seq}"
     entry: Obj = _decoded(text, where, dict)
     t = entry.get("time")
     if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
         raise RecordingError(f"{where}: no time (a number of seconds >= 0): found {_found(text)}")
-    problem = Simulation.check_action(entry.get("action"))
-    if problem is not None:
-        raise RecordingError(f"{where}: not an action ({problem}): found {_found(text)}")
+    if not isinstance(entry.get("action"), dict):
+        raise RecordingError(f"{where}: no action (a mapping of one verb to its body): found {_found(text)}")
     return entry
 
 
@@ -352,6 +355,14 @@ def replay(stored: Stored, build: Any) -> tuple[HostedSimulation, int, int | Non
         hosted: HostedSimulation = build(past.sim)
         past.run_to_time(stored.recording.virtual_time)
     except ScenarioError as exc:
+        # The cut lists the log first: its actions[i] is the recorded action of seq i.
+        found = re.match(r"actions\[(\d+)\]", str(exc))
+        if found is not None and int(found.group(1)) < len(stored.entries):
+            rest = str(exc)[found.end() :]  # ".scale.name: required", ": needs one verb …"
+            rest = rest[1:] if rest.startswith(".") else rest.lstrip(": ")
+            seq = int(found.group(1))
+            action = _found(_dumps(stored.entries[seq]["action"]))
+            raise RecordingError(f"recorded action seq {seq}: {rest}: found {action}") from None
         raise RecordingError(f"the recording cannot be replayed: {exc}") from None
     except Exception as exc:  # what no check above foresaw: this recording's damage, not the server's
         raise RecordingError(f"the recording cannot be replayed: {type(exc).__name__}: {exc}") from None

@@ -69,8 +69,8 @@ def test_damaged_recordings_are_listed_with_their_reason_and_the_others_come_bac
     with _serving(env, tmp_path / "first.log", end=signal.SIGKILL) as port:
         opener, csrf = _browser(port)
         # The damaged ones first: the restore goes in the order sessions were created.
-        not_json, garbage, gap, healthy = (_new(opener, port, csrf, db) for _ in range(4))
-        for sim_id in (not_json, garbage, gap, healthy):
+        not_json, garbage, not_an_action, gap, healthy = (_new(opener, port, csrf, db) for _ in range(5))
+        for sim_id in (not_json, garbage, not_an_action, gap, healthy):
             for replicas in (5, 6, 7):
                 assert _scale(port, sim_id, replicas) == 200
             _written(db, sim_id, 3)
@@ -81,6 +81,10 @@ def test_damaged_recordings_are_listed_with_their_reason_and_the_others_come_bac
         conn.execute(
             "UPDATE dashboard_recordedaction SET entry = ? WHERE recording_id = ? AND seq = 1", ("\x00garbage", garbage)
         )
+        conn.execute(
+            "UPDATE dashboard_recordedaction SET entry = ? WHERE recording_id = ? AND seq = 2",
+            ('{"time": 0.999, "action": {"scale": {"kind": "ReplicaSet"}}, "ok": true}', not_an_action),
+        )
         conn.execute("DELETE FROM dashboard_recordedaction WHERE recording_id = ? AND seq = 1", (gap,))
     with _serving(env, tmp_path / "again.log") as port:
         restored = json.loads(_get(port, f"/sim/{healthy}/status.json"))
@@ -90,6 +94,7 @@ def test_damaged_recordings_are_listed_with_their_reason_and_the_others_come_bac
             not_json: "start: not JSON (Expecting property name enclosed in double quotes at character 1): "
             "found \"{'name': 'not json'\"",
             garbage: "recorded action seq 1: not JSON (Expecting value at character 0): found '\\x00garbage'",
+            not_an_action: "recorded action seq 2: scale.name: required: found '{\"scale\":{\"kind\":\"ReplicaSet\"}}'",
             gap: "action 2 of 3 is missing from the recording (seq 1)",
         }
         for sim_id, reason in reasons.items():
