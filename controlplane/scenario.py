@@ -764,6 +764,8 @@ class TimelineCheck:
     action. A live session keeps one (`Simulation.check_replayable`), fed each action it logs,
     so that an action its replay would refuse is refused when it is taken."""
 
+    VERBS = ("nodeFault", "liftFault", "watchFault", "controllerFault", "sync")  # the verbs it checks
+
     def __init__(self, config: dict[str, Any], under: str = "") -> None:
         self.nodes: int = config["nodes"]
         self.controllers: list[str] = config["controllers"]
@@ -865,52 +867,75 @@ class PodDemand:
 
     def __init__(self) -> None:
         self.owners: dict[tuple[str, str, str], int] = {}
-        self.bare = 0
         self.total = 0
-
-    def copy(self) -> PodDemand:
-        twin = PodDemand()
-        twin.owners, twin.bare, twin.total = dict(self.owners), self.bare, self.total
-        return twin
-
-    def _want(self, key: tuple[str, str, str] | None, replicas: int) -> None:
-        if key is None:
-            self.bare += 1
-            self.total += 1
-        elif replicas > self.owners.get(key, 0):
-            self.total += replicas - self.owners.get(key, 0)
-            self.owners[key] = replicas
 
     def manifest(self, body: Any, where: str) -> str:
         """Count a manifest (a starting object, an `apply`); the field that asks, for messages."""
-        replicas = _replicas(body)
-        if replicas is not None:
-            key = _object_key(body)
-            if key is not None:
-                self._want(key, replicas)
-            return f"{where}.spec.replicas"
-        if isinstance(body, dict) and body.get("kind") == "Pod":
-            self._want(None, 1)
+        asks = _manifest_asks(body, where)
+        if asks is not None:
+            self.total = self.total_with(asks)
+            if asks[0] is not None:
+                self.owners[asks[0]] = max(asks[1], self.owners.get(asks[0], 0))
+            return asks[2]
         return where
 
     def action(self, action: dict[str, Any], path: str = "") -> str:
         """Count an action (well formed: `check_action`); the field that asks, for messages."""
         verb = _verb(action)
-        body = action[verb]
         where = f"{path}.{verb}" if path else verb
         if verb == "apply":
-            return self.manifest(body, where)
-        if verb in ("scale", "patch") and body["kind"] in OWNER_KINDS:
-            key = (body["kind"], body.get("namespace", "default"), body["name"])
-            if verb == "scale":
-                self._want(key, body["replicas"])
-                return f"{where}.replicas"
-            spec = body["patch"].get("spec")
-            replicas = spec.get("replicas") if isinstance(spec, dict) else None
-            if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas <= limits.MAX_INT32:
-                self._want(key, replicas)
-                return f"{where}.patch.spec.replicas"
-        return where
+            return self.manifest(action[verb], where)
+        asks = _action_asks(action, where)
+        if asks is None:
+            return where
+        self.total = self.total_with(asks)
+        if asks[0] is not None:
+            self.owners[asks[0]] = max(asks[1], self.owners.get(asks[0], 0))
+        return asks[2]
+
+    def total_with(self, asks: Asks) -> int:
+        """The total once `asks` is counted too (nothing is counted)."""
+        key, replicas, _ = asks
+        if key is None:
+            return self.total + 1
+        return self.total + max(0, replicas - self.owners.get(key, 0))
+
+    def asks(self, action: dict[str, Any]) -> Asks | None:
+        """What the well-formed `action` asks for (an owner and its replicas, or a bare pod, and
+        the field), or None when it asks for no pods."""
+        verb = _verb(action)
+        if verb == "apply":
+            return _manifest_asks(action[verb], verb)
+        return _action_asks(action, verb)
+
+
+# What a manifest or an action asks for: (the ReplicaSet/RC, or None for a bare pod; replicas; the field).
+Asks = tuple[tuple[str, str, str] | None, int, str]
+
+
+def _manifest_asks(body: Any, where: str) -> Asks | None:
+    replicas = _replicas(body)
+    if replicas is not None:
+        key = _object_key(body)
+        return None if key is None else (key, replicas, f"{where}.spec.replicas")
+    if isinstance(body, dict) and body.get("kind") == "Pod":
+        return None, 1, where
+    return None
+
+
+def _action_asks(action: dict[str, Any], where: str) -> Asks | None:
+    verb = _verb(action)
+    body = action[verb]
+    if verb not in ("scale", "patch") or body["kind"] not in OWNER_KINDS:
+        return None
+    key = (body["kind"], body.get("namespace", "default"), body["name"])
+    if verb == "scale":
+        return key, body["replicas"], f"{where}.replicas"
+    spec = body["patch"].get("spec")
+    replicas = spec.get("replicas") if isinstance(spec, dict) else None
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas <= limits.MAX_INT32:
+        return key, replicas, f"{where}.patch.spec.replicas"
+    return None
 
 
 def load_scenario(text: str) -> Scenario:

@@ -522,19 +522,20 @@ class Simulation:
         API) are the API server's to judge, live and replayed alike, as upstream's."""
         verb = next(k for k in action if k != "at")
         body = action[verb]
-        timeline = self._replay_timeline.copy()
-        for i in self._timeline_pending:  # the file's actions of this instant come first
-            if float(self.scenario.actions[i]["at"]) <= self.kernel.now:
-                timeline.note(self.scenario.actions[i])
-        try:
-            timeline.check(action)
-        except ScenarioError as exc:
-            return str(exc)
-        pods = self._replay_pods.copy()
-        where = pods.action(action)
-        if pods.total > self.limits.pods:
+        if verb in TimelineCheck.VERBS:
+            timeline = self._replay_timeline.copy()
+            for i in self._timeline_pending:  # the file's actions of this instant come first
+                if float(self.scenario.actions[i]["at"]) <= self.kernel.now:
+                    timeline.note(self.scenario.actions[i])
+            try:
+                timeline.check(action)
+            except ScenarioError as exc:
+                return str(exc)
+        asks = self._replay_pods.asks(action)
+        total = 0 if asks is None else self._replay_pods.total_with(asks)
+        if asks is not None and total > self.limits.pods:
             return (
-                f"{where}: the session would then ask for up to {pods.total} pods at once, more than this run's "
+                f"{asks[2]}: the session would then ask for up to {total} pods at once, more than this run's "
                 f"ceiling of {self.limits.pods} (--max-pods); a scenario file asking for as many is refused, so is "
                 "this (each ReplicaSet and ReplicationController counts at the largest replicas it is ever given)"
             )
