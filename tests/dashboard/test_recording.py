@@ -307,3 +307,30 @@ def test_a_gap_in_the_recorded_actions_is_named_not_replayed_over(missing, reaso
     with pytest.raises(recording.RecordingError) as caught:
         recording.load("gappy")
     assert str(caught.value) == reason
+
+
+async def test_a_recording_its_replay_refuses_is_damaged_and_says_why(running_host):
+    """A session recorded before a scale past the pod ceiling was refused at the door (issue 26
+    §3): its restore or re-open is refused by the replay; it is listed as damaged, saying why."""
+    from asgiref.sync import sync_to_async
+
+    rec = await sync_to_async(_a_recording_of)(2)
+    scale = {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 1_000_000_000}}
+    entry = json.dumps({"time": 1.0, "action": scale, "ok": True})
+    await RecordedAction.objects.filter(recording_id=rec.id, seq=1).aupdate(entry=entry)
+    await Recording.objects.filter(id=rec.id).aupdate(state=Recording.STOPPED, virtual_time=1.0)
+    client = await controlling_client()
+    response = await client.post(f"/sim/{rec.id}/reopen")
+    why = (
+        "recorded action seq 1: scale.replicas: the scenario asks for up to 1000000000 pods at once, more than "
+        "this run's ceiling of 100000 (--max-pods): found "
+    )
+    assert response.status_code == 400 and why in response.content.decode().replace("&#x27;", "'")
+    saved = await Recording.objects.aget(id=rec.id)
+    assert saved.state == Recording.DAMAGED and saved.note.startswith(why)
+    page = await client.get(f"/sim/{rec.id}/")
+    assert page.status_code == 404 and "is damaged and cannot be replayed" in page.content.decode()
+    again = await client.post(f"/sim/{rec.id}/reopen")
+    assert again.status_code == 409 and "is damaged and cannot be replayed" in again.content.decode()
+    assert (await client.post(f"/sim/{rec.id}/delete", {"confirm": "yes"})).status_code == 302
+    assert not await Recording.objects.filter(id=rec.id).aexists()
