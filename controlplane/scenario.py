@@ -752,32 +752,59 @@ def _check_timeline(scenario: Scenario, under: str = "") -> None:
     a controller it does not run, an `apiFault` rule not injected before. (What depends on the
     run — a pod's name, an object deleted meanwhile — is a failed action at run time instead.)
     `under` names the compare side whose config is checked (`compare.a.config`), if any."""
-    nodes = scenario.config["nodes"]
-    controllers = scenario.config["controllers"]
-    api_faults = 0
+    timeline = TimelineCheck(scenario.config, under)
     for i in _timeline_order(scenario.actions):
-        action = scenario.actions[i]
+        timeline.check(scenario.actions[i], f"actions[{i}]")
+        timeline.note(scenario.actions[i])
+
+
+class TimelineCheck:
+    """What `_check_timeline` knows at a point of a timeline — the most nodes configured by then,
+    the `apiFault` rules injected by then, the controllers that run — and its check of the next
+    action. A live session keeps one (`Simulation.check_replayable`), fed each action it logs,
+    so that an action its replay would refuse is refused when it is taken."""
+
+    VERBS = ("nodeFault", "liftFault", "watchFault", "controllerFault", "sync")  # the verbs it checks
+
+    def __init__(self, config: dict[str, Any], under: str = "") -> None:
+        self.nodes: int = config["nodes"]
+        self.controllers: list[str] = config["controllers"]
+        self.api_faults = 0
+        self.under = under
+
+    def copy(self) -> TimelineCheck:
+        twin = TimelineCheck({"nodes": self.nodes, "controllers": self.controllers}, self.under)
+        twin.api_faults = self.api_faults
+        return twin
+
+    def note(self, action: dict[str, Any]) -> None:
+        """`action` is applied (or logged as failed: a replay applies it again)."""
         verb = _verb(action)
         body = action[verb]
-        where = f"actions[{i}].{verb}"
         if verb == "config" and "nodes" in body:
-            nodes = max(nodes, body["nodes"])
+            self.nodes = max(self.nodes, body["nodes"])
         elif verb == "apiFault":
-            api_faults += 1
-        elif verb == "nodeFault":
+            self.api_faults += 1
+
+    def check(self, action: dict[str, Any], path: str = "") -> None:
+        """ScenarioError (the field under `path`) if `action`, next, names what is not there."""
+        verb = _verb(action)
+        body = action[verb]
+        where = f"{path}.{verb}" if path else verb
+        if verb == "nodeFault":
             name = body["name"]
             number = name[5:] if name.startswith("node-") else ""
-            if not (number.isdigit() and number == str(int(number)) and 1 <= int(number) <= nodes):
-                have = f"the nodes are node-1 to node-{nodes}" if nodes else "this scenario has no nodes"
-                under_text = f" under {under}" if under else ""
+            if not (number.isdigit() and number == str(int(number)) and 1 <= int(number) <= self.nodes):
+                have = f"the nodes are node-1 to node-{self.nodes}" if self.nodes else "this scenario has no nodes"
+                under_text = f" under {self.under}" if self.under else ""
                 raise _fail(f"{where}.name", f'no node "{name}" ({have} by then{under_text})')
         elif verb == "liftFault":
             target = body["apiFault"]
-            if target != "all" and target > api_faults:
-                raise _fail(f"{where}.apiFault", f"no apiFault rule {target} (only {api_faults} injected by then)")
+            if target != "all" and target > self.api_faults:
+                raise _fail(f"{where}.apiFault", f"no apiFault rule {target} (only {self.api_faults} injected by then)")
         if verb in ("watchFault", "controllerFault", "sync"):
             controller = body.get("controller")
-            if controller is not None and controller not in controllers:
+            if controller is not None and controller not in self.controllers:
                 raise _fail(
                     f"{where}.controller",
                     f"the {controller} controller does not run in this scenario (config.controllers)",
@@ -813,50 +840,102 @@ def demand(scenario: Scenario) -> Demand:
     """Pods: each ReplicaSet/RC counted at the largest `replicas` it is ever given (objects,
     `apply`, `scale`, a `patch` of spec.replicas), summed, plus every bare Pod manifest — an
     upper bound on the live pods the controllers aim for. Nodes: the largest `nodes` configured."""
-    owners: dict[tuple[str, str, str], int] = {}
-    bare = 0
+    pods = PodDemand()
     out = Demand(nodes=scenario.config["nodes"])
 
-    def want(key: tuple[str, str, str] | None, replicas: int, where: str) -> None:
-        nonlocal bare
-        if key is None:
-            bare += 1
-        elif replicas > owners.get(key, 0):
-            owners[key] = replicas
-        total = sum(owners.values()) + bare
-        if total > out.pods:
-            out.pods, out.pods_field = total, where
-
-    def manifest(body: Any, where: str) -> None:
-        replicas = _replicas(body)
-        if replicas is not None:
-            key = _object_key(body)
-            if key is not None:
-                want(key, replicas, f"{where}.spec.replicas")
-        elif isinstance(body, dict) and body.get("kind") == "Pod":
-            want(None, 1, where)
+    def peak(where: str) -> None:
+        if pods.total > out.pods:
+            out.pods, out.pods_field = pods.total, where
 
     for i, obj in enumerate(scenario.objects):
-        manifest(obj, f"objects[{i}]")
+        peak(pods.manifest(obj, f"objects[{i}]"))
     for i in _timeline_order(scenario.actions):
         action = scenario.actions[i]
+        peak(pods.action(action, f"actions[{i}]"))
         verb = _verb(action)
-        body = action[verb]
-        where = f"actions[{i}].{verb}"
-        if verb == "apply":
-            manifest(body, where)
-        elif verb == "config" and body.get("nodes", 0) > out.nodes:
-            out.nodes, out.nodes_field = body["nodes"], f"{where}.nodes"
-        elif verb in ("scale", "patch") and body["kind"] in OWNER_KINDS:
-            key = (body["kind"], body.get("namespace", "default"), body["name"])
-            if verb == "scale":
-                want(key, body["replicas"], f"{where}.replicas")
-            else:
-                spec = body["patch"].get("spec")
-                replicas = spec.get("replicas") if isinstance(spec, dict) else None
-                if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas <= limits.MAX_INT32:
-                    want(key, replicas, f"{where}.patch.spec.replicas")
+        if verb == "config" and action[verb].get("nodes", 0) > out.nodes:
+            out.nodes, out.nodes_field = action[verb]["nodes"], f"actions[{i}].{verb}.nodes"
     return out
+
+
+class PodDemand:
+    """`demand`'s count of pods, one manifest or action at a time: `total` is the sum over
+    ReplicaSets/RCs of the largest `replicas` each is given, plus the bare Pod manifests. It only
+    grows, and in any order the same things give the same total. A live session keeps one
+    (`Simulation.check_replayable`), so that a live action its replay would refuse (the replayed
+    file asking for more pods than the run's ceiling) is refused when it is taken."""
+
+    def __init__(self) -> None:
+        self.owners: dict[tuple[str, str, str], int] = {}
+        self.total = 0
+
+    def manifest(self, body: Any, where: str) -> str:
+        """Count a manifest (a starting object, an `apply`); the field that asks, for messages."""
+        asks = _manifest_asks(body, where)
+        if asks is not None:
+            self.total = self.total_with(asks)
+            if asks[0] is not None:
+                self.owners[asks[0]] = max(asks[1], self.owners.get(asks[0], 0))
+            return asks[2]
+        return where
+
+    def action(self, action: dict[str, Any], path: str = "") -> str:
+        """Count an action (well formed: `check_action`); the field that asks, for messages."""
+        verb = _verb(action)
+        where = f"{path}.{verb}" if path else verb
+        if verb == "apply":
+            return self.manifest(action[verb], where)
+        asks = _action_asks(action, where)
+        if asks is None:
+            return where
+        self.total = self.total_with(asks)
+        if asks[0] is not None:
+            self.owners[asks[0]] = max(asks[1], self.owners.get(asks[0], 0))
+        return asks[2]
+
+    def total_with(self, asks: Asks) -> int:
+        """The total once `asks` is counted too (nothing is counted)."""
+        key, replicas, _ = asks
+        if key is None:
+            return self.total + 1
+        return self.total + max(0, replicas - self.owners.get(key, 0))
+
+    def asks(self, action: dict[str, Any]) -> Asks | None:
+        """What the well-formed `action` asks for (an owner and its replicas, or a bare pod, and
+        the field), or None when it asks for no pods."""
+        verb = _verb(action)
+        if verb == "apply":
+            return _manifest_asks(action[verb], verb)
+        return _action_asks(action, verb)
+
+
+# What a manifest or an action asks for: (the ReplicaSet/RC, or None for a bare pod; replicas; the field).
+Asks = tuple[tuple[str, str, str] | None, int, str]
+
+
+def _manifest_asks(body: Any, where: str) -> Asks | None:
+    replicas = _replicas(body)
+    if replicas is not None:
+        key = _object_key(body)
+        return None if key is None else (key, replicas, f"{where}.spec.replicas")
+    if isinstance(body, dict) and body.get("kind") == "Pod":
+        return None, 1, where
+    return None
+
+
+def _action_asks(action: dict[str, Any], where: str) -> Asks | None:
+    verb = _verb(action)
+    body = action[verb]
+    if verb not in ("scale", "patch") or body["kind"] not in OWNER_KINDS:
+        return None
+    key = (body["kind"], body.get("namespace", "default"), body["name"])
+    if verb == "scale":
+        return key, body["replicas"], f"{where}.replicas"
+    spec = body["patch"].get("spec")
+    replicas = spec.get("replicas") if isinstance(spec, dict) else None
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas <= limits.MAX_INT32:
+        return key, replicas, f"{where}.patch.spec.replicas"
+    return None
 
 
 def load_scenario(text: str) -> Scenario:

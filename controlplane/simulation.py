@@ -18,6 +18,10 @@ Guarantees
   or nodes than the ceiling is refused by `start` (ScenarioError); pod creates beyond it are
   refused by the API server as an exceeded quota; once the event ceiling is reached the
   simulation halts (`halted` says why, an `error` record tells the trace) instead of running on.
+* What a live session accepts replays: `act` refuses, unlogged and with nothing changed, an
+  action that would make the session's cut (`export_scenario`) a file `start` or the scenario
+  checks refuse (`check_replayable`: a scale past the pod ceiling, a fault on a node that never
+  was ...). A restore, a re-open, a fork and `report.json?at=` replay that cut.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from controlplane.history import RunHistory
 from controlplane.kernel import Kernel, Task
 from controlplane.kernel import vtime as vtime
 from controlplane.kubelet import Kubelet
-from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
+from controlplane.limits import DEFAULT_RUN_LIMITS, MAX_ACTIONS, RunLimits
 from controlplane.limits import MAX_CLIENT as MAX_CLIENT
 from controlplane.limits import MAX_OBJECT_DEPTH as MAX_OBJECT_DEPTH
 from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
@@ -74,8 +78,10 @@ from controlplane.replication import UPSTREAM_COMMIT, LateReplicationManager, Re
 from controlplane.replication import Stage as Stage
 from controlplane.scenario import (
     ACTION_VERBS,
+    PodDemand,
     Scenario,
     ScenarioError,
+    TimelineCheck,
     check_config,
     check_config_versions,
     check_verb,
@@ -217,6 +223,11 @@ class Simulation:
         self.last_warnings: list[str] = []  # the Warning headers of the last `request` action's answer
         self._timeline_pending: set[int] = set()  # indexes of the file's actions not yet applied
         self._timeline_logged: set[int] = set()  # indexes in `actions` of the file's own actions
+        # What a replay of this session would check (`check_replayable`), kept from the start:
+        # the pods its file asks for (the timeline's and the live actions logged) and what the
+        # actions logged so far have configured (nodes, apiFault rules).
+        self._replay_pods = PodDemand()
+        self._replay_timeline = TimelineCheck(self.scenario.config)
 
     @classmethod
     def from_file(cls, name_or_path: str, *, seed: int | None = None, limits: RunLimits | None = None) -> Simulation:
@@ -327,6 +338,10 @@ class Simulation:
         if self.started:
             return
         self.check_limits()
+        for i, manifest in enumerate(self.scenario.objects):
+            self._replay_pods.manifest(manifest, f"objects[{i}]")
+        for action in self.scenario.actions:
+            self._replay_pods.action(action)
         self.started = True
         for i, manifest in enumerate(self.scenario.objects):
             try:
@@ -473,20 +488,66 @@ class Simulation:
     def act(self, action: Obj, source: str = "user") -> Obj:
         """Apply `action` live at the current virtual time, at the point a scenario file's action
         with this `at` is applied: once every event due at this instant has run (so the events
-        left of this instant run first). A malformed action changes nothing, not even time."""
+        left of this instant run first). A malformed action changes nothing, not even time; nor
+        does one the session's replay would refuse (`check_replayable`)."""
         problem = self.check_action(action)
         if problem is not None:
             return self.apply(action, source)
         self.start()
         if self.halted is not None:
             return {"ok": False, "error": self.halted}
+        problem = self.check_replayable(action)
+        if problem is not None:
+            return {"ok": False, "error": problem}
         box: list[Obj] = []
+        logged = len(self.actions)
         self.kernel.call_at_end_of_instant(self.kernel.now, lambda: box.append(self.apply(action, source)))
         now = self.kernel.now
         self._contained(lambda: self.kernel.run_until(now))
+        if len(self.actions) > logged:
+            self._replay_pods.action(action)
         if not box:  # the event ceiling was reached before the action's turn
             return {"ok": False, "error": self.halted or "the action was not applied"}
         return box[0]
+
+    def check_replayable(self, action: Obj) -> str | None:
+        """None when this session, with the well-formed `action` taken now, still replays; else
+        the one-line reason. A session replays as its cut (`export_scenario`, `cut_scenario`): a
+        scenario file whose timeline is the action log and the file's actions still to come,
+        checked like any file (`_check_timeline`) and against this run's ceilings
+        (`check_limits`: the same `RunLimits`) before it runs. So what a restore, a re-open, a
+        fork or `report.json?at=` would refuse is refused here, when it is taken, and logged
+        nowhere -- a ReplicaSet scaled past the pod ceiling, say, where the pods themselves
+        would only have met the quota (`APIServer.max_pods`). `request` actions (the Kubernetes
+        API) are the API server's to judge, live and replayed alike, as upstream's."""
+        verb = next(k for k in action if k != "at")
+        body = action[verb]
+        if verb in TimelineCheck.VERBS:
+            timeline = self._replay_timeline.copy()
+            for i in self._timeline_pending:  # the file's actions of this instant come first
+                if float(self.scenario.actions[i]["at"]) <= self.kernel.now:
+                    timeline.note(self.scenario.actions[i])
+            try:
+                timeline.check(action)
+            except ScenarioError as exc:
+                return str(exc)
+        asks = self._replay_pods.asks(action)
+        total = 0 if asks is None else self._replay_pods.total_with(asks)
+        if asks is not None and total > self.limits.pods:
+            return (
+                f"{asks[2]}: the session would then ask for up to {total} pods at once, more than this run's "
+                f"ceiling of {self.limits.pods} (--max-pods); a scenario file asking for as many is refused, so is "
+                "this (each ReplicaSet and ReplicationController counts at the largest replicas it is ever given)"
+            )
+        if verb == "config" and body.get("nodes", 0) > self.limits.nodes:
+            ceiling = self.limits.nodes
+            return f"config.nodes: {body['nodes']} nodes is more than this run's ceiling of {ceiling} (--max-nodes)"
+        if len(self.actions) + len(self._timeline_pending) >= MAX_ACTIONS:
+            return (
+                f"the session's scenario file would list more than {MAX_ACTIONS} actions (its log and its "
+                "timeline still to come), the most a file may: export it and start a new session from it"
+            )
+        return None
 
     def finish_instant(self) -> None:
         """Run every event left at the current instant (after a `step`, some may be)."""
@@ -563,6 +624,7 @@ class Simulation:
         if source is not None:
             entry["source"] = source
         self.actions.append(entry)
+        self._replay_timeline.note(entry["action"])  # what the next live action is checked against
         if self.trace.enabled:
             self.trace.emit("action", **{k: v for k, v in entry.items() if k != "time"})
         return result

@@ -44,7 +44,12 @@ def _start_with_daphne() -> None:
         return
     from twisted.internet import reactor
 
+    from dashboard.instance import exit_if_damaged
     from dashboard.serve import redact_access_logs
+
+    # A damaged database file would answer 500 to every request: one line and exit code 2,
+    # now, before Daphne listens.
+    exit_if_damaged()
 
     redact_access_logs()  # a plain `daphne dashboard.asgi:application` never logs the token either
     answer_oversized_websocket_messages()  # nor drops a page over one oversized message

@@ -42,18 +42,20 @@ class Recording(models.Model):
 
     RUNNING = "running"
     STOPPED = "stopped"
+    DAMAGED = "damaged"  # cannot be replayed (a row not JSON, an action missing ...): `note` says what
 
     id = models.CharField(primary_key=True, max_length=64)
     name = models.CharField(max_length=200)
     source = models.CharField(max_length=100)
     seed = models.BigIntegerField()
     start = models.TextField()
-    state = models.CharField(max_length=16, default=RUNNING)  # running (restored after a crash) | stopped
+    state = models.CharField(max_length=16, default=RUNNING)  # running (restored after a crash) | stopped | damaged
     host = models.CharField(max_length=32)  # the process that records it now
     virtual_time = models.FloatField(default=0.0)  # the last time saved
     pending = models.TextField(default="[]")  # JSON: indexes of start's timeline not applied at virtual_time
     actions = models.IntegerField(default=0)  # RecordedAction rows
-    note = models.CharField(max_length=300, blank=True)  # "restored after a restart at t=…; replayed N actions"
+    # "restored after a restart at t=…; replayed N actions"; of a damaged one, what is wrong
+    note = models.CharField(max_length=300, blank=True)
     # A fork (docs/time-travel.md#fork-from-here): the session it was forked from and the time T
     # its history was cut at; its own future starts there. Empty / None for any other session.
     parent = models.CharField(max_length=64, blank=True, default="")

@@ -99,9 +99,14 @@ def _alive_records() -> list[SimulationRecord]:
     return list(SimulationRecord.alive())
 
 
-@sync_to_async
-def _stopped_recordings() -> list[Recording]:
-    return list(Recording.objects.filter(state=Recording.STOPPED).order_by("-stopped"))
+def _ended_recordings() -> dict[str, list[Recording]]:
+    """The recordings of the sessions that do not run: stopped ones, and damaged ones (that
+    cannot be replayed: `note` says why)."""
+    ended = Recording.objects.filter(state__in=(Recording.STOPPED, Recording.DAMAGED)).order_by("-stopped")
+    lists: dict[str, list[Recording]] = {Recording.STOPPED: [], Recording.DAMAGED: []}
+    for rec in ended:
+        lists[rec.state].append(rec)
+    return {"stopped": lists[Recording.STOPPED], "damaged": lists[Recording.DAMAGED]}
 
 
 @sync_to_async
@@ -120,7 +125,7 @@ def _record(sim_id: str) -> SimulationRecord:
 def _home(request: HttpRequest, sims: list[SimulationRecord], form: dict[str, Any], status: int = 200) -> HttpResponse:
     context = {
         "sims": sims,
-        "stopped": list(Recording.objects.filter(state=Recording.STOPPED).order_by("-stopped")),
+        **_ended_recordings(),
         "scenarios": scenario_library(),
         "control": can_control(request),
         "form": form,
@@ -139,9 +144,9 @@ async def sim_list(request: HttpRequest) -> HttpResponse:
     """The running simulations and the stopped sessions' recordings, as the home page's partial
     (htmx polls it)."""
     sims = await _alive_records()
-    stopped = await _stopped_recordings()
+    ended = await sync_to_async(_ended_recordings)()
     return await sync_to_async(render)(
-        request, "dashboard/_sim_list.html", {"sims": sims, "stopped": stopped, "control": can_control(request)}
+        request, "dashboard/_sim_list.html", {"sims": sims, **ended, "control": can_control(request)}
     )
 
 
@@ -214,7 +219,18 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
-    record = await _record(sim_id)
+    try:
+        record = await _record(sim_id)
+    except Http404:
+        rec = await _recording(sim_id)
+        if rec is None or rec.state == Recording.RUNNING:
+            raise
+        if rec.state == Recording.DAMAGED:
+            raise Http404(
+                f"The recording of {sim_id} is damaged and cannot be replayed: {rec.note}. The home page lists it, "
+                "to delete."
+            ) from None
+        raise Http404(f"Simulation {sim_id} is stopped: the home page lists its recording, to re-open.") from None
     context = {
         "record": record,
         "recording": await _recording(sim_id),
@@ -258,13 +274,14 @@ async def sim_stop(request: HttpRequest, sim_id: str) -> HttpResponse:
 
 
 async def _stopped(request: HttpRequest, sim_id: str) -> Recording | HttpResponse:
-    """The stopped session's recording, or the answer that says why not (403, 404, 409)."""
+    """The recording of a session that does not run (stopped or damaged), or the answer that
+    says why not (403, 404, 409)."""
     if not await sync_to_async(can_control)(request):
         return await sync_to_async(_error)(request, 403, "read-only: open the dashboard with its access token")
     rec = await _recording(sim_id)
     if rec is None:
         raise Http404(f"no recording {sim_id}")
-    if rec.state != Recording.STOPPED:
+    if rec.state not in (Recording.STOPPED, Recording.DAMAGED):
         return await sync_to_async(_error)(request, 409, f"simulation {sim_id} is running: stop it first")
     return rec
 
@@ -275,6 +292,9 @@ async def sim_reopen(request: HttpRequest, sim_id: str) -> HttpResponse:
     rec = await _stopped(request, sim_id)
     if isinstance(rec, HttpResponse):
         return rec
+    if rec.state == Recording.DAMAGED:
+        message = f"the recording of {sim_id} is damaged and cannot be replayed: {rec.note}"
+        return await sync_to_async(_error)(request, 409, message)
     try:
         await host.get_host().restore_simulation(sim_id, reopened=True)
     except host.HostError as exc:
@@ -284,19 +304,21 @@ async def sim_reopen(request: HttpRequest, sim_id: str) -> HttpResponse:
 
 @require_http_methods(["GET", "HEAD", "POST"])
 async def sim_delete(request: HttpRequest, sim_id: str) -> HttpResponse:
-    """GET: are you sure? POST with `confirm=yes`: delete a stopped session's recording."""
+    """GET: are you sure? POST with `confirm=yes`: delete a stopped or damaged session's recording."""
     rec = await _stopped(request, sim_id)
     if isinstance(rec, HttpResponse):
         return rec
     if request.method != "POST" or request.POST.get("confirm") != "yes":
+        how = "damaged" if rec.state == Recording.DAMAGED else "stopped"
         text = (
-            f"Delete the recording of {rec.name} ({sim_id}), stopped at t={rec.virtual_time:.3f} with "
+            f"Delete the recording of {rec.name} ({sim_id}), {how} at t={rec.virtual_time:.3f} with "
             f"{rec.actions} actions? It cannot be re-opened or exported afterwards."
         )
         return await sync_to_async(_confirm)(
             request, title="Delete this recording?", text=text, action=f"/sim/{sim_id}/delete", button="delete it"
         )
-    await sync_to_async(Recording.objects.filter(id=sim_id, state=Recording.STOPPED).delete)()
+    ended = (Recording.STOPPED, Recording.DAMAGED)
+    await sync_to_async(Recording.objects.filter(id=sim_id, state__in=ended).delete)()
     return redirect("home")
 
 

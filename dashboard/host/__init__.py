@@ -1,6 +1,7 @@
 """The simulations this process hosts, and the doors to them (see `host.py`)."""
 
 from dashboard.host.host import (
+    Damaged,
     Host,
     HostError,
     command_channel,
@@ -14,4 +15,13 @@ from dashboard.host.reads import Busy
 
 __all__ = [
     "Busy",
-    "Host", "HostError", "command_channel", "ensure_started", "get_host", "request", "request_stream", "viewers_group"]
+    "Damaged",
+    "Host",
+    "HostError",
+    "command_channel",
+    "ensure_started",
+    "get_host",
+    "request",
+    "request_stream",
+    "viewers_group",
+]

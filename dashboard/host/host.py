@@ -77,6 +77,10 @@ class HostError(ValueError):
     """A request the host turns away (too many simulations, an id in use…)."""
 
 
+class Damaged(HostError):
+    """A recording that cannot be replayed: it is now listed as damaged, the message says why."""
+
+
 class Host:
     def __init__(self) -> None:
         self.sims: dict[str, HostedSimulation] = {}
@@ -155,7 +159,9 @@ class Host:
 
     async def restore_simulation(self, sim_id: str, *, reopened: bool = False) -> HostedSimulation:
         """Rebuild a session from its recording (recording.replay), paused at its last saved
-        time, its page saying so; hosted again under its id. HostError when it cannot be."""
+        time, its page saying so; hosted again under its id. HostError when it cannot be;
+        Damaged when the recording is what cannot be replayed (a row not JSON, an action
+        missing, a scenario this version refuses): it is then marked damaged, with the reason."""
         if len(self.sims) >= MAX_SIMULATIONS:
             raise HostError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
         if sim_id in self.sims:
@@ -178,7 +184,10 @@ class Host:
                 replay = sync_to_async(recording.replay, thread_sensitive=False)
                 hosted, replayed, diverged = await replay(stored, build)
             except recording.RecordingError as exc:
-                raise HostError(str(exc)) from None
+                if not await recording.stored_ids(only=sim_id):
+                    raise HostError(str(exc)) from None
+                await recording.mark_damaged(sim_id, str(exc))
+                raise Damaged(str(exc)) from None
             seconds = time.monotonic() - started
             how = "re-opened from its recording" if reopened else "restored after a restart"
             note = f"{how} at t={hosted.sim.now:.3f}; replayed {replayed} actions in {seconds:.1f} s"
@@ -482,12 +491,18 @@ class Host:
             await _forget_other_hosts()
         # The sessions that were running when the server died, back by replay, paused.
         shared = not isinstance(get_channel_layer(), InMemoryChannelLayer)
+        # Each on its own: one that cannot be restored never keeps the others from coming back.
         for orphan in await recording.orphans(HOST_ID, shared=shared):
             try:
                 await self.restore_simulation(orphan)
-            except HostError as exc:
-                log.warning("simulation %s could not be restored: %s", orphan, exc)
-                await recording.set_note(orphan, f"could not be restored: {exc}", stopped=True)
+            except Damaged as exc:
+                log.warning("simulation %s could not be restored, its recording is damaged: %s", orphan, exc)
+            except Exception as exc:  # the host full, the database busy, a bug: stopped, kept, re-openable
+                log.warning("simulation %s could not be restored: %s", orphan, exc, exc_info=type(exc) is not HostError)
+                try:
+                    await recording.set_note(orphan, f"could not be restored: {exc}", stopped=True)
+                except Exception:
+                    log.exception("simulation %s: its recording could not be marked stopped", orphan)
         # The first simulation: the demo, or what the operator named (a library id or a file).
         first = settings.CTRLSCOPE_START
         if not first:

@@ -22,11 +22,19 @@ Guarantees
 * **Restored, not resumed.** A session that was running when its server died is rebuilt by
   replay, paused at its last saved time, with its whole action history (sources too), and
   says so (`note`).
+* **Damage is named, and stays where it is.** `load` checks every row it reads (`start` and
+  `pending` as the session wrote them, each recorded action JSON with a time and an action,
+  `seq` whole from 0), the replay each action; a recording that fails, or whose replay fails,
+  is `DAMAGED` with one line saying which row or field and what was found (`mark_damaged`).
+  Each recording is restored on its own, so one damaged recording never keeps another from
+  coming back.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -251,15 +259,80 @@ class Stored:
 
 
 def load(sim_id: str) -> Stored:
-    """Read a recording whole (RecordingError when there is none)."""
+    """Read a recording whole. RecordingError when there is none, or when it is damaged (`start`
+    or `pending` not what the session wrote, a recorded action that is not JSON or not an
+    action, an action missing from the log): one line naming the row or field and what was
+    found there, as the home page lists it."""
     from dashboard.models import Recording
 
     try:
         recording = Recording.objects.get(id=sim_id)
     except Recording.DoesNotExist:
         raise RecordingError(f"no recording {sim_id}") from None
-    entries = [json.loads(text) for text in recording.entries.order_by("seq").values_list("entry", flat=True)]
-    return Stored(recording, json.loads(recording.start), entries, json.loads(recording.pending))
+    start = _decoded(recording.start, "start", dict)
+    missing = [key for key in START_KEYS if key not in start]
+    if missing:
+        raise RecordingError(f"start: not a session's start, it has no {missing[0]!r}: found {_found(recording.start)}")
+    rows = list(recording.entries.order_by("seq").values_list("seq", "entry"))
+    _check_seqs([seq for seq, _ in rows], recording.actions)
+    entries = [_entry(seq, text) for seq, text in rows]
+    pending = _decoded(recording.pending, "pending", list)
+    timeline = start["actions"]
+    if not isinstance(timeline, list) or not all(type(i) is int and 0 <= i < len(timeline) for i in pending):
+        raise RecordingError(f"pending: not indexes of start's timeline actions: found {_found(recording.pending)}")
+    return Stored(recording, start, entries, pending)
+
+
+START_KEYS = ("name", "description", "seed", "config", "objects", "actions")  # Simulation.start_data()
+
+
+def _found(text: str, width: int = 60) -> str:
+    """What a damaged field holds, shortened for one line."""
+    return repr(text if len(text) <= width else text[:width] + "…")
+
+
+def _decoded(text: str, where: str, kind: type) -> Any:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        why = f"{exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
+        raise RecordingError(f"{where}: not JSON ({why}): found {_found(text)}") from None
+    if not isinstance(value, kind):
+        raise RecordingError(f"{where}: not a JSON {'object' if kind is dict else 'list'}: found {_found(text)}")
+    return value
+
+
+def _entry(seq: int, text: str) -> Obj:
+    """One recorded action, its shape checked as the log writes it: a `time`, an `action`
+    mapping. (The action itself is checked by the replay, `parse_scenario`, which names it
+    `actions[seq]`: `replay` says `recorded action seq …` then.)"""
+    where = f"recorded action seq {seq}"
+    entry: Obj = _decoded(text, where, dict)
+    t = entry.get("time")
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+        raise RecordingError(f"{where}: no time (a number of seconds >= 0): found {_found(text)}")
+    if not isinstance(entry.get("action"), dict):
+        raise RecordingError(f"{where}: no action (a mapping of one verb to its body): found {_found(text)}")
+    return entry
+
+
+def _check_seqs(seqs: list[int], count: int) -> None:
+    """The log is whole: seq 0 … count-1, each once (unique by the table's constraint). A gap
+    replayed over would be another world: RecordingError naming the first missing stretch."""
+    total = max(count, seqs[-1] + 1 if seqs else 0)
+    if len(seqs) == total:
+        return
+    have = set(seqs)
+    first = next(i for i in range(total) if i not in have)
+    last = first
+    while last + 1 < total and last + 1 not in have:
+        last += 1
+    more = total - len(seqs) - (last - first + 1)
+    if first == last:
+        what = f"action {first + 1} of {total} is missing from the recording (seq {first})"
+    else:
+        what = f"actions {first + 1} to {last + 1} of {total} are missing from the recording (seq {first} to {last})"
+    raise RecordingError(what + (f", and {more} more" if more else ""))
 
 
 load_async = sync_to_async(load, thread_sensitive=False)
@@ -272,14 +345,27 @@ def replay(stored: Stored, build: Any) -> tuple[HostedSimulation, int, int | Non
     of the replay), then it runs to the recording's last time. Returns the hosted session, how
     many actions were replayed, and the first log entry the replay did not reproduce (None: all
     were). RecordingError when the recording cannot be replayed."""
-    data = stored.cut()
+    try:
+        data = stored.cut()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordingError(f"the recording cannot be cut: {type(exc).__name__}: {exc}") from None
     data["description"] = stored.start["description"]  # one export note, not one per restore
     try:
         past = Replay.from_export(data, index=False)
         hosted: HostedSimulation = build(past.sim)
         past.run_to_time(stored.recording.virtual_time)
     except ScenarioError as exc:
+        # The cut lists the log first: its actions[i] is the recorded action of seq i.
+        found = re.match(r"actions\[(\d+)\]", str(exc))
+        if found is not None and int(found.group(1)) < len(stored.entries):
+            rest = str(exc)[found.end() :]  # ".scale.name: required", ": needs one verb …"
+            rest = rest[1:] if rest.startswith(".") else rest.lstrip(": ")
+            seq = int(found.group(1))
+            action = _found(_dumps(stored.entries[seq]["action"]))
+            raise RecordingError(f"recorded action seq {seq}: {rest}: found {action}") from None
         raise RecordingError(f"the recording cannot be replayed: {exc}") from None
+    except Exception as exc:  # what no check above foresaw: this recording's damage, not the server's
+        raise RecordingError(f"the recording cannot be replayed: {type(exc).__name__}: {exc}") from None
     return hosted, len(stored.entries), past.reproduces(stored.entries)
 
 
@@ -353,15 +439,26 @@ def set_note(sim_id: str, note: str, *, stopped: bool = False) -> None:
 
 
 @sync_to_async(thread_sensitive=False)
+def mark_damaged(sim_id: str, reason: str) -> None:
+    """`sim_id` cannot be replayed: listed as damaged with `reason` (one line), no longer
+    running under any host, deletable."""
+    from dashboard.models import Recording
+
+    now = timezone.now()
+    Recording.objects.filter(id=sim_id).update(state=Recording.DAMAGED, note=reason[:300], stopped=now, updated=now)
+
+
+@sync_to_async(thread_sensitive=False)
 def move_stopped(sim_id: str, new_id: str) -> bool:
-    """Give the stopped recording `sim_id` the id `new_id` (its actions and its forks' `parent`
+    """Give the stopped (or damaged) recording `sim_id` the id `new_id` (its actions and its forks' `parent`
     follow, in one transaction), so that `sim_id` is free for a new session: the demo after a
-    restart. False, and nothing changed, when `sim_id` is not a stopped recording or `new_id`
-    is taken."""
+    restart. False, and nothing changed, when `sim_id` is not a stopped or damaged recording or
+    `new_id` is taken."""
     from dashboard.models import RecordedAction, Recording
 
     with transaction.atomic():
-        rec = Recording.objects.select_for_update().filter(id=sim_id, state=Recording.STOPPED).first()
+        ended = (Recording.STOPPED, Recording.DAMAGED)
+        rec = Recording.objects.select_for_update().filter(id=sim_id, state__in=ended).first()
         if rec is None or Recording.objects.filter(id=new_id).exists():
             return False
         note, created = (f"{rec.note}; " if rec.note else ""), rec.created
@@ -376,7 +473,9 @@ def move_stopped(sim_id: str, new_id: str) -> bool:
 
 
 @sync_to_async(thread_sensitive=False)
-def stored_ids() -> set[str]:
+def stored_ids(only: str | None = None) -> set[str]:
+    """The ids of every recording (`only`: of `only`, if it is one)."""
     from dashboard.models import Recording
 
-    return set(Recording.objects.values_list("id", flat=True))
+    rows = Recording.objects.all() if only is None else Recording.objects.filter(id=only)
+    return set(rows.values_list("id", flat=True))

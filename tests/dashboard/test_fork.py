@@ -190,6 +190,11 @@ async def test_compare_on_opens_the_pair_with_the_fork_mark(running_host):
         ({"change": "scale: {kind: ReplicaSet, name: web, replicas: -1}"}, "change: scale.replicas: must be &gt;= 0"),
         ({"change": "noSuchKey: 1"}, "change: config.noSuchKey"),
         ({"change": "scale: {kind: ReplicaSet, name: nope, replicas: 3}"}, "change: refused at t=20.000"),
+        # A fork that could not be replayed (restored, re-opened, reported at t) is not made.
+        (
+            {"change": "scale: {kind: ReplicaSet, name: web, replicas: 1000000000}"},
+            "change: refused at t=20.000: scale.replicas: the session would then ask for up to 1000000000 pods",
+        ),
         ({"change": "at: 3\nscale: {kind: ReplicaSet, name: web, replicas: 3}"}, "change.at: leave it out"),
     ],
 )

@@ -304,3 +304,63 @@ async def test_a_restore_replays_under_the_gc_policy_with_nothing_else_hosted(ru
     assert gc.get_threshold() == gcpolicy.SIMULATION_THRESHOLDS  # now the hosted session's own hold
     await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
     assert gc.get_threshold() != gcpolicy.SIMULATION_THRESHOLDS  # and no hold left behind
+
+
+def _a_recording_of(actions: int) -> Recording:
+    from controlplane.scenario import load_file
+    from controlplane.simulation import Simulation
+
+    sim = Simulation(load_file("scale-up-and-down"), seed=1)
+    rec = Recording.objects.create(
+        id="gappy", name="gappy", source="test", seed=1, start=json.dumps(sim.start_data()), host="x", actions=actions
+    )
+    entry = {"time": 1.0, "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 4}}, "ok": True}
+    RecordedAction.objects.bulk_create(
+        RecordedAction(recording=rec, seq=i, time=1.0, source="user", ok=True, entry=json.dumps(entry))
+        for i in range(actions)
+    )
+    return rec
+
+
+@pytest.mark.parametrize(
+    ("missing", "reason"),
+    [
+        ([17, 18, 19], "actions 18 to 20 of 40 are missing from the recording (seq 17 to 19)"),
+        ([3, 30, 31], "action 4 of 40 is missing from the recording (seq 3), and 2 more"),
+        ([39], "action 40 of 40 is missing from the recording (seq 39)"),  # the log's end
+    ],
+)
+def test_a_gap_in_the_recorded_actions_is_named_not_replayed_over(missing, reason):
+    _a_recording_of(40)
+    assert len(recording.load("gappy").entries) == 40
+    RecordedAction.objects.filter(recording_id="gappy", seq__in=missing).delete()
+    with pytest.raises(recording.RecordingError) as caught:
+        recording.load("gappy")
+    assert str(caught.value) == reason
+
+
+async def test_a_recording_its_replay_refuses_is_damaged_and_says_why(running_host):
+    """A session recorded before a scale past the pod ceiling was refused at the door (issue 26
+    §3): its restore or re-open is refused by the replay; it is listed as damaged, saying why."""
+    from asgiref.sync import sync_to_async
+
+    rec = await sync_to_async(_a_recording_of)(2)
+    scale = {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 1_000_000_000}}
+    entry = json.dumps({"time": 1.0, "action": scale, "ok": True})
+    await RecordedAction.objects.filter(recording_id=rec.id, seq=1).aupdate(entry=entry)
+    await Recording.objects.filter(id=rec.id).aupdate(state=Recording.STOPPED, virtual_time=1.0)
+    client = await controlling_client()
+    response = await client.post(f"/sim/{rec.id}/reopen")
+    why = (
+        "recorded action seq 1: scale.replicas: the scenario asks for up to 1000000000 pods at once, more than "
+        "this run's ceiling of 100000 (--max-pods): found "
+    )
+    assert response.status_code == 400 and why in response.content.decode().replace("&#x27;", "'")
+    saved = await Recording.objects.aget(id=rec.id)
+    assert saved.state == Recording.DAMAGED and saved.note.startswith(why)
+    page = await client.get(f"/sim/{rec.id}/")
+    assert page.status_code == 404 and "is damaged and cannot be replayed" in page.content.decode()
+    again = await client.post(f"/sim/{rec.id}/reopen")
+    assert again.status_code == 409 and "is damaged and cannot be replayed" in again.content.decode()
+    assert (await client.post(f"/sim/{rec.id}/delete", {"confirm": "yes"})).status_code == 302
+    assert not await Recording.objects.filter(id=rec.id).aexists()

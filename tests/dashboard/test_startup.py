@@ -64,3 +64,54 @@ def test_installing_the_project_prints_no_packaging_warnings(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "deprecated" not in (result.stdout + result.stderr).lower(), (result.stdout + result.stderr)[-2000:]
+
+
+SERVERS = {
+    "migrate (./scripts/run, first)": ["manage.py", "migrate", "--no-input"],
+    "runserver": ["manage.py", "runserver", "--noreload", "127.0.0.1:{port}"],
+    "daphne": ["-m", "daphne", "-b", "127.0.0.1", "-p", "{port}", "dashboard.asgi:application"],
+    "dashboard.serve": ["-m", "dashboard.serve", "-b", "127.0.0.1", "-p", "{port}", "dashboard.asgi:application"],
+}
+
+
+@pytest.fixture(scope="module")
+def migrated(tmp_path_factory):
+    """The bytes of a migrated database file (a server's, before any damage)."""
+    import sys
+
+    folder = tmp_path_factory.mktemp("migrated")
+    env = {**os.environ, "CTRLSCOPE_DB_PATH": str(folder / "db.sqlite3"),
+           "DJANGO_SETTINGS_MODULE": "dashboard.settings"}
+    subprocess.run([sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True,
+                   capture_output=True)
+    return (folder / "db.sqlite3").read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+@pytest.mark.parametrize("server", list(SERVERS))
+def test_a_damaged_database_file_is_refused_with_one_line_and_exit_code_2(tmp_path, migrated, damage, server):
+    """Issue 26 §3: a truncated or overwritten SQLite file made a server that answered 500 to
+    everything and logged tracebacks; it refuses to start, naming the file and what to do."""
+    import sys
+
+    db = tmp_path / "db.sqlite3"
+    db.write_bytes(migrated[: len(migrated) // 2] if damage == "truncated" else bytes(range(256)) * 64)
+    before = db.read_bytes()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CTRLSCOPE_")}
+    env.update(
+        CTRLSCOPE_DB_PATH=str(db), CTRLSCOPE_STATE_DIR=str(tmp_path / "state"), CTRLSCOPE_TLS_PORT="0",
+        DJANGO_SETTINGS_MODULE="dashboard.settings",
+    )
+    command = [sys.executable, *(arg.format(port=port) for arg in SERVERS[server])]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result
+    lines = result.stderr.strip().splitlines()
+    why = "database disk image is malformed" if damage == "truncated" else "file is not a database"
+    assert lines == [
+        f"ctrlscope: the database {db} is damaged ({why}): move it aside (or delete it) to start afresh without its "
+        "recordings, or give this server another file with CTRLSCOPE_DB_PATH"
+    ], result.stderr
+    assert db.read_bytes() == before  # nothing written to it
