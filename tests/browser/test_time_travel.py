@@ -100,3 +100,48 @@ def test_a_moment_that_is_not_in_the_past_is_refused_with_a_clear_message(page: 
         expect(page.locator("#past-banner")).to_be_hidden()
     assert page.evaluate("() => window.ctrlscope.status.t") == 3.0
     stop(page, live_server_url, sim)
+
+
+def test_shift_stage_back_from_live_goes_to_the_last_stage_before_now_not_to_a_past_view_step(
+    page: Page, live_server_url: str, errors  # noqa: F811
+):
+    # Stage steps taken in the past view, then back to live and on: shift+. took the page back to
+    # where the past view's last step came from (a stale cursor), not to the stage before now.
+    sim = start(page, live_server_url)
+    run_to(page, 3)
+    view_at(page, "1")
+    expect(page.locator("#past-at")).to_have_text("t=1.000 s", timeout=PAST)
+    page.evaluate("() => document.activeElement.blur()")
+    for _ in range(2):
+        shown = page.evaluate("() => window.CtrlscopePast.position().events")
+        page.keyboard.press(".")  # a stage forward, in the past
+        page.wait_for_function(f"() => window.CtrlscopePast.position().events > {shown}", timeout=PAST)
+    stepped = page.evaluate("() => window.CtrlscopePast.position()")
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    # The live session goes on without this page's toolbar (another viewer, a run started before).
+    command(page, {"op": "step", "what": "to", "t": 12})
+    page.wait_for_function(
+        "() => window.ctrlscope.status.t >= 12 && window.ctrlscope.status.mode === 'paused'"
+        " && !window.ctrlscope.status.goal"
+    )
+    live = page.evaluate("() => window.ctrlscope.status.position")
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("Shift+Period")  # one stage back from the present (">")
+    expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
+    page.wait_for_function("() => window.CtrlscopePast.position() !== null", timeout=PAST)
+    landed = page.evaluate("() => window.CtrlscopePast.position()")
+    assert stepped["events"] < landed["events"] < live["events"], (stepped, landed, live)
+    assert landed["time"] > 3, landed  # after every moment the past view stepped through
+    # The server's own answer for "one stage back from live" is where the page went.
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    page.evaluate(
+        "from => window.CtrlscopePast.go({back: 'stage', from})",
+        {"events": live["events"], "seq": live["seq"], "t": live["time"]},
+    )
+    page.wait_for_function(
+        f"() => (window.CtrlscopePast.position() || {{}}).events === {landed['events']}", timeout=PAST
+    )
+    page.keyboard.press("End")
+    stop(page, live_server_url, sim)
