@@ -34,13 +34,44 @@
     return status && status.position ? status.position : null;
   }
 
+  // The server's time limit for a replay is 60 s without progress (dashboard/host/past.py), and a
+  // worker may first wait 30 s for a slot: the page waits longer than that for a word.
+  const PAST_WAIT_MS = 120000;
+  const SHOW_PROGRESS_AFTER_MS = 400; // a quick answer shows no progress at all
+
+  // The replay in hand, on the status line: "computing t=10 s…", then how far it has come.
+  function progress(number, target, msg) {
+    if (number !== past.asked) return; // an older request: a newer one has the line
+    const el = document.getElementById("st-result");
+    const goal = target.at !== undefined ? ` of t=${clock(parseFloat(target.at))}` : target.t !== undefined ? ` of t=${clock(parseFloat(target.t))}` : "";
+    el.classList.remove("ok", "bad");
+    clearTimeout(el._t);
+    el.dataset.past = String(number);
+    if (!msg) el.textContent = "computing the past… (the server replays the session to that moment)";
+    else if (msg.starting) el.textContent = "computing the past… starting the replay worker";
+    else el.textContent = `computing the past… replayed to t=${clock(msg.time)}${goal} (${msg.events.toLocaleString("en-US")} events)`;
+    el.title = el.textContent; // the status line is one line: the whole of it on hover
+  }
+
+  function progressDone(number) {
+    const el = document.getElementById("st-result");
+    if (el.dataset.past === String(number)) { el.textContent = ""; delete el.dataset.past; }
+  }
+
   // Ask for a moment: {at} | {seq, t} | {events, t, exact} | {back|forward, from}.
   async function go(target, landed) {
     const number = ++past.asked;
     const focus = st.focus ? [st.focus] : [];
     const owner = window.CtrlscopeFocus && window.CtrlscopeFocus.current(); // the page's focus (focus.js)
-    const result = await st.command(Object.assign({ op: "past", focus, owner: owner ? [owner.controller, owner.key] : null }, target));
+    const slow = setTimeout(() => progress(number, target, null), SHOW_PROGRESS_AFTER_MS);
+    const result = await st.command(
+      Object.assign({ op: "past", focus, owner: owner ? [owner.controller, owner.key] : null }, target),
+      { wait: PAST_WAIT_MS, onProgress: (msg) => progress(number, target, msg) },
+    );
+    clearTimeout(slow);
+    progressDone(number);
     if (number < past.shown) return result; // a newer moment is already on the page
+    if (number < past.asked && !result.ok) return result; // superseded by a newer request: it speaks
     if (result.ok && result.past) {
       past.shown = number;
       if (landed) landed.to = result.past.position; // where this page's forward step landed

@@ -42,6 +42,7 @@ class WorkerProcess:
         )
         self.next_id = 0
         self.sent: int | None = None
+        self.progress: list[dict[str, Any]] = []  # the progress lines read so far
         if config:
             assert self.raw({"viewer": "test", "configure": config})["ok"]
 
@@ -70,6 +71,9 @@ class WorkerProcess:
     def read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
         head: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        while "progress" in head:  # a long replay says how far it has come before it answers
+            self.progress.append(head)
+            head = json.loads(self.proc.stdout.readline())
         if head.get("ok") and "position" in head:
             head["text"] = self.proc.stdout.readline().decode().rstrip("\n")
         return head
@@ -376,3 +380,20 @@ def test_a_jump_to_a_time_leaves_a_nearby_keyframe_before_the_moment_it_lands_on
     finally:
         fast.close()
         slow.close()
+
+
+def test_a_long_replay_says_how_far_it_has_come_before_it_answers(session):
+    """Progress lines come from the world replaying, through the broker, for the request in
+    hand, its position moving on towards the target."""
+    worker = WorkerProcess(chunk_events=50, progress=0.001)
+    try:
+        answer = worker.ask(session, {"at": 59.0})
+        assert answer["ok"], answer
+        lines = [p for p in worker.progress if p["id"] == worker.next_id]
+        assert len(lines) >= 3, worker.progress  # a line after each chunk of 50 events
+        assert all(p["viewer"] == "v" for p in lines)
+        events = [p["progress"]["events"] for p in lines]
+        assert events == sorted(events) and all(e <= answer["position"]["events"] for e in events)
+        assert all(p["progress"]["time"] <= 59.0 for p in lines)
+    finally:
+        worker.close()
