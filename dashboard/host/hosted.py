@@ -548,8 +548,13 @@ class HostedSimulation:
         work, and what is queued waits for a manual worker (or nothing is queued at all)."""
         if not self._quiet() or self._timeline_before(goal.until):
             return None
-        if any(c.config.resync_period > 0 and not c.config.manual_workers for c in self.sim.controllers.values()):
-            return None  # a periodic resync will queue every key again
+        for c in self.sim.controllers.values():
+            if c.config.manual_workers:
+                continue
+            for informer in (c.pod_informer, c.rs_informer):
+                due = informer.next_resync()
+                if due is not None and due <= goal.until:
+                    return None  # a periodic resync (v1.5's every 10 minutes) queues the keys again
         waiting = self._manual_keys()
         if waiting:
             return f"{goal.label}: not reached; {_waiting_words(waiting)}"

@@ -725,3 +725,18 @@ def test_max_stops_at_rest_when_only_a_manual_worker_could_go_on():
     drive(h)
     assert h.sim.now - before < 60
     assert h.hit["why"].startswith("max: at rest; default/web waits in the replicaset queue"), h.hit
+
+
+def test_a_stage_step_waits_for_a_periodic_resync_that_will_start_a_sync():
+    # v1.5's ReplicationController resyncs every RC every 10 minutes: a stage step from a world at
+    # rest reaches the sync that resync starts (within the step's hour), it does not give up.
+    scenario = load_file("v15-resync-cadence")
+    scenario.config["controllerVersion"] = {**scenario.config["controllerVersion"], "replicationcontroller": "v1.5"}
+    h = HostedSimulation("t", Simulation(scenario), name=scenario.name, source="v15-resync-cadence")
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    start = h.sim.now
+    h.command({"op": "step", "what": "stage"})
+    drive(h)
+    assert h.hit["why"] == "next sync stage", h.hit
+    assert h.sim.now - start <= 600 + 1, h.sim.now - start
