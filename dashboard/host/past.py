@@ -195,11 +195,13 @@ class PastWorker:
                 if head.get("ok") and "position" in head:
                     head["text"] = (await proc.stdout.readline()).decode().rstrip("\n")
                 self._answer(head)
-            # The end of its stdout: the worker died (killed, out of memory, a crash) -- say how.
+            # The end of its stdout: the worker died (killed, out of memory, a crash) -- say how;
+            # unless `stop` ended it (it is no longer this one's worker).
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(proc.wait(), 5.0)
-            why = _ended(proc.returncode)
-            log.warning("replay worker of %s: %s", self.hosted.id, why)
+            if proc is self.proc:
+                why = _ended(proc.returncode)
+                log.warning("replay worker of %s: %s", self.hosted.id, why)
         except (ValueError, asyncio.LimitOverrunError) as exc:
             log.warning("replay worker of %s answered badly: %s", self.hosted.id, exc)
             why = f"the replay worker answered badly ({exc})"
