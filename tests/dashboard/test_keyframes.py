@@ -397,3 +397,33 @@ def test_a_long_replay_says_how_far_it_has_come_before_it_answers(session):
         assert all(p["progress"]["time"] <= 59.0 for p in lines)
     finally:
         worker.close()
+
+
+def test_a_copy_of_a_world_made_as_the_worker_ends_exits_quietly():
+    """Issue 26 §4: the server's log showed ConnectionRefusedError tracebacks from keyframes.py
+    when the host killed a replay worker mid-replay: the world replaying went on to its next
+    chunk boundary and forked a copy there (a nearby keyframe, a snapshot), which connected to the
+    broker's listener, gone with it. Such a copy has nobody to serve: it exits, quietly."""
+    script = """
+import os, secrets, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+from dashboard.host.keyframes import _World
+from dashboard.host.replay_worker import Worker
+
+class Nothing:
+    def newer(self, viewer):
+        return False
+
+world = _World(Worker(Nothing()), "\\0ctrlscope-test-broker-gone-" + secrets.token_hex(8))
+world.fork("keyframe")  # the copy connects to a broker that has ended
+_, status = os.wait()
+print(os.waitstatus_to_exitcode(status))
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="dashboard.settings")
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0", done.stdout
+    assert done.stderr == "", done.stderr
