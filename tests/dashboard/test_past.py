@@ -187,12 +187,12 @@ def busy_session():
 
 
 async def warm_worker(hosted):
-    """A replay worker started and standing at t=0.5, progress every 0.1 s (chunks of 500 events),
-    no sweep ahead (a later moment is replayed on demand)."""
+    """A replay worker started and standing at t=0.5, a progress line after every chunk of 200
+    events (at most every 0.05 s), no sweep ahead (a later moment is replayed on demand)."""
     from dashboard.host import past
 
     worker = past.PastWorker(hosted)
-    configured = await worker.configure({"chunk_events": 500, "progress": 0.1, "sweep": False})
+    configured = await worker.configure({"chunk_events": 200, "progress": 0.05, "sweep": False})
     assert configured["ok"], configured
     assert (await worker.ask("v", {"at": 0.5}, []))["ok"]
     return worker
