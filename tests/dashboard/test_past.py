@@ -273,3 +273,18 @@ def alive(pid):
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     except OSError:
         return False
+
+
+def test_a_worker_without_keyframes_says_how_far_its_replay_has_come():
+    hosted = live()
+    hosted.sim.run_until(300.0)
+    worker = Worker(NoNewer())
+    worker.chunk_events = 100
+    worker.progress_every = 0.0  # a line after every chunk
+    heard = []
+    worker.on_progress = heard.append
+    answer = ask(worker, hosted, {"at": 299.0})
+    events = [p["events"] for p in heard]
+    assert len(events) >= 3 and events == sorted(events), heard
+    assert events[-1] <= answer["position"]["events"]
+    assert all(p["time"] <= 299.0 for p in heard)
