@@ -166,6 +166,8 @@ class ReplayWorker:
         self.proc.stdin.write(json.dumps(request).encode() + b"\n")
         self.proc.stdin.flush()
         head = json.loads(self.proc.stdout.readline())
+        while "progress" in head:  # how far a long replay has come: its answer follows
+            head = json.loads(self.proc.stdout.readline())
         if head.get("ok") and "position" in head:
             head["bytes"] = len(self.proc.stdout.readline())
         if not head.get("ok"):

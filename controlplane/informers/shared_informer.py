@@ -141,6 +141,14 @@ class SharedInformer:
         if self._started and self.reflector.state != "stopped":
             self._arm_resync()
 
+    def next_resync(self) -> float | None:
+        """When the next periodic resync re-delivers every object to the handlers (None: no
+        handler resyncs, or the informer is not running). A pure read, for "will anything happen"."""
+        if self._resync_timer is None or not self._started or self.reflector.state == "stopped":
+            return None
+        periods = [h._next_resync for h in self._handlers if h.resync_period > 0]
+        return min(periods) if periods else None
+
     def _arm_resync(self) -> None:
         periods = [h._next_resync for h in self._handlers if h.resync_period > 0]
         if periods:

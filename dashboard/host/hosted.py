@@ -64,8 +64,13 @@ class Goal:
         limit_events: int = STEP_EVENT_LIMIT,
         start_events: int = 0,
         sync: tuple[str, str] | None = None,
+        needs_work: bool = False,
     ) -> None:
         self.label = label
+        # A goal only work can reach (a sync stage, a sync's end, idle): it gives up, saying what
+        # it waits for, once the world is at rest and nothing scheduled before `until` would start
+        # work (`HostedSimulation._stuck`), instead of running the clock on to `until`.
+        self.needs_work = needs_work
         self.kinds = kinds
         self.sync = sync  # only records of this (controller, key) sync count
         self.until = until
@@ -249,15 +254,28 @@ class HostedSimulation:
                     self._pause_with(sim.halted)
                     break
                 nxt = kernel.peek()
+                goal = self.goal
+                if goal is not None and goal.needs_work and (nxt is None or nxt - sim.now >= IDLE_GAP):
+                    # A quiet gap: the world may have come to rest short of the goal.
+                    why = self._stuck(goal)
+                    if why is not None:
+                        self._finish_goal(why)
+                        break
                 if nxt is None or nxt > target:
                     if math.isfinite(target) and target > sim.now:
                         sim.run_until(target)  # no event before the target: only the clock moves
                     break
-                if fast and nxt - sim.now >= IDLE_GAP and self._idle():
-                    # max stops where the world comes to rest (only a quiet gap can be one).
-                    self._pause_with(
-                        "max: idle (queues empty, caches caught up, every pod at rest); only periodic timers are left"
-                    )
+                if fast and nxt - sim.now >= IDLE_GAP and self._quiet() and not self._timeline_before(math.inf):
+                    # max stops where the world comes to rest (only a quiet gap can be one), never
+                    # in front of the scenario's own next action: the world is idle only until then.
+                    waiting = self._manual_keys()
+                    if waiting:
+                        self._pause_with(f"max: at rest; {_waiting_words(waiting)}")
+                    else:
+                        self._pause_with(
+                            "max: idle (queues empty, caches caught up, every pod at rest); "
+                            "only periodic timers are left"
+                        )
                     break
                 # One event, an exception it raises contained by the simulation (an `error`
                 # record: the run pauses on it and the session goes on).
@@ -447,11 +465,17 @@ class HostedSimulation:
                 until=sim.now + STEP_HORIZON,
                 start_events=start,
                 sync=current,
+                needs_work=True,
             )
         elif what == "sync":
             label = f"end of the sync of {current[1]}" if current else "end of the next sync"
             self.goal = Goal(
-                label, kinds=frozenset({"sync.end"}), until=sim.now + STEP_HORIZON, start_events=start, sync=current
+                label,
+                kinds=frozenset({"sync.end"}),
+                until=sim.now + STEP_HORIZON,
+                start_events=start,
+                sync=current,
+                needs_work=True,
             )
         elif what == "timer":
             # The timer the status line names (`next_event`, which may be due at this very
@@ -473,7 +497,7 @@ class HostedSimulation:
             self.goal = Goal("ran to the time asked", until=target, start_events=start)
         elif what == "idle":
             horizon = sim.now + IDLE_HORIZON
-            self.goal = Goal("idle", until=horizon, predicate=self._idle, start_events=start)
+            self.goal = Goal("idle", until=horizon, predicate=self._idle, start_events=start, needs_work=True)
             if self._idle():
                 self.goal = None
                 self.hit = {"breakpoint": None, "why": "idle already", "t": round(sim.now, 3), "detail": ""}
@@ -483,20 +507,60 @@ class HostedSimulation:
 
     def _idle(self) -> bool:
         """Caches synced and caught up, queues empty, nothing processing, no requeue due within
-        the horizon."""
+        the horizon, every pod at rest."""
+        return self._quiet() and not self._manual_keys()
+
+    def _quiet(self) -> bool:
+        """Idle but for the keys queued for manual workers: those wait for the user's “sync
+        next” (`manualWorkers`), nothing in the world will take them."""
         sim = self.sim
         now = sim.now
         for c in sim.controllers.values():
             if not c.caches_synced:
                 return False
             snap = c.queue.snapshot()
-            if snap["queue"] or snap["processing"]:
+            if snap["processing"] or (snap["queue"] and not c.config.manual_workers):
                 return False
             if any(w["readyAt"] <= now + IDLE_HORIZON for w in snap["waiting"]):
                 return False
             if c.pod_informer.lag() or c.rs_informer.lag():
                 return False
         return sim.settling() is None
+
+    def _manual_keys(self) -> list[tuple[str, str]]:
+        """(controller, key) of the keys queued for workers that are manual, in queue order."""
+        return [
+            (name, str(key))
+            for name, c in self.sim.controllers.items()
+            if c.config.manual_workers
+            for key in c.queue.snapshot()["queue"]
+        ]
+
+    def _timeline_before(self, until: float) -> bool:
+        """A scenario action of the file's own timeline is still to come, at or before `until`."""
+        sim = self.sim
+        pending = sim.timeline_pending
+        return bool(pending) and float(sim.scenario.actions[pending[0]]["at"]) <= until
+
+    def _stuck(self, goal: Goal) -> str | None:
+        """Why `goal` (one that needs work) cannot be reached, or None while it may be: the world
+        is at rest, no requeue, resync or scenario action before the goal's horizon would start
+        work, and what is queued waits for a manual worker (or nothing is queued at all)."""
+        if not self._quiet() or self._timeline_before(goal.until):
+            return None
+        for c in self.sim.controllers.values():
+            if c.config.manual_workers:
+                continue
+            for informer in (c.pod_informer, c.rs_informer):
+                due = informer.next_resync()
+                if due is not None and due <= goal.until:
+                    return None  # a periodic resync (v1.5's every 10 minutes) queues the keys again
+        waiting = self._manual_keys()
+        if waiting:
+            return f"{goal.label}: not reached; {_waiting_words(waiting)}"
+        if goal.predicate is not None:
+            return None  # idle: its predicate says so after the event that made it so
+        return f"{goal.label}: not reached, nothing will happen: every queue is empty and the world is at rest"
 
     def _cmd_act(self, cmd: Obj, viewer: str | None) -> Obj:
         action = cmd.get("action")
@@ -729,3 +793,16 @@ def _record_line(record: Obj) -> str:
         error = f" with error: {record['error']}" if record.get("error") else ""
         return f"{record['controller']} finished syncing {record['key']}{error}"
     return kind
+
+
+def _waiting_words(waiting: list[tuple[str, str]]) -> str:
+    """What waits for the user: "default/web waits in the replicaset queue for a manual worker:
+    click “sync next” …" (the first few keys, and how many more)."""
+    controllers = sorted({controller for controller, _ in waiting})
+    keys = ", ".join(key for _, key in waiting[:3]) + (f" and {len(waiting) - 3} more" if len(waiting) > 3 else "")
+    verb = "waits" if len(waiting) == 1 else "wait"
+    where = " and ".join(controllers)
+    return (
+        f"{keys} {verb} in the {where} queue for a manual worker: click “sync next” (Workers panel) "
+        "or set the workers back to automatic"
+    )

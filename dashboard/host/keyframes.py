@@ -61,7 +61,9 @@ position, "actions": n}` ("keyframe": a nearby keyframe); a snapshot comes on a 
 its own: `{"hello": "snapshot", "here", "actions", "size"}` and its bytes. To a world: `{"op":
 "go", "id", …a worker request…, "have": [keyframe event counts]}` (answered with the worker's
 answer or `{"behind": bounds, "target"}` or `{"superseded": true}`, each with `here`), `{"op":
-"stop", "id"}` (the request `id` is superseded: stop between chunks) and `{"op": "fork",
+"stop", "id"}` (the request `id` is superseded: stop between chunks; while a `go` replays, the
+world sends `{"progress": {"events", "time"}}` lines before its answer, which the broker passes on
+to the host) and `{"op": "fork",
 "actions"[, "role": "sweeper"]}` (to the nearby keyframe: fork a new current; to the current,
 role "sweeper": fork the sweeper). A `go` with `"sweep": true` is answered without the rendered
 state.
@@ -83,7 +85,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from dashboard.host.replay_worker import Behind, Requests, Superseded, Worker
+from dashboard.host.replay_worker import PROGRESS_EVERY, Behind, Requests, Superseded, Worker, progress_line
 
 Obj = dict[str, Any]
 
@@ -97,6 +99,9 @@ SWEEP_CHUNK_EVENTS = 250  # the sweeper looks for a stop this often (~10 ms of r
 HELLO_TIMEOUT = 10.0  # seconds a new world has to connect
 MAX_ROUNDS = 4  # worlds one request may go through (a step back: at most two)
 MAX_SNAPSHOT = 1 << 30  # bytes: a larger announced snapshot is a broken world's, dropped
+# What a world's child meets connecting to a broker that has ended (its listener closed with it:
+# the session stopped, the host killed a replay that made no progress): it exits, quietly.
+BROKER_GONE = (ConnectionRefusedError, FileNotFoundError, BrokenPipeError, ConnectionResetError)
 
 
 def available() -> bool:
@@ -235,6 +240,7 @@ class _World:
         self.sweeping = False  # serving a sweep: no nearby keyframe (it is the viewer's)
         worker.on_keyframe = self.keyframe
         worker.on_quiet = self.snapshot
+        worker.on_progress = self.progress
 
     def connect(self, role: str) -> None:
         self.conn = self._hello(role)
@@ -269,8 +275,8 @@ class _World:
                 elif op == "fork":
                     self.extend(message.get("actions") or [])
                     self.fork("sweeper" if message.get("role") == "sweeper" else "current")
-        except EOFError:
-            pass
+        except (EOFError, BrokenPipeError, ConnectionResetError):
+            pass  # the broker closed this world's socket, or ended: so does the world
         except BaseException:  # a bug: the broker sees the socket close and drops this world
             traceback.print_exc()
         finally:
@@ -304,6 +310,12 @@ class _World:
         text = answer.pop("text", None)
         answer["here"] = self.here()
         conn.send(answer, text)
+
+    def progress(self, progress: Obj) -> None:
+        """The worker's hook while a request's replay goes on: tell the broker (which tells the
+        host). A sweep's is nobody's business."""
+        if self.conn is not None and not self.sweeping:
+            self.conn.send({"progress": progress})
 
     def keyframe(self, periodic: bool, near: bool) -> None:
         """The worker's hook, after each chunk of a replay. At a multiple of `KEYFRAME_EVENTS`
@@ -370,6 +382,8 @@ class _World:
             data = dump_world(_world_state(worker))
             self._hello("snapshot", data).close()
             code = 0
+        except BROKER_GONE:
+            code = 0  # the worker ended meanwhile (the session stopped, the host killed it)
         except BaseException:
             traceback.print_exc()  # the broker never hears of it: a keyframe fewer
         os._exit(code)
@@ -388,6 +402,8 @@ class _World:
                 self.conn.close()
             self.connect(role)
             self.serve()
+        except BROKER_GONE:
+            os._exit(0)  # the worker ended while this copy was made: nobody wants it
         except BaseException:
             traceback.print_exc()
         os._exit(1)
@@ -481,7 +497,9 @@ class Broker:
         self.world_rss = 0  # resident bytes of the largest world measured (the share's base)
         self.unmeasured: _Held | None = None  # the last world that connected, measured between requests
         self.chunk_events: int | None = None  # the worlds' chunk size (None: the worker's default)
+        self.progress_every = PROGRESS_EVERY  # the worlds' wall seconds between two progress lines
         self.viewer = ""
+        self.request: Obj = {}  # the request in hand: its id and viewer go with its progress lines
         self.evicted = 0
         self.snapshots = 0  # keyframes received
         self.forks_from_zero = 0
@@ -621,6 +639,7 @@ class Broker:
         worker.keyframe_near = self.near
         if self.chunk_events is not None:
             worker.chunk_events = self.chunk_events
+        worker.progress_every = self.progress_every
         return worker
 
     def _add_keyframe(self, keyframe: _Keyframe) -> None:
@@ -695,6 +714,7 @@ class Broker:
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
         self.viewer = str(request.get("viewer"))
+        self.request = request
         self._pause_sweep()  # a request never competes with the sweeper
         if isinstance(request.get("live"), dict):
             self.live = request["live"]
@@ -719,6 +739,7 @@ class Broker:
             print(f"keyframes off: {exc}", file=sys.stderr)
             self.drop_world()
             self.fallback = Worker(self.requests)
+            self.fallback.on_progress = lambda progress: progress_line(self.request, progress)
             self.fallback.recording = self.recording
             return self.fallback.handle({k: v for k, v in request.items() if k not in ("recording", "actions")})
 
@@ -802,6 +823,9 @@ class Broker:
                 except (EOFError, OSError, ValueError):
                     self._drop(world)
                     return {"ok": False, "error": "replay failed: the replay process ended"}
+                if "progress" in answer:  # how far the replay has come: the host hears it now
+                    progress_line(self.request, answer["progress"])
+                    continue
                 world.here = answer.pop("here", None) or world.here
                 position = answer.get("position")
                 if isinstance(position, dict) and isinstance(position.get("events"), int):
@@ -923,12 +947,18 @@ class Broker:
     def configure(self, config: Obj) -> Obj:
         """Change the policy (tests and the benchmark): `every`, `near`, `max_keyframes`,
         `max_memory`, `chunk_events`, each a whole number >= 1, `share` (a number in (0, 1]: of
-        the world's memory) and `sweep` (true/false: sweep ahead between requests); the
+        the world's memory), `progress` (seconds between two progress lines of a replay, in (0,
+        60]) and `sweep` (true/false: sweep ahead between requests); the
         keyframes held are kept (and thinned)."""
         if "sweep" in config:
             if not isinstance(config["sweep"], bool):
                 return {"ok": False, "error": "configure.sweep: must be true or false"}
             self.sweep_on = config["sweep"]
+        if "progress" in config:
+            progress = config["progress"]
+            if isinstance(progress, bool) or not isinstance(progress, int | float) or not 0 < progress <= 60:
+                return {"ok": False, "error": "configure.progress: must be a number of seconds in (0, 60]"}
+            self.progress_every = float(progress)
         if "share" in config:
             share = config["share"]
             if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
@@ -940,7 +970,7 @@ class Broker:
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     return {"ok": False, "error": f"configure.{field}: must be a whole number >= 1"}
                 setattr(self, field, value)
-        if "every" in config or "near" in config or "chunk_events" in config:
+        if "every" in config or "near" in config or "chunk_events" in config or "progress" in config:
             self.drop_world()  # worlds keep the policy they were forked with
         self._evict()
         return {"ok": True}

@@ -9,9 +9,15 @@ Guarantees
   session or after `IDLE` seconds without one. The live simulation never waits for it.
 * The answer — every panel of that moment, rendered by the worker with the live page's own code
   — goes to the viewer who asked, and to no one else (`{"type": "past", …}`).
+* A replay that takes long says how far it has come: the worker sends a progress line about
+  once a second (`replay_worker.PROGRESS_EVERY`), passed on to the viewer who asked (`{"type":
+  "past_progress", "id", "events", "time"}`; the page shows it and waits on), and the answer
+  arrives however long the replay is, while it moves. One that fails says why (the worker's
+  exit status, the limit it ran into); never silence.
 * Bounded: one replay at a time per session (the worker is one process); a viewer's newer
-  request supersedes its older ones (scrubbing never queues replays); a replay that takes more
-  than `TIME_LIMIT` seconds has its worker killed and the viewer told; at most
+  request supersedes its older ones (scrubbing never queues replays); a replay that makes no
+  progress for `TIME_LIMIT` seconds (a worker stuck or starting for that long), or takes more
+  than `TOTAL_LIMIT` in all, has its worker killed and the viewer told; at most
   `BUSY_WORKERS` workers of this process replay at once (`reads.Gate`: others wait, then get
   "busy"). The host reads an answer as one header line and one text line: it never parses the
   (possibly large) state it forwards.
@@ -30,10 +36,13 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
 from controlplane.simulation import Position
@@ -44,7 +53,8 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-TIME_LIMIT = 60.0  # seconds one replay may take before its worker is killed
+TIME_LIMIT = 60.0  # seconds a replay may go without progress (its worker is then killed) ...
+TOTAL_LIMIT = 1800.0  # ... and may take in all (the live session's past is finite: a bound all the same)
 IDLE = 600.0  # seconds without a past view before a session's worker is stopped
 BUSY_WORKERS = 2  # workers of this process replaying at once (the machine's cores)
 MAX_LINE = 1 << 30  # bytes of one answer line (the state of a huge world)
@@ -94,7 +104,11 @@ class PastWorker:
         self.actions_sent: int | None = None  # live actions the worker has (None: no recording)
         self.next_id = 0
         self.waiting: dict[int, tuple[str, asyncio.Future[Obj]]] = {}  # id -> (viewer, answer)
+        # id -> what to do with a progress line of that request, and when the last one came
+        self.progress: dict[int, Callable[[Obj], Awaitable[None]]] = {}
+        self.heard: dict[int, float] = {}
         self.holds_gate = False  # this worker has requests in hand: it holds one of `_gate`'s slots
+        self.ended = "the replay worker stopped"  # how the last worker process ended, in words
         self.lock = asyncio.Lock()
         self.idle: asyncio.TimerHandle | None = None
 
@@ -115,11 +129,22 @@ class PastWorker:
         self.actions_sent = None
         self.reader = asyncio.get_running_loop().create_task(self._read(self.proc), name=f"past {self.hosted.id}")
 
-    async def ask(self, viewer: str, target: Obj, focus: list[Any], owner: list[str] | None = None) -> Obj:
+    async def ask(
+        self,
+        viewer: str,
+        target: Obj,
+        focus: list[Any],
+        owner: list[str] | None = None,
+        progress: Callable[[Obj], Awaitable[None]] | None = None,
+    ) -> Obj:
         """The worker's answer for `target` (`{"ok": False, "superseded": True}` when a newer
-        request of the same viewer took its place)."""
+        request of the same viewer took its place); `progress` awaited with each progress line
+        of it (`{"events", "time"}`), and once with `{"starting": True}` when the worker had to
+        be started first."""
         self._touch()
         if self.proc is None or self.proc.returncode is not None:
+            if progress is not None:
+                await progress({"starting": True})
             await self._start()
         async with self.lock:
             if not self.holds_gate:
@@ -138,41 +163,99 @@ class PastWorker:
         self.actions_sent = len(recording["actions"])
         self.next_id += 1
         request["id"] = self.next_id
-        answer: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
-        self.waiting[self.next_id] = (viewer, answer)
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[Obj] = loop.create_future()
+        request_id = self.next_id
+        self.waiting[request_id] = (viewer, answer)
+        started = self.heard[request_id] = loop.time()
+        if progress is not None:
+            self.progress[request_id] = progress
         proc.stdin.write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
         try:
             await proc.stdin.drain()
-            return await asyncio.wait_for(asyncio.shield(answer), TIME_LIMIT)
-        except TimeoutError:
-            if not answer.done():
-                await self.stop()  # a replay this long holds the worker: start over next time
-                return {"ok": False, "error": f"the replay took longer than {TIME_LIMIT:g} s: stopped"}
-            return answer.result()
+            while True:
+                # The limits: TIME_LIMIT since the last sign of life, TOTAL_LIMIT in all.
+                now = loop.time()
+                left = min(self.heard[request_id] + TIME_LIMIT, started + TOTAL_LIMIT) - now
+                if left <= 0 and not answer.done():
+                    silent = now - self.heard[request_id]
+                    await self.stop()  # a replay stuck this long holds the worker: start over next time
+                    if silent >= TIME_LIMIT:
+                        why = f"the replay made no progress for {TIME_LIMIT:g} s"
+                    else:
+                        why = f"the replay took longer than {TOTAL_LIMIT:g} s"
+                    return {"ok": False, "error": f"{why}: stopped (the next look at the past starts it again)"}
+                with contextlib.suppress(TimeoutError):
+                    return await asyncio.wait_for(asyncio.shield(answer), max(left, 0.0))
         except (ConnectionError, BrokenPipeError):
             await self.stop()
-            return {"ok": False, "error": "the replay worker stopped: try again"}
+            return {"ok": False, "error": f"{self.ended}: try again"}
         finally:
-            self.waiting.pop(request["id"], None)
+            self.waiting.pop(request_id, None)
+            self.progress.pop(request_id, None)
+            self.heard.pop(request_id, None)
             self._release_if_idle()
+
+    async def configure(self, config: Obj) -> Obj:
+        """Set the worker's policy (`keyframes.Broker.configure`: chunk sizes, keyframe spacing,
+        progress; tests and the benchmark), starting it if need be; its answer."""
+        if self.proc is None or self.proc.returncode is not None:
+            await self._start()
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None
+        self.next_id += 1
+        request_id = self.next_id
+        answer: asyncio.Future[Obj] = asyncio.get_running_loop().create_future()
+        self.waiting[request_id] = ("configure", answer)
+        try:
+            request = {"id": request_id, "viewer": "configure", "configure": config}
+            proc.stdin.write(json.dumps(request).encode() + b"\n")
+            await proc.stdin.drain()
+            return await asyncio.wait_for(answer, TIME_LIMIT)
+        finally:
+            self.waiting.pop(request_id, None)
 
     async def _read(self, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdout is not None
+        why = "the replay worker ended"
         try:
             while True:
                 line = await proc.stdout.readline()
                 if not line:
                     break
                 head = json.loads(line)
+                if "progress" in head:
+                    await self._progressed(head)
+                    continue
                 if head.get("ok") and "position" in head:
                     head["text"] = (await proc.stdout.readline()).decode().rstrip("\n")
                 self._answer(head)
+            # The end of its stdout: the worker died (killed, out of memory, a crash) -- say how;
+            # unless `stop` ended it (it is no longer this one's worker).
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), 5.0)
+            if proc is self.proc:
+                why = _ended(proc.returncode)
+                log.warning("replay worker of %s: %s", self.hosted.id, why)
         except (ValueError, asyncio.LimitOverrunError) as exc:
             log.warning("replay worker of %s answered badly: %s", self.hosted.id, exc)
+            why = f"the replay worker answered badly ({exc})"
         finally:
+            self.ended = why
             for _, future in self.waiting.values():
                 if not future.done():
-                    future.set_result({"ok": False, "error": "the replay worker stopped: try again"})
+                    future.set_result({"ok": False, "error": f"{why}: try again"})
+
+    async def _progressed(self, head: Obj) -> None:
+        """A progress line: the request is alive (its time limit starts again); its viewer hears it."""
+        request_id = head.get("id")
+        if not isinstance(request_id, int) or request_id not in self.heard:
+            return  # answered meanwhile, or superseded
+        self.heard[request_id] = asyncio.get_running_loop().time()
+        report = self.progress.get(request_id)
+        progress = head.get("progress")
+        if report is not None and isinstance(progress, dict):
+            await report(progress)
 
     def _answer(self, head: Obj) -> None:
         answered = head.get("id")
@@ -213,6 +296,20 @@ class PastWorker:
         for _, future in self.waiting.values():
             if not future.done():
                 future.set_result({"ok": False, "error": "the replay worker stopped: try again"})
+
+
+def _ended(returncode: int | None) -> str:
+    """How a worker process ended, in words for the viewer."""
+    if returncode is None:
+        return "the replay worker closed its output"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        hint = " (out of memory?)" if returncode == -signal.SIGKILL else ""
+        return f"the replay worker was killed by {name}{hint}"
+    return f"the replay worker exited with status {returncode} (the server's log says why)"
 
 
 _workers: dict[str, PastWorker] = {}
@@ -331,18 +428,29 @@ async def handle(hosted: HostedSimulation, message: Obj) -> None:
     if not (isinstance(owner, list) and len(owner) == 2 and all(isinstance(x, str) for x in owner)):
         owner = None
 
+    async def progress(where: Obj) -> None:
+        """How far the replay has come, to the viewer who asked (a page waits on while it moves)."""
+        if not reply_to:
+            return
+        text = json.dumps({"type": "past_progress", "id": message.get("id"), **where}, separators=(",", ":"))
+        with contextlib.suppress(ChannelFull):  # one progress line fewer: the next says more
+            await layer.send(reply_to, {"type": "sim.past", "text": text})
+
     async def answer() -> None:
         try:
             worker = _workers.get(hosted.id)
             if worker is None:
                 worker = _workers[hosted.id] = PastWorker(hosted)
-            head = await worker.ask(viewer, target, focus, owner)
+            head = await worker.ask(viewer, target, focus, owner, progress)
         except reads.Busy as exc:
             head = {"ok": False, "error": str(exc), "busy": exc.retry_after}
         finally:
             if budgeted:
                 tokenless.end(started, loop.time())
-        if head.get("superseded") or hosted.stopped or not reply_to:
+        if hosted.stopped or not reply_to:
+            return
+        if head.get("superseded"):  # the page drops it: its newer request answers
+            await reply({"ok": False, "superseded": True, "error": "superseded by a newer request"})
             return
         if not head.get("ok") or head.get("live"):
             await reply({k: v for k, v in head.items() if k in ("ok", "error", "live", "busy")})

@@ -21,7 +21,9 @@ Requests: `{"id", "viewer", "recording"?, "actions"?, "live": position, "focus":
 "target": {"at": T} | {"events": n, "time": t, "exact": bool} | {"seq": s, "time": t} |
 {"back" | "forward": "event" | "stage" | "sync", "from": position}}`. Answers: `{"id", "ok": true,
 "position"}` then a line of text (the state message of that moment, as the live page gets it) or `{"id", "live": true}`
-(the target is the live moment) or `{"id", "ok": false, "error"}`.
+(the target is the live moment) or `{"id", "ok": false, "error"}`. While a replay takes long, lines
+`{"id", "viewer", "progress": {"events", "time"}}` come before its answer, one every
+`PROGRESS_EVERY` seconds: how far it has come.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import os
 import select
 import signal
 import sys
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 
 CHUNK_EVENTS = 20_000  # events replayed between two looks for a newer request (~40 ms)
+PROGRESS_EVERY = 1.0  # wall seconds between two progress lines of a replay in hand
 STAGE_STEP = frozenset({"sync.start", "sync.stage", "sync.end"})
 SYNC_STEP = frozenset({"sync.end"})
 PAST_PANELS_DROPPED = ("breakpoints",)  # the live session's, not the world's: the page keeps its own
@@ -152,9 +156,21 @@ class Worker:
         # The clock may stand past the last event run (a time or an exact position was asked):
         # then this world is not "right after event N" for its N, only for a later moment.
         self.moved = False
+        # Progress of a long replay: `on_progress({"events", "time"})` between chunks, at most
+        # every `progress_every` wall seconds (the host's time limit counts from the last one,
+        # and the page shows it). Not for a sweep: nobody waits for one.
+        self.on_progress: Callable[[Obj], None] | None = None
+        self.progress_every = PROGRESS_EVERY
+        self._progress_at = 0.0
 
     # -- the world of the moment -----------------------------------------------------------------
     def _check(self) -> None:
+        if self.on_progress is not None and self.replay is not None:
+            now = time.monotonic()
+            if now - self._progress_at >= self.progress_every:
+                self._progress_at = now
+                kernel = self.replay.sim.kernel
+                self.on_progress({"events": kernel.events, "time": kernel.now})
         if self.requests.newer(self.viewer):
             raise Superseded
 
@@ -362,6 +378,7 @@ class Worker:
         from controlplane.simulation import ReplayError
 
         self.viewer = str(request.get("viewer"))
+        self._progress_at = time.monotonic()  # the first progress line a `progress_every` from now
         if "recording" in request:
             self.recording = request["recording"]
             self.replay, self.hosted, self.marks, self.furthest = None, None, [], 0
@@ -381,6 +398,14 @@ class Worker:
             return {"ok": True, "position": position}
         text = self.render(request.get("focus") or [], request.get("owner"))
         return {"ok": True, "position": position, "text": text}
+
+
+def progress_line(request: Obj, progress: Obj) -> None:
+    """Tell the host how far the replay of `request` has come: a line `{"id", "viewer",
+    "progress": {"events", "time"}}` on stdout (no answer: the answer comes later)."""
+    head = {"id": request.get("id"), "viewer": request.get("viewer"), "progress": progress}
+    sys.stdout.write(json.dumps(head, separators=(",", ":"), allow_nan=False, default=str) + "\n")
+    sys.stdout.flush()
 
 
 def _position(value: Obj) -> Any:
@@ -426,6 +451,8 @@ def serve(requests: Requests, worker: Worker | keyframes.Broker) -> None:
         request = requests.next()
         if request is None:
             return  # the host closed our stdin: it stopped the session, or exited
+        if isinstance(worker, Worker):
+            worker.on_progress = lambda progress, request=request: progress_line(request, progress)
         try:
             answer = worker.handle(request)
         except Superseded:

@@ -16,6 +16,7 @@
     control: app.dataset.control === "1",
     nextId: 1,
     pending: new Map(), // command id -> {resolve}
+    progress: new Map(), // command id -> what to do with its progress messages
     panels: new Map(), // panel id -> latest HTML (also for panels not on screen)
     deferred: new Map(), // panel id -> HTML held back while the user edits inside it
     focus: null, // [controller, key]
@@ -104,19 +105,29 @@
     else if (!acks.timer) acks.timer = setTimeout(flushAck, ACK_WITHIN_MS - since);
   }
 
-  // A command to the host; resolves with its result ({ok, error?, ...}).
-  function command(cmd) {
+  // A command to the host; resolves with its result ({ok, error?, ...}). `opts.onProgress`:
+  // called with each progress message of this command (a long look at the past), each of which
+  // restarts the wait; `opts.wait`: ms without a word from the server before giving up.
+  function command(cmd, opts) {
     const id = state.nextId++;
+    const wait = (opts && opts.wait) || 15000;
     return new Promise((resolve) => {
       if (!state.ws || state.ws.readyState !== WebSocket.OPEN) {
         resolve({ ok: false, error: "not connected" });
         return;
       }
-      state.pending.set(id, resolve);
+      const giveUp = () => {
+        if (!state.pending.has(id)) return;
+        state.pending.delete(id);
+        state.progress.delete(id);
+        resolve({ ok: false, error: `no answer from the server in ${Math.round(wait / 1000)} s` });
+      };
+      let timer = setTimeout(giveUp, wait);
+      state.pending.set(id, (result) => { clearTimeout(timer); state.progress.delete(id); resolve(result); });
+      if (opts && opts.onProgress) {
+        state.progress.set(id, (msg) => { clearTimeout(timer); timer = setTimeout(giveUp, wait); opts.onProgress(msg); });
+      }
       sendRaw({ type: "cmd", id, cmd });
-      setTimeout(() => {
-        if (state.pending.has(id)) { state.pending.delete(id); resolve({ ok: false, error: "no answer from the server" }); }
-      }, 15000);
     });
   }
   state.command = command;
@@ -132,6 +143,12 @@
         break;
       case "state": applyState(msg); break;
       case "frame": applyFrame(msg); break;
+      case "past_progress": {
+        // How far the replay of a past moment this page asked for has come (past.js shows it).
+        const progress = state.progress.get(msg.id);
+        if (progress) progress(msg);
+        break;
+      }
       case "past": {
         // A moment of the past (past.js shows it); it answers a command of this page.
         const resolve = state.pending.get(msg.id);
@@ -537,6 +554,7 @@
       const causes = (result.causes || []).map((c) => `${c.field}: ${c.message}`).join("; ");
       el.textContent = (result.code ? `${result.code} ` : "") + (result.error || "refused") + (causes ? ` (${causes})` : "");
     }
+    el.title = el.textContent; // one line on the page: the whole message on hover
   }
 
   function describeOk(r, cmd) {

@@ -11,13 +11,17 @@
   if (!app || !st) return;
   const banner = document.getElementById("past-banner");
   const STEPS = { N: "event", ">": "stage", S: "sync" };
+  // The same keys by position: shift+. is ">" on a US keyboard, ":" on a German one.
+  const STEP_CODES = { KeyN: "event", Period: "stage", KeyS: "sync" };
   const FORWARD = ["event", "stage", "sync"];
 
   const past = {
     position: null, // {events, seq, time} of the moment shown
     asked: 0, // number of the latest request (older answers are dropped)
     shown: 0,
-    undo: [], // [{from: position, kind}]: where each step of this page came from
+    // [{from, kind, to, live}]: where each forward step of this page came from, and where it landed
+    // (`to`; `live`: the last step taken live, which landed on the present).
+    undo: [],
     onLive: () => showBanner(),
     leave: () => exit(false),
     intercept,
@@ -30,15 +34,47 @@
     return status && status.position ? status.position : null;
   }
 
+  // The server's time limit for a replay is 60 s without progress (dashboard/host/past.py), and a
+  // worker may first wait 30 s for a slot: the page waits longer than that for a word.
+  const PAST_WAIT_MS = 120000;
+  const SHOW_PROGRESS_AFTER_MS = 400; // a quick answer shows no progress at all
+
+  // The replay in hand, on the status line: "computing t=10 s…", then how far it has come.
+  function progress(number, target, msg) {
+    if (number !== past.asked) return; // an older request: a newer one has the line
+    const el = document.getElementById("st-result");
+    const goal = target.at !== undefined ? ` of t=${clock(parseFloat(target.at))}` : target.t !== undefined ? ` of t=${clock(parseFloat(target.t))}` : "";
+    el.classList.remove("ok", "bad");
+    clearTimeout(el._t);
+    el.dataset.past = String(number);
+    if (!msg) el.textContent = "computing the past… (the server replays the session to that moment)";
+    else if (msg.starting) el.textContent = "computing the past… starting the replay worker";
+    else el.textContent = `computing the past… replayed to t=${clock(msg.time)}${goal} (${msg.events.toLocaleString("en-US")} events)`;
+    el.title = el.textContent; // the status line is one line: the whole of it on hover
+  }
+
+  function progressDone(number) {
+    const el = document.getElementById("st-result");
+    if (el.dataset.past === String(number)) { el.textContent = ""; delete el.dataset.past; }
+  }
+
   // Ask for a moment: {at} | {seq, t} | {events, t, exact} | {back|forward, from}.
-  async function go(target) {
+  async function go(target, landed) {
     const number = ++past.asked;
     const focus = st.focus ? [st.focus] : [];
     const owner = window.CtrlscopeFocus && window.CtrlscopeFocus.current(); // the page's focus (focus.js)
-    const result = await st.command(Object.assign({ op: "past", focus, owner: owner ? [owner.controller, owner.key] : null }, target));
+    const slow = setTimeout(() => progress(number, target, null), SHOW_PROGRESS_AFTER_MS);
+    const result = await st.command(
+      Object.assign({ op: "past", focus, owner: owner ? [owner.controller, owner.key] : null }, target),
+      { wait: PAST_WAIT_MS, onProgress: (msg) => progress(number, target, msg) },
+    );
+    clearTimeout(slow);
+    progressDone(number);
     if (number < past.shown) return result; // a newer moment is already on the page
+    if (number < past.asked && !result.ok) return result; // superseded by a newer request: it speaks
     if (result.ok && result.past) {
       past.shown = number;
+      if (landed) landed.to = result.past.position; // where this page's forward step landed
       show(result.past);
     } else if (result.ok && result.live) {
       exit(true);
@@ -80,6 +116,7 @@
   function exit(resync) {
     if (!st.past) return;
     st.past = null;
+    past.undo = []; // the past view's own steps: stepping back from live starts from the present
     past.position = null;
     past.shown = ++past.asked; // answers still on their way are for the past: drop them
     document.body.classList.remove("in-past");
@@ -108,21 +145,30 @@
     return live ? { events: live.events, seq: live.seq, time: live.time } : null;
   }
 
+  function same(a, b) {
+    return !!a && !!b && a.events === b.events && a.seq === b.seq && a.time === b.time;
+  }
+
   function back(kind) {
     const top = past.undo[past.undo.length - 1];
-    if (top && top.kind === kind) {
-      // The inverse of this page's own forward step: exactly where it came from.
+    // The inverse of this page's own forward step, while the page stands where that step landed:
+    // in the past, the moment its answer showed; live, a step taken live (it lands on the present).
+    const undoes = top && top.kind === kind && (st.past ? same(top.to, past.position) : top.live);
+    if (undoes) {
+      // Exactly where it came from.
       past.undo.pop();
       return go({ events: top.from.events, t: top.from.time, exact: true });
     }
+    past.undo = []; // stale: the page moved since (another step, a jump, the live session going on)
     const from = past.position ? { events: past.position.events, seq: past.position.seq, t: past.position.time } : null;
     return go({ back: kind, from });
   }
 
   function forward(kind) {
     const from = here();
-    if (from) past.undo.push({ from, kind });
-    return go({ forward: kind, from: { events: from.events, seq: from.seq, t: from.time } });
+    const step = { from, kind, to: null };
+    if (from) past.undo.push(step);
+    return go({ forward: kind, from: { events: from.events, seq: from.seq, t: from.time } }, step);
   }
 
   // Commands of the page while the past is shown: a step moves the cursor; run, pause, speed and
@@ -133,7 +179,10 @@
     if (!st.past) {
       if (step && livePosition()) {
         const live = livePosition();
-        past.undo.push({ from: { events: live.events, seq: live.seq, time: live.time }, kind: step });
+        const from = { events: live.events, seq: live.seq, time: live.time };
+        const top = past.undo[past.undo.length - 1];
+        if (top && top.live) { top.live = false; top.to = from; } // the last live step landed here
+        past.undo.push({ from, kind: step, live: true });
       } else if (cmd.op === "run" || cmd.op === "step") {
         past.undo = [];
       }
@@ -163,7 +212,8 @@
     if (ev.key === "End") { exit(true); return true; }
     if (ev.key === "[") { nudge(-1); return true; }
     if (ev.key === "]") { if (st.past) nudge(1); return true; }
-    if (STEPS[ev.key] && ev.shiftKey) { back(STEPS[ev.key]); return true; }
+    const kind = ev.shiftKey && (STEPS[ev.key] || STEP_CODES[ev.code]);
+    if (kind) { back(kind); return true; }
     return false;
   }
 

@@ -362,3 +362,27 @@ def test_a_frame_replaces_only_the_parts_of_a_panel_that_changed(page: Page, liv
     for owner, (html, kept) in after.items():
         assert kept == (html == before.get(owner)), owner
     stop(page, live_server_url, sim)
+
+
+def test_a_stage_step_and_until_idle_say_they_wait_for_a_manual_worker_and_stop(
+    page: Page, live_server_url: str, errors
+):
+    # Issue 26 §4: with a key waiting for a manual worker, each `.` ran one virtual hour silently.
+    sim = start(page, live_server_url)
+    run_to(page, 60)  # the demo's own timeline (t=20, 30, 45) is behind it, its pods at rest
+    page.click("#manual-replicaset")
+    expect(page.locator("#workers-replicaset .badge")).to_have_text("manual")
+    command(page, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 7}}})
+    run_to(page, 61)
+    expect(page.locator("#queue-replicaset ol.keys")).to_contain_text("default/web")
+    hit = page.locator("#st-hit")
+    for key in (".", "i"):
+        before = page.evaluate("() => window.ctrlscope.status.t")
+        page.evaluate("() => document.activeElement.blur()")
+        page.keyboard.press(key)
+        expect(hit).to_contain_text("default/web waits in the replicaset queue for a manual worker")
+        expect(hit).to_contain_text("sync next")
+        page.wait_for_function("() => window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal")
+        assert page.evaluate("() => window.ctrlscope.status.t") - before < 60
+    shot(page, "dashboard-step-waits-for-manual-worker")
+    stop(page, live_server_url, sim)

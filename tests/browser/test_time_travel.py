@@ -4,6 +4,10 @@ and bad moments refused with a clear message."""
 
 from __future__ import annotations
 
+import os
+import signal
+from pathlib import Path
+
 from playwright.sync_api import Page, expect
 
 from dashboard.timefmt import vtime
@@ -99,4 +103,115 @@ def test_a_moment_that_is_not_in_the_past_is_refused_with_a_clear_message(page: 
         expect(page.locator("#st-result")).to_have_text(error)
         expect(page.locator("#past-banner")).to_be_hidden()
     assert page.evaluate("() => window.ctrlscope.status.t") == 3.0
+    stop(page, live_server_url, sim)
+
+
+def test_shift_stage_back_from_live_goes_to_the_last_stage_before_now_not_to_a_past_view_step(
+    page: Page, live_server_url: str, errors  # noqa: F811
+):
+    # Stage steps taken in the past view, then back to live and on: shift+. took the page back to
+    # where the past view's last step came from (a stale cursor), not to the stage before now.
+    sim = start(page, live_server_url)
+    run_to(page, 3)
+    view_at(page, "1")
+    expect(page.locator("#past-at")).to_have_text("t=1.000 s", timeout=PAST)
+    page.evaluate("() => document.activeElement.blur()")
+    for _ in range(2):
+        shown = page.evaluate("() => window.CtrlscopePast.position().events")
+        page.keyboard.press(".")  # a stage forward, in the past
+        page.wait_for_function(f"() => window.CtrlscopePast.position().events > {shown}", timeout=PAST)
+    stepped = page.evaluate("() => window.CtrlscopePast.position()")
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    # The live session goes on without this page's toolbar (another viewer, a run started before).
+    command(page, {"op": "step", "what": "to", "t": 12})
+    page.wait_for_function(
+        "() => window.ctrlscope.status.t >= 12 && window.ctrlscope.status.mode === 'paused'"
+        " && !window.ctrlscope.status.goal"
+    )
+    live = page.evaluate("() => window.ctrlscope.status.position")
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("Shift+Period")  # one stage back from the present (">")
+    expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
+    page.wait_for_function("() => window.CtrlscopePast.position() !== null", timeout=PAST)
+    landed = page.evaluate("() => window.CtrlscopePast.position()")
+    assert stepped["events"] < landed["events"] < live["events"], (stepped, landed, live)
+    assert landed["time"] > 3, landed  # after every moment the past view stepped through
+    # The server's own answer for "one stage back from live" is where the page went.
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    page.evaluate(
+        "from => window.CtrlscopePast.go({back: 'stage', from})",
+        {"events": live["events"], "seq": live["seq"], "t": live["time"]},
+    )
+    page.wait_for_function(
+        f"() => (window.CtrlscopePast.position() || {{}}).events === {landed['events']}", timeout=PAST
+    )
+    page.keyboard.press("End")
+    stop(page, live_server_url, sim)
+
+
+def replay_workers(url: str) -> list[int]:
+    """The pids of the replay workers of the server at `url` (its children running
+    `dashboard.host.replay_worker`; other servers on this machine have their own)."""
+    port = url.rsplit(":", 1)[1]
+    procs = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            procs[int(entry.name)] = (ppid, [c.decode(errors="replace") for c in cmdline])
+    servers = {pid for pid, (_, cmd) in procs.items() if "dashboard.serve" in cmd and port in cmd}
+    return [pid for pid, (ppid, cmd) in procs.items() if ppid in servers and "dashboard.host.replay_worker" in cmd]
+
+
+def busy_session(page: Page, url: str) -> str:
+    """The demo with web at 300 pods, two minutes in: its past takes seconds to replay."""
+    sim = start(page, url)
+    command(page, {"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 300}}})
+    run_to(page, 120)
+    page.evaluate("() => document.activeElement.blur()")
+    return sim
+
+
+def test_a_long_first_look_at_the_past_shows_progress_and_arrives(page: Page, live_server_url: str, errors):  # noqa: F811
+    # Issue 26 §4: at 10,000 pods the first look at the past said "no answer from the server"
+    # (the page gave up after 15 s) while the server was still replaying.
+    page.clock.install()  # the page's timers: the test moves them on (time still flows)
+    sim = busy_session(page, live_server_url)
+    view_at(page, "119")
+    result = page.locator("#st-result")
+    expect(result).to_contain_text("computing the past…", timeout=PAST)
+    shot(page, "dashboard-past-progress")
+    page.clock.fast_forward("00:20")  # longer than any one command waited
+    expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
+    expect(page.locator("#past-at")).to_have_text(f"t={vtime(119)}")
+    expect(result).not_to_contain_text("no answer")
+    expect(result).not_to_contain_text("computing")
+    page.click("#past-to-live")
+    stop(page, live_server_url, sim)
+
+
+def test_a_look_at_the_past_whose_worker_dies_says_why(page: Page, live_server_url: str, errors):  # noqa: F811
+    sim = busy_session(page, live_server_url)
+    view_at(page, "1")  # the worker starts and stands at t=1
+    expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
+    page.click("#past-to-live")
+    expect(page.locator("#past-banner")).to_be_hidden()
+    before = set(replay_workers(live_server_url))
+    assert before
+    view_at(page, "119")
+    result = page.locator("#st-result")
+    expect(result).to_contain_text("computing the past…", timeout=PAST)
+    for pid in before:
+        os.kill(pid, signal.SIGKILL)
+    expect(result).to_have_text("the replay worker was killed by SIGKILL (out of memory?): try again", timeout=PAST)
+    expect(page.locator("#past-banner")).to_be_hidden()
+    shot(page, "dashboard-past-worker-died")
+    view_at(page, "119")  # the next look starts a new worker
+    expect(page.locator("#past-at")).to_have_text(f"t={vtime(119)}", timeout=PAST)
+    page.click("#past-to-live")
     stop(page, live_server_url, sim)

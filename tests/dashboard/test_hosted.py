@@ -661,3 +661,82 @@ def test_transitions_go_out_packed_and_come_back_exactly():
     sample = [[0.0, 5, 1, 0], [12.5, 3, 2, 4], [12.5, 9, 0, 7], [1234.567, 9, 1, 2]]
     assert frames_module.pack_transitions(sample) == [0, 5, 1, 0, 12500, -2, 2, 4, 0, 6, 0, 7, 1222067, 0, 1, 2]
     assert unpack_transitions(frames_module.pack_transitions(sample)) == sample
+
+
+# -- steps that cannot reach their goal, and max in front of the scenario's next action (#26 §4) -----
+def manual_key_waiting():
+    """The demo at rest past its timeline, then web scaled while the replicaset workers are
+    manual: default/web sits in the replicaset queue, and only a click would sync it."""
+    h = hosted()
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert not h.sim.timeline_pending and h._idle(), h.hit
+    h.command({"op": "act", "action": {"config": {"manualWorkers": ["replicaset"]}}})
+    h.command({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 7}}})
+    run_until(h, h.sim.now + 2.0)
+    assert h.sim.controllers["replicaset"].queue.snapshot()["queue"] == ["default/web"]
+    return h
+
+
+@pytest.mark.parametrize("what", ["stage", "sync", "idle"])
+def test_a_step_whose_goal_waits_for_a_manual_worker_stops_at_once_and_says_so(what):
+    h = manual_key_waiting()
+    before = h.sim.now
+    h.command({"op": "step", "what": what})
+    drive(h)
+    assert h.mode == "paused" and h.goal is None
+    assert h.sim.now - before < 60, f"ran {h.sim.now - before:.0f} virtual seconds"  # not the hour of heartbeats
+    why = h.hit["why"]
+    assert "not reached" in why and "default/web waits in the replicaset queue for a manual worker" in why, why
+    assert "sync next" in why
+    # Synced by hand, the step goes on as before.
+    h.command({"op": "act", "action": {"sync": {"controller": "replicaset"}}})
+    h.command({"op": "step", "what": "sync"})
+    drive(h)
+    assert h.hit["why"] == "end of the sync of default/web", h.hit
+
+
+def test_a_stage_step_in_a_world_where_nothing_will_happen_stops_at_once():
+    h = hosted()
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    before = h.sim.now
+    h.command({"op": "step", "what": "stage"})
+    drive(h)
+    assert h.sim.now - before < 60, f"ran {h.sim.now - before:.0f} virtual seconds"
+    assert "nothing will happen" in h.hit["why"], h.hit
+
+
+def test_max_runs_on_through_a_quiet_gap_to_the_scenario_own_next_action():
+    # The demo is at rest by t~10, its file scales web at t=30 and deletes a legacy pod at t=45:
+    # max stopped "idle" in front of them.
+    h = hosted()
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert not h.sim.timeline_pending, f"stopped at t={h.sim.now:.3f}: {h.hit['why']}"
+    assert h.sim.now > 45 and "idle" in h.hit["why"]
+    assert h.sim.server.peek("replicasets", "default", "web")["spec"]["replicas"] == 6
+
+
+def test_max_stops_at_rest_when_only_a_manual_worker_could_go_on():
+    h = manual_key_waiting()
+    before = h.sim.now
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    assert h.sim.now - before < 60
+    assert h.hit["why"].startswith("max: at rest; default/web waits in the replicaset queue"), h.hit
+
+
+def test_a_stage_step_waits_for_a_periodic_resync_that_will_start_a_sync():
+    # v1.5's ReplicationController resyncs every RC every 10 minutes: a stage step from a world at
+    # rest reaches the sync that resync starts (within the step's hour), it does not give up.
+    scenario = load_file("v15-resync-cadence")
+    scenario.config["controllerVersion"] = {**scenario.config["controllerVersion"], "replicationcontroller": "v1.5"}
+    h = HostedSimulation("t", Simulation(scenario), name=scenario.name, source="v15-resync-cadence")
+    h.command({"op": "run", "speed": "max"})
+    drive(h)
+    start = h.sim.now
+    h.command({"op": "step", "what": "stage"})
+    drive(h)
+    assert h.hit["why"] == "next sync stage", h.hit
+    assert h.sim.now - start <= 600 + 1, h.sim.now - start

@@ -42,6 +42,7 @@ class WorkerProcess:
         )
         self.next_id = 0
         self.sent: int | None = None
+        self.progress: list[dict[str, Any]] = []  # the progress lines read so far
         if config:
             assert self.raw({"viewer": "test", "configure": config})["ok"]
 
@@ -70,6 +71,9 @@ class WorkerProcess:
     def read(self) -> dict[str, Any]:
         assert self.proc.stdout is not None
         head: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        while "progress" in head:  # a long replay says how far it has come before it answers
+            self.progress.append(head)
+            head = json.loads(self.proc.stdout.readline())
         if head.get("ok") and "position" in head:
             head["text"] = self.proc.stdout.readline().decode().rstrip("\n")
         return head
@@ -376,3 +380,50 @@ def test_a_jump_to_a_time_leaves_a_nearby_keyframe_before_the_moment_it_lands_on
     finally:
         fast.close()
         slow.close()
+
+
+def test_a_long_replay_says_how_far_it_has_come_before_it_answers(session):
+    """Progress lines come from the world replaying, through the broker, for the request in
+    hand, its position moving on towards the target."""
+    worker = WorkerProcess(chunk_events=50, progress=0.001)
+    try:
+        answer = worker.ask(session, {"at": 59.0})
+        assert answer["ok"], answer
+        lines = [p for p in worker.progress if p["id"] == worker.next_id]
+        assert len(lines) >= 3, worker.progress  # a line after each chunk of 50 events
+        assert all(p["viewer"] == "v" for p in lines)
+        events = [p["progress"]["events"] for p in lines]
+        assert events == sorted(events) and all(e <= answer["position"]["events"] for e in events)
+        assert all(p["progress"]["time"] <= 59.0 for p in lines)
+    finally:
+        worker.close()
+
+
+def test_a_copy_of_a_world_made_as_the_worker_ends_exits_quietly():
+    """Issue 26 §4: the server's log showed ConnectionRefusedError tracebacks from keyframes.py
+    when the host killed a replay worker mid-replay: the world replaying went on to its next
+    chunk boundary and forked a copy there (a nearby keyframe, a snapshot), which connected to the
+    broker's listener, gone with it. Such a copy has nobody to serve: it exits, quietly."""
+    script = """
+import os, secrets, sys
+sys.path.insert(0, os.getcwd())
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+from dashboard.host.keyframes import _World
+from dashboard.host.replay_worker import Worker
+
+class Nothing:
+    def newer(self, viewer):
+        return False
+
+world = _World(Worker(Nothing()), "\\0ctrlscope-test-broker-gone-" + secrets.token_hex(8))
+world.fork("keyframe")  # the copy connects to a broker that has ended
+_, status = os.wait()
+print(os.waitstatus_to_exitcode(status))
+"""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="dashboard.settings")
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0", done.stdout
+    assert done.stderr == "", done.stderr

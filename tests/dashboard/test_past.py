@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+from pathlib import Path
 
 import pytest
 
@@ -239,3 +242,118 @@ async def test_the_host_cuts_the_past_only_for_a_request_with_the_token(running_
         answer = await host.request_stream("demo", cmd, control=control)
         text = "".join([part async for part in answer.text()])
         assert answer.head["ok"] is True and "seed:" in text, (cmd, answer.head)
+
+
+# -- a long look at the past: progress, and a reason when it fails (#26 §4) -------------------------
+def busy_session():
+    """The demo's web at 300 pods on 10 nodes, two minutes in: ~20,000 events, seconds to replay."""
+    scenario = load_file("demo")
+    scenario.objects[0]["spec"]["replicas"] = 300
+    scenario.config["nodes"] = 10
+    hosted = HostedSimulation("t", Simulation(scenario), name="busy", source="demo")
+    hosted.sim.run_until(120.0)
+    return hosted
+
+
+async def warm_worker(hosted):
+    """A replay worker started and standing at t=0.5, a progress line after every chunk of 200
+    events (at most every 0.05 s), no sweep ahead (a later moment is replayed on demand)."""
+    from dashboard.host import past
+
+    worker = past.PastWorker(hosted)
+    configured = await worker.configure({"chunk_events": 200, "progress": 0.05, "sweep": False})
+    assert configured["ok"], configured
+    assert (await worker.ask("v", {"at": 0.5}, []))["ok"]
+    return worker
+
+
+def descendants(pid):
+    """The pids of every process below `pid` (Linux /proc)."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+async def test_a_long_replay_that_makes_progress_arrives_past_the_time_limit_and_says_how_far_it_came(monkeypatch):
+    from dashboard.host import past
+
+    hosted = busy_session()
+    worker = await warm_worker(hosted)
+    try:
+        # The limit is on silence: a replay that moves is never cut off, however long it takes.
+        monkeypatch.setattr(past, "TIME_LIMIT", 1.0)
+        heard = []
+
+        async def progress(where):
+            heard.append(where)
+
+        answer = await worker.ask("v", {"at": 119.0}, [], progress=progress)
+        assert answer["ok"], answer
+        assert answer["position"]["time"] == 119.0
+        events = [p["events"] for p in heard]
+        assert len(events) >= 2, heard  # the replay took seconds: the viewer heard of it
+        assert events == sorted(events) and events[-1] <= answer["position"]["events"]
+        assert all(0.5 <= p["time"] <= 119.0 for p in heard)
+    finally:
+        await worker.stop()
+
+
+async def test_a_replay_worker_killed_mid_replay_answers_with_why_and_the_next_look_starts_a_new_one(capfd):
+    hosted = busy_session()
+    worker = await warm_worker(hosted)
+    try:
+        pid = worker.proc.pid
+        killed = []
+
+        async def kill_at_first_progress(where):
+            if not killed:
+                killed.extend(descendants(pid))  # its worlds and their children: they end with it
+                os.kill(pid, signal.SIGKILL)
+
+        answer = await worker.ask("v", {"at": 119.0}, [], progress=kill_at_first_progress)
+        assert answer == {"ok": False, "error": "the replay worker was killed by SIGKILL (out of memory?): try again"}
+        again = await worker.ask("v", {"at": 10.0}, [])
+        assert again["ok"] and again["position"]["time"] == 10.0
+        assert worker.proc.pid != pid
+        # The orphans of the killed worker end by themselves, quietly: a broker gone is no bug.
+        for _ in range(600):
+            if not any(alive(p) for p in killed):
+                break
+            await asyncio.sleep(0.05)
+        assert not any(alive(p) for p in killed)
+        err = capfd.readouterr().err
+        assert "Traceback" not in err and "ConnectionRefusedError" not in err, err
+    finally:
+        await worker.stop()
+
+
+def alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def test_a_worker_without_keyframes_says_how_far_its_replay_has_come():
+    hosted = live()
+    hosted.sim.run_until(300.0)
+    worker = Worker(NoNewer())
+    worker.chunk_events = 100
+    worker.progress_every = 0.0  # a line after every chunk
+    heard = []
+    worker.on_progress = heard.append
+    answer = ask(worker, hosted, {"at": 299.0})
+    events = [p["events"] for p in heard]
+    assert len(events) >= 3 and events == sorted(events), heard
+    assert events[-1] <= answer["position"]["events"]
+    assert all(p["time"] <= 299.0 for p in heard)
