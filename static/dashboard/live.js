@@ -684,6 +684,7 @@
     showTab("tab-pod");
     state.podKey = key;
     state.podFromFrame = false;
+    if (window.CtrlscopePods) window.CtrlscopePods.setOpen(key);
     target.innerHTML = '<p class="muted">loading…</p>';
     command({ op: "focus", pod: key });
     fetch(`/sim/${SIM}/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)

@@ -119,6 +119,7 @@ def expect_pod_tab(page: Page, key: str, timeout: float = 5000) -> None:
     expect(page.locator("#pod-tab-button")).to_have_attribute("aria-selected", "true")
     expect(page.locator("#tab-pod")).to_be_visible()
     expect(page.locator("#pod-detail h2 code")).to_have_text(key, timeout=timeout)
+    assert page.evaluate("() => window.CtrlscopePods.opened()") == key  # its tile is ringed
 
 
 def open_pods_again_and_again(page: Page, keys: list[str], timeout: float = 5000) -> None:
