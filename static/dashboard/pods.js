@@ -280,9 +280,12 @@ window.CtrlscopeTransitions = {
   }
 
   // The open pod's tile, ringed on top of its neighbours: a dark ring with a white one inside, at
-  // least 5 px out, so that a 2 px tile among 10,000 can be found at a glance.
+  // least 5 px out, so that a 2 px tile among 10,000 can be found at a glance. A tile at the edge
+  // of the canvas gets its ring moved in (the tile stays inside it) rather than cut in half.
   function ringOpen(x, y, s) {
-    const cx = x + s / 2, cy = y + s / 2, r = Math.max(s * 0.75, 5);
+    const r = Math.max(s * 0.75, 5), edge = r + 3;
+    const cx = Math.min(Math.max(x + s / 2, edge), width - edge);
+    const cy = Math.min(Math.max(y + s / 2, edge), layout.height - edge);
     ctx.beginPath();
     ctx.arc(cx, cy, r + 1.5, 0, 2 * Math.PI);
     ctx.lineWidth = 2;
