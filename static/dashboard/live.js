@@ -20,7 +20,7 @@
     panels: new Map(), // panel id -> latest HTML (also for panels not on screen)
     deferred: new Map(), // panel id -> HTML held back while the user edits inside it
     focus: null, // [controller, key]
-    openPod: null, // "ns/name": the pod the Pod tab shows, kept live by the frames
+    podKey: null, // "ns/name": the pod the Pod tab shows, kept live by the frames
     podFromFrame: false,
     followLatest: true,
     controllers: [],
@@ -32,6 +32,15 @@
     speedChoice: null, // the speed chosen in the select until a status shows the host has it
   };
   window.ctrlscope = state; // for the browser tests and the curious
+
+  // The page's functions for the other scripts (and the tests) live on the same object as its
+  // fields. Each is defined once, read-only, under a name no field has: a field of the same name
+  // once replaced openPod with the open pod's key, and every tile click after the first failed.
+  // Assigning to one now throws at once (strict mode) instead of breaking a later click.
+  function expose(name, value) {
+    if (name in state) throw new Error(`ctrlscope.${name} is taken`);
+    Object.defineProperty(state, name, { value, enumerable: true });
+  }
 
   // -- connection -----------------------------------------------------------------------------
   function connect() {
@@ -130,7 +139,7 @@
       sendRaw({ type: "cmd", id, cmd });
     });
   }
-  state.command = command;
+  expose("command", command);
 
   function onMessage(text) {
     let msg;
@@ -431,7 +440,7 @@
       if (row.dataset.event && last.get(row.dataset.event) !== row) row.remove();
     }
   }
-  state.foldEvents = foldEvents;
+  expose("foldEvents", foldEvents);
 
   function keepAtBottom(scroller, change) {
     if (!scroller) { change(); return; }
@@ -582,10 +591,10 @@
     showResult(result, where, cmd);
     return result;
   }
-  state.run = run;
+  expose("run", run);
   // For past.js: the past is shown with the same functions as the present.
-  state.show = { applyPanels, applyStatus, showResult, filterRows, scrollDown, clearPanels: () => state.panels.clear() };
-  state.resync = () => sendRaw({ type: "resync" });
+  expose("show", { applyPanels, applyStatus, showResult, filterRows, scrollDown, clearPanels: () => state.panels.clear() });
+  expose("resync", () => sendRaw({ type: "resync" }));
 
   document.addEventListener("click", (ev) => {
     const cmdEl = ev.target.closest("[data-cmd]");
@@ -642,7 +651,7 @@
     if (shown && shown.dataset.scrollOnShow) { delete shown.dataset.scrollOnShow; shown.scrollTop = shown.scrollHeight; }
     for (const b of document.querySelectorAll("#drawer-tabs [data-tab]")) b.setAttribute("aria-selected", String(b.dataset.tab === id));
   }
-  state.showTab = showTab;
+  expose("showTab", showTab);
 
   function setFocus(controller, key, reveal) {
     state.focus = [controller, key];
@@ -657,7 +666,7 @@
     command({ op: "focus", keys: [[controller, key]] });
     showSlots();
   }
-  state.setFocus = setFocus;
+  expose("setFocus", setFocus);
 
   function fillFocusPicker() {
     const picker = document.getElementById("focus-key");
@@ -691,27 +700,28 @@
     document.getElementById("pod-tab-button").hidden = false;
     document.getElementById("pod-tab-button").textContent = `Pod ${name}`;
     showTab("tab-pod");
-    state.openPod = key;
+    state.podKey = key;
     state.podFromFrame = false;
+    if (window.CtrlscopePods) window.CtrlscopePods.setOpen(key);
     target.innerHTML = '<p class="muted">loading…</p>';
     command({ op: "focus", pod: key });
     fetch(`/sim/${SIM}/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`)
       .then((r) => r.text().then((t) => ({ ok: r.ok, t })))
       .then(({ ok, t }) => {
-        if (state.openPod !== key || state.podFromFrame) return;
+        if (state.podKey !== key || state.podFromFrame) return;
         target.innerHTML = ok ? t : `<p class="bad">${t}</p>`;
       });
   }
 
   function showPod(id, html) {
-    if (!state.openPod || id !== "pod:" + state.openPod) return;
+    if (!state.podKey || id !== "pod:" + state.podKey) return;
     state.podFromFrame = true;
     const target = document.getElementById("pod-detail");
     const el = target.firstElementChild;
     if (el && el.id === id) place(el, id, html);
     else { target.innerHTML = html; if (window.htmx) htmx.process(target); }
   }
-  state.openPod = openPod;
+  expose("openPod", openPod);
 
   function openHistory(controller, key, id) {
     const slot = document.querySelector('[data-slot="inspector"]');
@@ -854,7 +864,7 @@
   // Rows are also hidden by the other filters of the page (focus.js, search.js): `extraFilters`
   // are functions (log, row) -> true to hide.
   const extraFilters = [];
-  state.extraFilters = extraFilters;
+  expose("extraFilters", extraFilters);
   function extraHidden(log, row) {
     for (const f of extraFilters) if (f(log, row)) return true;
     return false;

@@ -51,6 +51,7 @@ window.CtrlscopeTransitions = {
     byKey: new Map(), // "ns/name" -> id
     pods: new Map(), // id -> [owner, state, node]
     selected: new Set(), // ids
+    open: null, // "ns/name": the pod the Pod tab shows (live.js openPod), ringed on its tile
   };
   let layout = { groups: [], size: 16, gap: 2 };
   let scheduled = false;
@@ -199,6 +200,8 @@ window.CtrlscopeTransitions = {
     const pitch = size + gap;
     let pulsing = false;
     const readyState = model.states.indexOf("Ready");
+    const openId = model.open === null ? undefined : model.byKey.get(model.open);
+    let openAt = null;
     for (const g of layout.groups) {
       if (!layout.labelled) {
         ctx.fillStyle = "#e4e8ef";
@@ -218,6 +221,7 @@ window.CtrlscopeTransitions = {
           ctx.lineWidth = size >= 10 ? 2 : 1;
           ctx.strokeRect(x - 1, y - 1, size + 2, size + 2);
         }
+        if (id === openId) openAt = [x, y];
       });
       // The group's name (a click on it focuses the page on that owner), cut to its block.
       if (!layout.labelled) continue;
@@ -255,6 +259,7 @@ window.CtrlscopeTransitions = {
       ctx.font = "13px system-ui, sans-serif";
       ctx.fillText("No pods.", 4, 20);
     }
+    if (openAt) ringOpen(openAt[0], openAt[1], size);
     if (drag && drag.moved) {
       ctx.strokeStyle = "#1f5fd6";
       ctx.setLineDash([4, 3]);
@@ -272,6 +277,25 @@ window.CtrlscopeTransitions = {
     document.getElementById("selection-count").textContent = `${model.selected.size} selected`;
     if (pulsing) setTimeout(() => { pulseOn = !pulseOn; schedule(); }, 600);
     lastDrawMs = performance.now() - started;
+  }
+
+  // The open pod's tile, ringed on top of its neighbours: a dark ring with a white one inside, at
+  // least 5 px out, so that a 2 px tile among 10,000 can be found at a glance. A tile at the edge
+  // of the canvas gets its ring moved in (the tile stays inside it) rather than cut in half.
+  function ringOpen(x, y, s) {
+    const r = Math.max(s * 0.75, 5), edge = r + 3;
+    const cx = Math.min(Math.max(x + s / 2, edge), width - edge);
+    const cy = Math.min(Math.max(y + s / 2, edge), layout.height - edge);
+    ctx.beginPath();
+    ctx.arc(cx, cy, r + 1.5, 0, 2 * Math.PI);
+    ctx.lineWidth = 2;
+    ctx.strokeStyle = "#1d2330";
+    ctx.stroke();
+    ctx.beginPath();
+    ctx.arc(cx, cy, r, 0, 2 * Math.PI);
+    ctx.lineWidth = 1;
+    ctx.strokeStyle = "#ffffff";
+    ctx.stroke();
   }
 
   function tile(x, y, s, style) {
@@ -528,6 +552,9 @@ window.CtrlscopeTransitions = {
     labels: () => layout.labelled ? layout.groups.map((g) => ({ owner: model.owners[g.owner], x: g.left + 4, y: g.header + 6 })) : [],
     selected: () => [...model.selected].map((id) => model.names.get(id)).filter(Boolean),
     clearSelection: () => { model.selected.clear(); schedule(); },
+    // The pod the Pod tab shows ("ns/name"), ringed on its tile; opened() reads it back.
+    setOpen: (key) => { model.open = key; schedule(); },
+    opened: () => model.open,
     select: (names) => { for (const [id, key] of model.names) if (names.includes(key) && model.pods.has(id)) model.selected.add(id); schedule(); },
     // The newest pod and whether its tile has been drawn (cheap: for the UI benchmark).
     drawMs: () => lastDrawMs,

@@ -33,12 +33,14 @@ def command(page: Page, cmd: dict) -> dict:
     return page.evaluate("c => window.ctrlscope.command(c)", cmd)
 
 
-def run_to(page: Page, t: float) -> None:
+def run_to(page: Page, t: float, timeout: float = PATIENCE_MS) -> None:
+    """Run to t= and wait until the page shows it reached (`timeout` in ms)."""
     page.fill("#run-to input", str(t))
     page.press("#run-to input", "Enter")
     page.wait_for_function(
         f"() => window.ctrlscope.status && window.ctrlscope.status.t >= {t} "
-        "&& window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal"
+        "&& window.ctrlscope.status.mode === 'paused' && !window.ctrlscope.status.goal",
+        timeout=timeout,
     )
 
 
@@ -84,6 +86,79 @@ def errors(page: Page):
     page.on("pageerror", lambda exc: seen.append(str(exc)))
     yield seen
     assert seen == []
+
+
+@pytest.fixture
+def page_errors(page: Page):
+    """Every uncaught exception and every console error of the page: a click that throws shows
+    here even when the page looks right."""
+    seen: list[str] = []
+    page.on("pageerror", lambda exc: seen.append(f"pageerror: {exc}"))
+    page.on("console", lambda msg: seen.append(f"console.error: {msg.text}") if msg.type == "error" else None)
+    yield seen
+    assert seen == []
+
+
+def click_tile(page: Page, key: str) -> None:
+    """Click the pod's tile, as a user does: scrolled into the tiles' box first (at 10,000 pods
+    the box scrolls; a point below it would land on the box, not on the canvas)."""
+    tile = page.wait_for_function("k => window.CtrlscopePods.tileOf(k)", arg=key).json_value()
+    page.locator("#pods-scroll").evaluate(
+        "(s, y) => { if (y < s.scrollTop + 4 || y > s.scrollTop + s.clientHeight - 8)"
+        " s.scrollTop = Math.max(0, y - 40); }",
+        tile["y"],
+    )
+    page.locator("#pods-canvas").click(position={"x": tile["x"], "y": tile["y"]})
+
+
+def expect_pod_tab(page: Page, key: str, timeout: float = PATIENCE_MS) -> None:
+    """The Pod tab is the one shown, and it shows `key` (its button at once; its heading when the
+    read answers: at 10,000 pods on a busy machine that takes seconds)."""
+    expect(page.locator("#pod-tab-button")).to_have_text(f"Pod {key.split('/')[1]}")
+    expect(page.locator("#pod-tab-button")).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#tab-pod")).to_be_visible()
+    expect(page.locator("#pod-detail h2 code")).to_have_text(key, timeout=timeout)
+    assert page.evaluate("() => window.CtrlscopePods.opened()") == key  # its tile is ringed
+
+
+def open_pods_again_and_again(page: Page, keys: list[str], timeout: float = PATIENCE_MS) -> None:
+    """Click tiles of several pods, one of them twice in a row and again later, from another
+    tab, and after the search opened a pod: every click opens the pod clicked."""
+    a, b, c, d = keys
+    for key in (a, b, c, a, a, d, b):
+        click_tile(page, key)
+        expect_pod_tab(page, key, timeout)
+    page.click("#drawer-tabs [data-tab=tab-events]")
+    expect(page.locator("#tab-pod")).to_be_hidden()
+    click_tile(page, c)
+    expect_pod_tab(page, c, timeout)
+    page.fill("#search", d.split("/")[1])
+    expect(page.locator("#search-results button[data-kind=pod]").first).to_contain_text(d, timeout=timeout)
+    page.press("#search", "Enter")  # the first result: the pod
+    expect_pod_tab(page, d, timeout)
+    page.evaluate("() => document.activeElement.blur()")
+    click_tile(page, a)
+    expect_pod_tab(page, a, timeout)
+    assert page.evaluate("() => typeof window.ctrlscope.openPod") == "function"
+
+
+def test_every_tile_click_opens_its_pod(page: Page, live_server_url: str, page_errors):
+    sim = start(page, live_server_url)
+    run_to(page, 5)
+    states = pod_states(page)
+    assert len(states) >= 9
+    # Pods of each owner: web, api and the RC's.
+    web = sorted(k for k in states if k.startswith("default/web-"))
+    others = sorted(k for k in states if not k.startswith("default/web-"))
+    keys = [web[0], others[0], others[-1], web[1]]
+    open_pods_again_and_again(page, keys)
+    # The tab stays on the pod last opened while the frames change another one.
+    command(page, {"op": "act", "action": {"podFault": {"name": keys[1].split("/")[1], "fault": "fail"}}})
+    run_to(page, 8)
+    expect_pod_tab(page, keys[0])
+    expect(page.locator("#pod-detail h2 .badge")).to_have_text("Ready")
+    shot(page, "dashboard-pod-tab-10")
+    stop(page, live_server_url, sim)
 
 
 def test_the_demo_is_running_at_1x_and_draws_its_pods(page: Page, live_server_url: str, errors):

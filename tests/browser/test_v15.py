@@ -142,3 +142,34 @@ def test_a_thousand_pods_under_v1_5(page: Page, live_server_url: str, errors):  
     expect(page.locator("#owners [data-owner='ReplicationController/web']")).to_contain_text("1000")
     shot(page, "v15-1000")
     stop(page, live_server_url, sim)
+
+
+# Where a v1.5 stage's time runs into its neighbours: the text's box against the next column's.
+TIME_OVERLAPS = """() => [...document.querySelectorAll('[data-slot=inspector] ol.stages.v15 li.stage')]
+  .flatMap((li) => {
+    const fn = li.querySelector('.fn'), t = li.querySelector('.t'), say = li.querySelector('.say');
+    if (!t || !t.textContent.trim()) return [];
+    const range = document.createRange(); range.selectNodeContents(t);
+    const text = range.getBoundingClientRect(), sayBox = say.getBoundingClientRect();
+    const out = [];
+    if (text.right > sayBox.left) out.push(`${t.textContent} runs ${text.right - sayBox.left}px into the next column`);
+    if (fn && fn.getBoundingClientRect().right > text.left) out.push(`the function name runs into ${t.textContent}`);
+    return out;
+})"""
+
+
+def test_the_v1_5_inspectors_time_column_never_overprints(page: Page, live_server_url: str, errors):  # noqa: F811
+    sim = start_v15(page, live_server_url)
+    run_to(page, 12345.678)
+    scale = {"kind": "ReplicationController", "name": "legacy", "replicas": 3}
+    command(page, {"op": "act", "action": {"scale": scale}})
+    page.click("#btn-sync")
+    inspector = page.locator("[data-slot=inspector]")
+    expect(inspector).to_contain_text("default/legacy")
+    expect(inspector.locator("ol.stages.v15 li.stage .t").first).to_contain_text("t=3:25:45.")
+    # Every stage's time (t=3:25:45.678: wider than the 4.5rem column it had) ends before the text
+    # beside it starts, and the function name column ends before the time.
+    assert page.locator("[data-slot=inspector] ol.stages.v15 li.stage").count() >= 5
+    assert page.evaluate(TIME_OVERLAPS) == []
+    shot(page, "v15-inspector-long-times")
+    stop(page, live_server_url, sim)

@@ -5,6 +5,23 @@ from __future__ import annotations
 from controlplane.apiserver import APIServer
 from controlplane.kernel import Kernel
 from controlplane.nodes import NodeSimulator
+from controlplane.scenario import demand, library, load_file
+
+# The properties every shipped scenario is run through (liveness, a snapshot runs on as the
+# original, report.json is the report, a cut replays to the report it gave) run on the scenarios of
+# at most this many pods. The 10,000-pod fleet is judged once, by its own checks (the pytest plugin
+# and `controlplane test`), its liveness among them ({oracle: esr}): one run is 17 s of CPU, and each
+# property would run it again, the snapshot and replay ones several times.
+PROPERTY_MAX_PODS = 1_000
+
+
+def shipped(max_pods: int | None = None) -> list[str]:
+    """The ids of the shipped scenarios; with `max_pods`, those that ask for at most that many
+    pods (counted as the run's --max-pods ceiling counts them, `scenario.demand`)."""
+    ids = [entry["id"] for entry in library()]
+    if max_pods is None:
+        return ids
+    return [name for name in ids if demand(load_file(name)).pods <= max_pods]
 
 
 def rs_manifest(name="web", replicas=3, labels=None, template_labels=None, **spec):

@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from controlplane.scenario import library, load_file
+from controlplane.scenario import load_file
 from controlplane.simulation import Simulation, run_scenario
+
+from .factories import PROPERTY_MAX_PODS, shipped
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +116,7 @@ def test_report_times_are_exact_virtual_times():
     assert noisy == []
 
 
-@pytest.mark.parametrize("scenario", [entry["id"] for entry in library()])
+@pytest.mark.parametrize("scenario", shipped(PROPERTY_MAX_PODS))
 def test_report_json_is_the_report_dumped_compactly_byte_for_byte(scenario):
     sim = Simulation(load_file(scenario), seed=7)
     sim.start()

@@ -13,6 +13,8 @@ import yaml
 from controlplane.scenario import SCENARIO_DIR, library, load_file, resolve
 from controlplane.testing import ERROR, FAILED, PASSED, SKIPPED, discover, junit_xml, run_one, run_suite, sides_of
 
+from .factories import PROPERTY_MAX_PODS, shipped
+
 BASE = pathlib.Path(__file__).parent / "data" / "checks-base.yaml"
 PASSING = [{"at": 10, "object": "ReplicaSet/default/web", "path": "status.readyReplicas", "equals": 4}]
 FAILING = [
@@ -163,3 +165,9 @@ def test_the_test_command_runs_the_shipped_library_by_default():
     assert runs > len(library())
     assert f"{runs} scenarios: {runs} passed" in result.stdout
     assert "v15-quota-wall.scenario.yaml --side a" in result.stdout
+
+
+def test_only_the_fleet_is_left_out_of_the_per_library_engine_properties():
+    # A new large scenario must be a choice: each one left out of the snapshot, report.json and
+    # replay properties is named here.
+    assert set(shipped()) - set(shipped(PROPERTY_MAX_PODS)) == {"fleet-10000"}

@@ -13,13 +13,13 @@ import pytest
 
 from controlplane import snapshot
 from controlplane.kernel import Kernel, NotQuiescent
-from controlplane.scenario import library, parse_scenario
+from controlplane.scenario import parse_scenario
 from controlplane.simulation import Simulation
 
-from .factories import rs_manifest
+from .factories import PROPERTY_MAX_PODS, rs_manifest, shipped
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = [entry["id"] for entry in library()]
+SHIPPED = shipped(PROPERTY_MAX_PODS)
 CHECKPOINTS = (0.25, 0.5, 0.75)  # fractions of a run's events after which a snapshot is taken
 
 

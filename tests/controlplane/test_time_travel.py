@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from controlplane.runner import run
-from controlplane.scenario import library, load_scenario
+from controlplane.scenario import load_scenario
 from controlplane.simulation import Simulation, cut_scenario
 
-from .factories import rs_manifest
+from .factories import PROPERTY_MAX_PODS, rs_manifest, shipped
 
 
 def headless(export: dict, until: float) -> str:
@@ -98,7 +98,7 @@ CUTS = (0.0, 1.5, 4.0)
 END = 6.0
 
 
-@pytest.mark.parametrize("name", [entry["id"] for entry in library()])
+@pytest.mark.parametrize("name", shipped(PROPERTY_MAX_PODS))
 def test_every_shipped_scenario_cut_at_t_replays_to_the_report_it_gave_at_t(name):
     """The contract of DESIGN §2.3, in-process: a live session with actions of its own, its
     report taken at several T on the way, then cut at each T after the fact."""
