@@ -1,10 +1,10 @@
 """The Kubernetes API over HTTP: what real `kubectl` and the official Python client talk to.
 
-An ASGI app in front of Django: it answers `/version`, `/api…`, `/apis…`, `/openapi/…` (the demo
-simulation) and `/sim/<id>/k8s/…` (any simulation), and `/metrics`; every other path goes to the
-dashboard. It never holds a simulation: reads, dry runs and watches are ops of the host
-(`dashboard.host.k8s_ops`), writes are `request` actions (`op: act`), all through the channel
-layer, so several Daphne processes with the Redis layer work as one.
+An ASGI app in front of Django: it answers `/version` (and `/version/`), `/api…`, `/apis…`,
+`/openapi/…` (the demo simulation) and `/sim/<id>/k8s/…` (any simulation), and `/metrics`; every
+other path goes to the dashboard. It never holds a simulation: reads, dry runs and watches are ops
+of the host (`dashboard.host.k8s_ops`), writes are `request` actions (`op: act`), all through the
+channel layer, so several Daphne processes with the Redis layer work as one.
 
 Guarantees
 ----------
@@ -98,7 +98,9 @@ def route(path: str) -> tuple[str, str, str, str | None] | None:
     if match:
         prefix = path[: match.start("rest")] if match["rest"] else path
         return match["id"], prefix, match["rest"] or "/", match["token"]
-    if path == "/version" or path in ("/api", "/apis") or path.startswith(("/api/", "/apis/", "/openapi/")):
+    # kube-apiserver's go-restful routes answer `/version/` as `/version` (kr8s asks for it on
+    # connect, the official client's VersionApi too); `/api/` and `/apis/` start with a prefix.
+    if path in ("/version", "/version/", "/api", "/apis") or path.startswith(("/api/", "/apis/", "/openapi/")):
         return DEMO, "", path, None
     if endpoints.is_health_path(path):
         return DEMO, "", path, None
