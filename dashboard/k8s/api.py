@@ -46,7 +46,7 @@ from controlplane.simulation import (
 )
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
-from dashboard.k8s import discovery, endpoints, protobuf
+from dashboard.k8s import discovery, endpoints, openapi_v2_proto, protobuf
 
 Obj = dict[str, Any]
 Scope = dict[str, Any]
@@ -239,6 +239,8 @@ class Call:
             await self.reply(discovery.OPENAPI_V3_DOCUMENTS["/".join(segs[2:])])
         elif segs == ["openapi", "v2"] and ("json" in self.accept or not self.accept or "*/*" in self.accept):
             await self.reply(discovery.OPENAPI_V2)
+        elif segs == ["openapi", "v2"] and openapi_v2_proto.accepted(self.accept):
+            await respond_bytes(self.send, 200, discovery.openapi_v2_protobuf(), openapi_v2_proto.CONTENT_TYPE)
         elif segs == []:
             paths = [
                 "/api",
@@ -754,6 +756,12 @@ async def respond(
     headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
     data = (body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))).encode()
+    await respond_bytes(send, code, data, content_type, headers)
+
+
+async def respond_bytes(
+    send: Any, code: int, data: bytes, content_type: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
     await send(
         {
             "type": "http.response.start",
