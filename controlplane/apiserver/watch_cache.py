@@ -24,7 +24,7 @@ Guarantees
 
 from __future__ import annotations
 
-from collections import deque
+from array import array
 
 # watch_cache.go defaultLowerBoundCapacity / defaultUpperBoundCapacity.
 LOWER_BOUND_CAPACITY = 100
@@ -34,50 +34,63 @@ EVENT_FRESH_DURATION = 75.0
 
 
 class WatchCache:
-    """The window of one resource's watch cache (see the module docstring)."""
+    """The window of one resource's watch cache (see the module docstring), kept as upstream's
+    ring: the events `start_index` .. `end_index - 1` live at `index % capacity` (16 bytes each, so
+    the upper bound costs 1.6 MB, not a Python object per event)."""
 
-    __slots__ = ("_rvs", "_times", "capacity", "removed_event_since_relist")
+    __slots__ = ("_rvs", "_times", "capacity", "end_index", "removed_event_since_relist", "start_index")
 
     def __init__(self) -> None:
         self.capacity = LOWER_BOUND_CAPACITY
-        # The resourceVersions and commit times of the events the buffer holds, oldest first;
-        # never more than `capacity` of them.
-        self._rvs: deque[int] = deque()
-        self._times: deque[float] = deque()
+        self._rvs = array("q", bytes(8 * self.capacity))  # resourceVersions
+        self._times = array("d", bytes(8 * self.capacity))  # virtual times of the commits
+        self.start_index = 0
+        self.end_index = 0
         self.removed_event_since_relist = False
 
     def __len__(self) -> int:
-        return len(self._rvs)
+        return self.end_index - self.start_index
+
+    def _full(self) -> bool:
+        return self.end_index == self.start_index + self.capacity
 
     def update(self, rv: int, now: float) -> None:
         """One committed event of the resource, at virtual time `now` (updateCache)."""
         self._resize(now)
-        if len(self._rvs) >= self.capacity:
-            self._rvs.popleft()
-            self._times.popleft()
+        if self._full():
+            self.start_index += 1  # the oldest event is dropped
             self.removed_event_since_relist = True
-        self._rvs.append(rv)
-        self._times.append(now)
+        slot = self.end_index % self.capacity
+        self._rvs[slot] = rv
+        self._times[slot] = now
+        self.end_index += 1
 
     def _resize(self, now: float) -> None:
         """resizeCacheLocked: grow while the buffer holds only fresh events, shrink when its
         newest quarter is already stale (the quarter keeps it from flapping)."""
-        size = len(self._rvs)
-        if size < self.capacity:
+        if not self._full():
             return
-        if now - self._times[0] < EVENT_FRESH_DURATION:
-            self.capacity = min(self.capacity * 2, UPPER_BOUND_CAPACITY)
-        elif now - self._times[size - self.capacity // 4] > EVENT_FRESH_DURATION:
-            capacity = max(self.capacity // 2, LOWER_BOUND_CAPACITY)
-            # doCacheResizeLocked keeps the newest `capacity` events.
-            for _ in range(size - capacity):
-                self._rvs.popleft()
-                self._times.popleft()
-            self.capacity = capacity
+        capacity = self.capacity
+        if now - self._times[self.start_index % capacity] < EVENT_FRESH_DURATION:
+            self._do_resize(min(capacity * 2, UPPER_BOUND_CAPACITY))
+        elif now - self._times[(self.end_index - capacity // 4) % capacity] > EVENT_FRESH_DURATION:
+            self._do_resize(max(capacity // 2, LOWER_BOUND_CAPACITY))
+
+    def _do_resize(self, capacity: int) -> None:
+        """doCacheResizeLocked: a shrunk buffer keeps the newest `capacity` events."""
+        if capacity == self.capacity:
+            return
+        if capacity < self.capacity:
+            self.start_index = self.end_index - capacity
+        rvs, times = array("q", bytes(8 * capacity)), array("d", bytes(8 * capacity))
+        for index in range(self.start_index, self.end_index):  # at most UPPER_BOUND_CAPACITY
+            rvs[index % capacity] = self._rvs[index % self.capacity]
+            times[index % capacity] = self._times[index % self.capacity]
+        self._rvs, self._times, self.capacity = rvs, times, capacity
 
     def too_old_below(self) -> int:
         """The N of `too old resource version: rv (N)`: a watch from a version below it is
         410 Gone (the oldest deliverable event minus one)."""
-        if not self.removed_event_since_relist or not self._rvs:
+        if not self.removed_event_since_relist or not len(self):
             return 0
-        return self._rvs[0] - 1
+        return self._rvs[self.start_index % self.capacity] - 1
