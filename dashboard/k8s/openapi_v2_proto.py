@@ -36,6 +36,8 @@ _VARINT, _FIXED64, _LENGTH = 0, 1, 2
 
 
 def _varint(value: int) -> bytes:
+    if value < 0:  # int64: ten bytes of two's complement, as protobuf writes it
+        value += 1 << 64
     out = bytearray()
     while True:
         byte = value & 0x7F

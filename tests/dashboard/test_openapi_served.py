@@ -69,3 +69,12 @@ def test_v2_protobuf_is_gnostics_document_wire_format():
 def test_v2_protobuf_refuses_a_key_it_has_no_field_for():
     with pytest.raises(ValueError, match="no protobuf field for 'nullable'"):
         openapi_v2_proto.encode_document({"definitions": {"a": {"nullable": True}}})
+
+
+def test_v2_protobuf_writes_negative_integers_as_protobuf_does():
+    """int64 -1 is ten bytes of two's complement (and does not loop forever)."""
+    schema = b"\x58" + b"\xff" * 9 + b"\x01"  # Schema.max_length = 11, varint
+    named = b"\x0a\x01a\x12" + bytes([len(schema)]) + schema
+    assert openapi_v2_proto.encode_document({"definitions": {"a": {"maxLength": -1}}}) == (
+        b"\x4a" + bytes([len(named) + 2]) + b"\x0a" + bytes([len(named)]) + named
+    )
