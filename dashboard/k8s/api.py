@@ -151,6 +151,7 @@ class Call:
         self.head_only = False  # a HEAD request, answered as GET without its body (dispatch)
         self.sim_id, self.prefix = sim_id, prefix
         self.segments = [s for s in rest.split("/") if s]
+        self.health = endpoints.is_health_path(rest)  # /healthz, /livez/ping, … (not /healthz/)
         self.method = scope["method"]
         self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         raw = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -165,7 +166,7 @@ class Call:
             authorized = token_matches(self.path_token) if self.path_token is not None else _authorized(self.headers)
             # Health is anonymous as on a cluster, but a wrong token presented is still refused.
             presented = self.path_token is not None or "authorization" in self.headers
-            anonymous = endpoints.is_health(self.segments) and not presented
+            anonymous = self.health and not presented
             if self.segments != ["version"] and not authorized and not anonymous:
                 raise Failure(401, "Unauthorized", "Unauthorized")
             await self.dispatch()
@@ -196,7 +197,7 @@ class Call:
         segs = self.segments
         if self.method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
             raise Failure(405, "MethodNotAllowed", f"{self.method} is not supported")
-        if endpoints.is_health(segs):
+        if self.health:
             await endpoints.health(self, segs)
             return
         if segs == ["metrics"]:
