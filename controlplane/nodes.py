@@ -25,7 +25,9 @@ Guarantees
   `tolerationSeconds` default that the DefaultTolerationSeconds admission plugin gives every
   pod, or the pod's own toleration) the taint-eviction controller writes the DisruptionTarget
   condition and deletes the pod; with its kubelet down the pod stays Terminating. Upstream's
-  5-second monitor period and the per-zone eviction rate limiter are not modelled.
+  5-second monitor period and the per-zone eviction rate limiter are not modelled. Every other
+  NoExecute taint (a user's) is the `TaintEvictionController`'s (tainteviction.py), fed by the
+  same shared informers.
 * `node_up`: the kubelet re-lists and posts Ready True; the controller removes its taints as soon
   as it sees that status, cancelling evictions not yet done; the kubelet finishes the pending
   deletions and re-posts statuses that changed while it was away.
@@ -42,6 +44,7 @@ from controlplane.apiserver import ApiError, APIServer, Client
 from controlplane.kernel import Kernel, Timer
 from controlplane.kubelet import Kubelet, node_host_ip, pod_cidr, pod_key, ready_node_conditions, timestamp
 from controlplane.scheduler import Scheduler, toleration_tolerates
+from controlplane.tainteviction import TaintEvictionController, add_disruption_condition
 from controlplane.trace import NULL_TRACE, Trace
 from controlplane.version import GIT_VERSION
 
@@ -452,34 +455,7 @@ class NodeLifecycleController:
 
     async def _add_disruption_condition(self, pod: Obj | None) -> Obj | None:
         """The DisruptionTarget condition the taint-eviction controller writes before deleting."""
-        for _ in range(2):
-            if pod is None:
-                return None
-            status = pod.get("status") or {}
-            conditions = status.get("conditions") or []
-            if any(c.get("type") == "DisruptionTarget" and c.get("status") == "True" for c in conditions):
-                return pod
-            condition = {
-                "type": "DisruptionTarget",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": timestamp(self.kernel.now),
-                "reason": "DeletionByTaintManager",
-                "message": "Taint manager: deleting due to NoExecute taint",
-            }
-            others = [c for c in conditions if c.get("type") != "DisruptionTarget"]
-            meta = pod["metadata"]
-            body = {**pod, "status": {**status, "conditions": [*others, condition]}}
-            try:
-                written: Obj = await self.client.update(
-                    "pods", meta.get("namespace"), meta["name"], body, subresource="status"
-                )
-                return written
-            except ApiError as err:
-                if err.code != 409:
-                    return None
-            pod = await self._reget_pod(pod)
-        return None
+        return await add_disruption_condition(self.client, self.kernel, pod)
 
 
 # -- the simulator --------------------------------------------------------------------------------
@@ -525,6 +501,15 @@ class NodeSimulator:
             self.nodes.get,
             self.pods.get,
             self.trace,
+        )
+        # NoExecute taints other than the lifecycle controller's own (tainteviction.py).
+        self.taint_eviction = TaintEvictionController(
+            kernel,
+            self._client("taint-eviction-controller", "nodeController"),
+            self.pods_on_node,
+            self.pods.get,
+            self.trace,
+            event_client=self._client("taint-eviction-controller", "nodeController"),
         )
         self._pod_watch: Any = None
         self._node_watch: Any = None
@@ -668,6 +653,7 @@ class NodeSimulator:
         self._pod_transition(key, kind, pod, node)
         self.scheduler.on_pod_event(kind, pod, key)
         self.lifecycle.on_pod_event(kind, pod)
+        self.taint_eviction.on_pod_event(kind, pod, old)
         if node:
             kubelet = self.kubelets.get(node)
             if kubelet is not None:
@@ -691,6 +677,7 @@ class NodeSimulator:
                 self.trace.emit("node.transition", name=name, **{"from": old_state, "to": new_state})
         self.scheduler.on_node_event(kind, node)
         self.lifecycle.on_node_event(kind, node)
+        self.taint_eviction.on_node_event(kind, node)
 
     def _pod_transition(self, key: str, kind: str, pod: Obj, node: str | None) -> None:
         previous = self._pod_states.get(key)

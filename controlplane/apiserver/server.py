@@ -69,6 +69,7 @@ from controlplane.apiserver.strategy import (
     strategy_for,
 )
 from controlplane.apiserver.watch import ADDED, DELETED, MODIFIED, Watch
+from controlplane.apiserver.watch_cache import WatchCache
 from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
 from controlplane.limits import MAX_SECONDS
 from controlplane.trace import NULL_TRACE, Trace
@@ -253,6 +254,9 @@ class APIServer:
         # resource -> namespace ("" for cluster-scoped) -> name -> object.
         self._store: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in RESOURCES}
         self._history = _History(history_limit)
+        # What kube-apiserver's watch cache of each resource would still hold: a watch from an
+        # older resourceVersion is 410 Gone (watch_cache.py), as on a cluster.
+        self._watch_caches: dict[str, WatchCache] = {plural: WatchCache() for plural in RESOURCES}
         self._watches: dict[str, list[Watch]] = {plural: [] for plural in RESOURCES}
         self._watch_seq = 0
         self._strategies: dict[str, Strategy] = {plural: strategy_for(info) for plural, info in RESOURCES.items()}
@@ -455,8 +459,9 @@ class APIServer:
         client: str = "user",
     ) -> Watch:
         """Open a watch (see watch.py). `resource_version` None or "0": every current object as
-        a synthetic ADDED, then live; an older number than the history keeps: 410 Expired;
-        otherwise the retained events after it, then live."""
+        a synthetic ADDED, then live; an older number than the history or the resource's watch
+        cache keeps (`too_old_below`): 410 Expired; otherwise the retained events after it, then
+        live."""
         options: dict[str, Any] = {"latency": latency}
         if resource_version is not None:
             options["resourceVersion"] = resource_version
@@ -518,11 +523,19 @@ class APIServer:
         finally:
             self.kernel.rng.setstate(state)
 
-    def events_after(self, rv: int) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
+    def too_old_below(self, resource: str) -> int:
+        """The resourceVersion below which a watch of `resource` is 410 Gone: older than the
+        history, or than what kube-apiserver's watch cache of it would still hold."""
+        return max(self.revision - len(self._history), self._watch_caches[lookup(resource).plural].too_old_below())
+
+    def events_after(
+        self, rv: int, resource: str | None = None
+    ) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
         """The committed events after `rv` `(rv, type, resource, object, old)`, oldest first;
         410 Expired if the history no longer holds them all (`events_since` returns what is
-        left instead). A pure read: the Kubernetes API's watches are served from it."""
-        floor = self.revision - len(self._history)
+        left instead), or, for the start of a watch of `resource`, if its watch cache would not
+        (`too_old_below`). A pure read: the Kubernetes API's watches are served from it."""
+        floor = self.revision - len(self._history) if resource is None else self.too_old_below(resource)
         if rv < floor:
             raise errors.resource_expired(f"too old resource version: {rv} ({floor})")
         events = self._history.latest(self.revision, max(0, self.revision - rv))
@@ -589,7 +602,7 @@ class APIServer:
                 # The watch cache waits up to 3 s for the revision, then gives up with this;
                 # here nothing can commit while the request is handled, so at once.
                 raise errors.too_large_resource_version(since, self.revision)
-            floor = self.revision - len(self._history)
+            floor = self.too_old_below(info.plural)
             if since < floor:
                 # watchCache.getAllEventsSinceLocked: older than the oldest retained event - 1.
                 raise errors.resource_expired(f"too old resource version: {since} ({floor})")
@@ -1428,6 +1441,7 @@ class APIServer:
                 bucket = buckets[namespace] = {}
             bucket[meta["name"]] = obj
         self._history.append(event_type, info.plural, obj, old)
+        self._watch_caches[info.plural].update(rv, self.kernel.now)
         watches = self._watches[info.plural]
         if watches:
             for watch in watches:

@@ -13,8 +13,10 @@ Guarantees
   deep-copies every message, and copying a string costs nothing.
 * Watches: `k8s_watch` answers the initial events (every matching object as ADDED when no
   resourceVersion or "0" is given; the retained events after it otherwise; an ERROR event with a
-  410 Expired Status when the history no longer holds them) and registers the watcher in the
-  same step, so no event falls between. `publish(hosted)` — called by the host after every slice
+  410 Expired Status, `too old resource version: rv (N)`, when the history or the resource's
+  watch cache window (controlplane/apiserver/watch_cache.py) no longer holds them) and
+  registers the watcher in the same step, so no event falls between.
+  `publish(hosted)` — called by the host after every slice
   of simulation work and every command — queues on each watcher, in one synchronous step, the
   events committed since, filtered as upstream's cacheWatcher filters (an object that stops
   matching a selector arrives as DELETED); then one publish at a time hands each watcher's queue
@@ -459,7 +461,7 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
             try:
                 if since > server.revision:  # a client that read from another (or a later) world
                     raise too_large_resource_version(since, server.revision)
-                events = server.events_after(since)
+                events = server.events_after(since, info.plural)  # 410 before its watch cache's window
             except ApiError as err:
                 return {"code": 200, "lines": _error_line(err.status()), "end": True}
             watcher.since = since

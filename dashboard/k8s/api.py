@@ -1,10 +1,10 @@
 """The Kubernetes API over HTTP: what real `kubectl` and the official Python client talk to.
 
-An ASGI app in front of Django: it answers `/version`, `/api…`, `/apis…`, `/openapi/…` (the demo
-simulation) and `/sim/<id>/k8s/…` (any simulation), and `/metrics`; every other path goes to the
-dashboard. It never holds a simulation: reads, dry runs and watches are ops of the host
-(`dashboard.host.k8s_ops`), writes are `request` actions (`op: act`), all through the channel
-layer, so several Daphne processes with the Redis layer work as one.
+An ASGI app in front of Django: it answers `/version` (and `/version/`), `/api…`, `/apis…`,
+`/openapi/…` (the demo simulation) and `/sim/<id>/k8s/…` (any simulation), and `/metrics`; every
+other path goes to the dashboard. It never holds a simulation: reads, dry runs and watches are ops
+of the host (`dashboard.host.k8s_ops`), writes are `request` actions (`op: act`), all through the
+channel layer, so several Daphne processes with the Redis layer work as one.
 
 Guarantees
 ----------
@@ -47,7 +47,7 @@ from controlplane.simulation import (
 )
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy
-from dashboard.k8s import discovery, endpoints, protobuf
+from dashboard.k8s import discovery, endpoints, openapi_v2_proto, protobuf
 
 Obj = dict[str, Any]
 Scope = dict[str, Any]
@@ -99,7 +99,9 @@ def route(path: str) -> tuple[str, str, str, str | None] | None:
     if match:
         prefix = path[: match.start("rest")] if match["rest"] else path
         return match["id"], prefix, match["rest"] or "/", match["token"]
-    if path == "/version" or path in ("/api", "/apis") or path.startswith(("/api/", "/apis/", "/openapi/")):
+    # kube-apiserver's go-restful routes answer `/version/` as `/version` (kr8s asks for it on
+    # connect, the official client's VersionApi too); `/api/` and `/apis/` start with a prefix.
+    if path in ("/version", "/version/", "/api", "/apis") or path.startswith(("/api/", "/apis/", "/openapi/")):
         return DEMO, "", path, None
     if endpoints.is_health_path(path):
         return DEMO, "", path, None
@@ -150,6 +152,7 @@ class Call:
         self.head_only = False  # a HEAD request, answered as GET without its body (dispatch)
         self.sim_id, self.prefix = sim_id, prefix
         self.segments = [s for s in rest.split("/") if s]
+        self.health = endpoints.is_health_path(rest)  # /healthz, /livez/ping, … (not /healthz/)
         self.method = scope["method"]
         self.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
         raw = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -164,7 +167,7 @@ class Call:
             authorized = token_matches(self.path_token) if self.path_token is not None else _authorized(self.headers)
             # Health is anonymous as on a cluster, but a wrong token presented is still refused.
             presented = self.path_token is not None or "authorization" in self.headers
-            anonymous = endpoints.is_health(self.segments) and not presented
+            anonymous = self.health and not presented
             if self.segments != ["version"] and not authorized and not anonymous:
                 raise Failure(401, "Unauthorized", "Unauthorized")
             # After authentication, before anything is read or written, as upstream's filter chain.
@@ -197,7 +200,7 @@ class Call:
         segs = self.segments
         if self.method not in ("GET", "POST", "PUT", "PATCH", "DELETE"):
             raise Failure(405, "MethodNotAllowed", f"{self.method} is not supported")
-        if endpoints.is_health(segs):
+        if self.health:
             await endpoints.health(self, segs)
             return
         if segs == ["metrics"]:
@@ -240,6 +243,8 @@ class Call:
             await self.reply(discovery.OPENAPI_V3_DOCUMENTS["/".join(segs[2:])])
         elif segs == ["openapi", "v2"] and ("json" in self.accept or not self.accept or "*/*" in self.accept):
             await self.reply(discovery.OPENAPI_V2)
+        elif segs == ["openapi", "v2"] and openapi_v2_proto.accepted(self.accept):
+            await respond_bytes(self.send, 200, discovery.openapi_v2_protobuf(), openapi_v2_proto.CONTENT_TYPE)
         elif segs == []:
             paths = [
                 "/api",
@@ -755,6 +760,12 @@ async def respond(
     headers: tuple[tuple[bytes, bytes], ...] = (),
 ) -> None:
     data = (body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))).encode()
+    await respond_bytes(send, code, data, content_type, headers)
+
+
+async def respond_bytes(
+    send: Any, code: int, data: bytes, content_type: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
     await send(
         {
             "type": "http.response.start",

@@ -15,19 +15,20 @@ Guarantees (see ../shared/spec/kubectl-surface.md §2 and §8)
   generated from the API server's type table (controlplane/apiserver/openapi.py): what
   `kubectl explain` prints and what kubectl checks before it sends `fieldValidation=Strict`.
 * `/openapi/v2` is the same schemas as one Swagger 2.0 JSON document, for clients that accept
-  JSON; a client asking only for the protobuf form (kubectl's apply and edit, for strategic merge
-  patch metadata, and `explain --output plaintext-openapiv2`) gets 404, and kubectl then uses its
-  compiled-in types, as it does against a cluster without the document.
+  JSON, and as its gnostic protobuf form for those that ask for that (kubectl validating a `kind:
+  List` file item by item, `explain --output plaintext-openapiv2`); any other Accept gets 404.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any
 
 from controlplane.apiserver.resources import RESOURCES, VERBS, ResourceInfo
 from controlplane.simulation import VERSION_INFO, openapi_v2_document, openapi_v3_documents
+from dashboard.k8s import openapi_v2_proto
 
 Obj = dict[str, Any]
 
@@ -180,6 +181,13 @@ def _text(doc: Obj) -> str:
 OPENAPI_V3_DOCUMENTS: dict[str, str] = {path: _text(doc) for path, doc in openapi_v3_documents().items()}
 """Each served group/version's OpenAPI 3 document, serialised once."""
 OPENAPI_V2: str = _text(openapi_v2_document())
+
+
+@functools.cache
+def openapi_v2_protobuf() -> bytes:
+    """`/openapi/v2` as kubectl's client-side validation asks for it (dashboard.k8s.openapi_v2_proto),
+    encoded at the first request."""
+    return openapi_v2_proto.encode_document(json.loads(OPENAPI_V2))
 
 
 def _hash(text: str) -> str:

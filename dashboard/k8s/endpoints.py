@@ -10,7 +10,8 @@ Guarantees
   `healthz.InstallHandler` does: `ok`, or with `?verbose` one `[+]<check> ok` line per check and
   `<name> check passed`; a failing check gives 500 with `[-]<check> failed: reason withheld`
   and `<name> check failed`; `?exclude=<check>` skips one (`[+]<check> excluded: ok`), and
-  `/<name>/<check>` runs one. The checks are real: `ping` (this process answers HTTP) and
+  `/<name>/<check>` runs one; with a trailing slash they are 404, as the exact paths of
+  kube-apiserver's PathRecorderMux are. The checks are real: `ping` (this process answers HTTP) and
   `etcd` (the simulation's store answers its host within `HEALTH_TIMEOUT`). Anonymous, as the
   `system:public-info-viewer` role makes them on a cluster: no token is needed, but a wrong token
   presented is still 401 (authentication fails before authorization there too). They reveal only
@@ -63,8 +64,9 @@ def is_health(segs: list[str]) -> bool:
 
 
 def is_health_path(path: str) -> bool:
-    """A root path of the health endpoints (`/livez`, `/livez/ping`, …)."""
-    return is_health([s for s in path.split("/") if s]) and not path.endswith("//")
+    """A path of the health endpoints (`/livez`, `/livez/ping`, …). Not with a trailing slash:
+    kube-apiserver's PathRecorderMux matches them exactly, so `/healthz/` is a 404 there."""
+    return is_health([s for s in path.split("/") if s]) and not path.endswith("/")
 
 
 async def _check(call: Call, name: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -194,3 +195,18 @@ def test_exec_attach_cp_and_port_forward_say_that_a_simulated_pod_runs_no_proces
     assert RUNS_NO_PROCESS.format(pod=pod, what="forward a port to") in forward.stderr
     missing = kubectl.run("exec", "nope", "--", "ls", check=False, timeout=30)
     assert 'pods "nope" not found' in missing.stderr
+
+
+def test_a_trailing_slash_is_served_where_kube_apiserver_serves_it(kubectl, server):
+    """go-restful answers `/version/`, `/api/`, `/apis/` as without the slash; the health endpoints
+    are exact paths (PathRecorderMux), so `/healthz/` is a 404 there and here."""
+    assert json.loads(kubectl("get", "--raw=/version/"))["gitVersion"] == "v1.32.0-ctrlscope"
+    assert json.loads(kubectl("get", "--raw=/api/"))["kind"] == "APIVersions"
+    assert json.loads(kubectl("get", "--raw=/apis/"))["kind"] == "APIGroupList"
+    refused = kubectl.run("get", "--raw=/healthz/", check=False)
+    assert refused.returncode == 1 and "NotFound" in refused.stderr
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    slash = requests.get(f"{server.url}/sim/{kubectl.sim_id}/k8s/livez/", headers=auth, timeout=10)
+    assert slash.status_code == 404 and slash.json()["reason"] == "NotFound"
+    anonymous = requests.get(f"{server.url}/sim/{kubectl.sim_id}/k8s/livez/", timeout=10)
+    assert anonymous.status_code == 401  # not a public path

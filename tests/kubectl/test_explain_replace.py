@@ -85,3 +85,42 @@ def test_get_yaml_piped_to_replace_with_validation(kubectl, resource):
     refused = kubectl.run("replace", "-f", "-", stdin=yaml.safe_dump(typo), check=False)
     assert refused.returncode == 1
     assert 'strict decoding error: unknown field "metadata.nmae"' in refused.stderr
+
+
+def _list(*items):
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(items)}, sort_keys=False)
+
+
+def _rs(name, **spec):
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            **spec,
+        },
+    }
+
+
+def test_kind_list_files_with_validation_on(kubectl):
+    """kubectl validates a `kind: List` client-side against /openapi/v2 (protobuf), item by item:
+    create, apply and `get -o yaml | replace -f -` of a List work, a misspelled field is refused."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "listed"}, "spec": {"containers": [{"name": "c"}]}}
+    pod["spec"]["containers"][0]["image"] = "nginx"
+    out = kubectl("create", "-f", "-", stdin=_list(_rs("listed-a"), pod))
+    assert out.split("\n")[:2] == ["replicaset.apps/listed-a created", "pod/listed created"]
+    out = kubectl("apply", "-f", "-", stdin=_list(_rs("listed-a", replicas=2), _rs("listed-b")))
+    assert out.split("\n")[:2] == ["replicaset.apps/listed-a configured", "replicaset.apps/listed-b created"]
+    assert kubectl("get", "rs", "listed-a", "-o", "jsonpath={.spec.replicas}") == "2"
+    listed = kubectl("get", "rs", "listed-a", "listed-b", "-o", "yaml")
+    assert yaml.safe_load(listed)["kind"] == "List"
+    out = kubectl("replace", "-f", "-", stdin=listed)
+    assert out.split("\n")[:2] == ["replicaset.apps/listed-a replaced", "replicaset.apps/listed-b replaced"]
+    refused = kubectl.run("create", "-f", "-", stdin=_list(_rs("listed-c", bogus=3)), check=False)
+    assert refused.returncode == 1
+    assert 'unknown field "bogus" in io.k8s.api.apps.v1.ReplicaSetSpec' in refused.stderr
+    assert kubectl.run("get", "rs", "listed-c", check=False).returncode == 1  # nothing was sent

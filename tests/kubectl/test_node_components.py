@@ -124,3 +124,31 @@ def test_a_deleted_namespace_terminates_then_goes_away(kubectl):
     assert waited.returncode == 0, waited.stderr
     missing = kubectl.run("get", "ns", "team", check=False)
     assert 'namespaces "team" not found' in missing.stderr
+
+
+def test_kubectl_taint_no_execute_evicts_the_pods_that_do_not_tolerate_it(kubectl):
+    """`kubectl taint node … :NoExecute` (the TaintEvictionController): the node's pods go at once,
+    with the DisruptionTarget condition and a TaintManagerEviction Event; the ReplicaSet's
+    replacements land on the other node."""
+    path = "jsonpath={range .items[?(@.status.phase=='Running')]}{.metadata.name} {.spec.nodeName}{'\\n'}{end}"
+    running = kubectl.until(lambda out: len(out.split()) == 6, "get", "pods", "-l", "app=web", "-o", path)
+    on_node_1 = sorted(line.split()[0] for line in running.splitlines() if line.endswith(" node-1"))
+    assert on_node_1, running  # the scheduler spreads the 3 replicas over both nodes
+    assert kubectl("taint", "nodes", "node-1", "dedicated=gpu:NoExecute").strip() == "node/node-1 tainted"
+    # Each is gone, or terminating with the taint manager's condition.
+    path = (
+        "jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp} "
+        "{.status.conditions[?(@.type=='DisruptionTarget')].reason}{'\\n'}{end}"
+    )
+
+    def evicted(out: str) -> bool:
+        rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+        gone = [None, "DeletionByTaintManager"]  # [deletionTimestamp, the condition's reason]
+        return all(rows.get(name, gone)[1:] == ["DeletionByTaintManager"] for name in on_node_1)
+
+    kubectl.until(evicted, "get", "pods", "-l", "app=web", "-o", path)
+    events = kubectl("get", "events", "--field-selector", "reason=TaintManagerEviction", "-o", "json")
+    messages = {e["message"] for e in json.loads(events)["items"]}  # the RC's pods there went too
+    assert {f"Marking for deletion Pod default/{name}" for name in on_node_1} <= messages
+    path = "jsonpath={range .items[*]}{.spec.nodeName}{'\\n'}{end}"
+    kubectl.until(lambda out: out.split() == ["node-2"] * 3, "get", "pods", "-l", "app=web", "-o", path)

@@ -4,6 +4,8 @@ patch its scale, watch pods, and its exceptions."""
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 import time
 
 import pytest
@@ -11,6 +13,8 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from tests.patience import PATIENCE_S
+
+from .conftest import ROOT
 
 RS = {
     "apiVersion": "apps/v1",
@@ -80,3 +84,26 @@ def test_errors_are_the_clients_exceptions(api):
             break
         assert time.monotonic() < deadline
         time.sleep(0.2)
+
+
+def test_version_api_answers_at_the_root_and_under_a_simulation(server, sim, tmp_path):
+    """`VersionApi().get_code()` asks for `/version/` (kr8s does on connect): the version JSON, not
+    the dashboard's 404 page, with the README's kubeconfig (the demo, at the root) and with --sim."""
+    demo = tmp_path / "kubeconfig"
+    demo.write_text(
+        subprocess.run(
+            [sys.executable, "manage.py", "kubeconfig", "--server", server.tls_url],
+            cwd=ROOT,
+            env=server.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    for path in (demo, server.kubeconfig(sim)):
+        api_client = config.new_client_from_config(config_file=str(path))
+        try:
+            info = client.VersionApi(api_client).get_code()
+        finally:
+            api_client.close()
+        assert (info.major, info.minor, info.git_version) == ("1", "32", "v1.32.0-ctrlscope")
