@@ -191,6 +191,30 @@ async def test_a_session_holds_a_bounded_number_of_actions(running_host, monkeyp
     assert not refused["ok"] and "the most a recording keeps" in refused["error"]
 
 
+async def test_refused_writes_fill_a_recording_only_up_to_its_byte_bound(running_host, monkeypatch):
+    """A write the API server refuses is logged with its body (it replays to the same refusal):
+    1 MiB refused writes count against the recording's bound, and once it is reached the next is
+    refused at the door, naming the bound; what the database holds stays under it."""
+    client = await controlling_client()
+    sim_id = await start(client)
+    bound = 4 * 2**20
+    monkeypatch.setattr(hosted_module, "MAX_RECORDED_BYTES", bound, raising=False)
+    big = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Not_A_Name", "annotations": {"k": "x" * 2**20}}}
+    write = {"request": {"client": "kubectl", "verb": "create", "resource": "pods", "namespace": "default"}}
+    write["request"]["body"] = big
+    answers = []
+    for _ in range(10):
+        answers.append(await host_package.request(sim_id, {"op": "act", "action": write}, control=True))
+    logged = [a for a in answers if a.get("response")]
+    assert logged and all(a["response"][0] == 422 for a in logged)  # refused by the API server, logged
+    bounced = [a for a in answers if not a.get("response")]
+    assert bounced and all("the most a recording keeps" in a["error"] for a in bounced)
+    hosted = running_host.sims[sim_id]
+    await stored(sim_id, actions=len(hosted.sim.actions), t=hosted.sim.now)
+    sizes = [len(e) async for e in RecordedAction.objects.filter(recording_id=sim_id).values_list("entry", flat=True)]
+    assert sum(sizes) <= bound + 64 * 1024  # the actions, plus each entry's time and result
+
+
 async def test_the_time_is_saved_at_least_every_second_while_running(running_host):
     client = await controlling_client()
     sim_id = await start(client)
