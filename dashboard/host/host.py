@@ -23,6 +23,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import gc
 import json
 import logging
 import math
@@ -71,6 +72,9 @@ def command_channel(sim_id: str) -> str:
 
 def viewers_group(sim_id: str) -> str:
     return f"ctrlscope.sim.{sim_id}.viewers"
+
+
+RECLAIM_AFTER = 1.0  # seconds after a stop that its world's memory is reclaimed (Host._reclaim)
 
 
 class HostError(ValueError):
@@ -204,9 +208,10 @@ class Host:
         if hold is not None:
             hold.release()
         current = asyncio.current_task()
-        for task in self._tasks.pop(sim_id, []):
-            if task is not current:  # the listener stopping its own simulation ends by itself
-                task.cancel()
+        # (the listener stopping its own simulation ends by itself)
+        stopping = [task for task in self._tasks.pop(sim_id, []) if task is not current]
+        for task in stopping:
+            task.cancel()
         self._wake.pop(sim_id, None)
         await k8s_ops.close_watches(hosted)
         await past.close(sim_id)
@@ -214,6 +219,22 @@ class Host:
         await layer.group_send(viewers_group(sim_id), {"type": "sim.stopped"})
         async with self._registry:
             await _delete_record(sim_id)
+        if stopping:
+            await asyncio.wait(stopping, timeout=5.0)  # their frames hold the world too
+        # So does the frame of whoever asked for the stop (a command's handler), until it answered.
+        asyncio.get_running_loop().call_later(RECLAIM_AFTER, self._reclaim)
+
+    def _reclaim(self) -> None:
+        """Give a stopped world's memory back to the system. Its objects hold reference cycles,
+        which only a full collection frees, and under the simulations' gc policy (raised
+        thresholds, controlplane.gcpolicy) an idle process may run none for ever: 1.2 GB stayed
+        in the process after its 10,000-pod simulations stopped. So: one full collection now (a
+        pause of the loop, once per stop), the survivors frozen again while other simulations
+        run (as their hold did), and the heap's free pages trimmed (glibc's `malloc_trim`)."""
+        gc.collect()
+        if self._gc_holds:
+            gc.freeze()
+        reads.trim()
 
     def wake(self, sim_id: str) -> None:
         event = self._wake.get(sim_id)

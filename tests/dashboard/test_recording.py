@@ -298,3 +298,19 @@ async def test_a_restore_replays_under_the_gc_policy_with_nothing_else_hosted(ru
     assert gc.get_threshold() == gcpolicy.SIMULATION_THRESHOLDS  # now the hosted session's own hold
     await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})
     assert gc.get_threshold() != gcpolicy.SIMULATION_THRESHOLDS  # and no hold left behind
+
+
+async def test_a_stopped_sessions_world_is_freed_at_once(running_host):
+    """Its objects hold reference cycles, and under the simulations' gc policy an idle process may
+    run no full collection for ever: the stop frees the world itself (no collection by the test)."""
+    import weakref
+
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    world = weakref.ref(running_host.sims[sim_id].sim)
+    assert (await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})).status_code == 302
+    for _ in range(3000):  # up to 30 s (it is done about a second after the stop)
+        if world() is None:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the stopped session's Simulation is still in the process 30 s after its stop")
