@@ -397,7 +397,8 @@ class Host:
         pieces: Any
         try:
             if op == "report":
-                pieces = reads.text_pieces(hosted.report_json())  # one pass, no copy of the world
+                hosted.finish_instant()  # on the loop: it moves the world
+                pieces = reads.text_pieces(await reads.built_aside(hosted.report_json))
             elif op == "export":
                 pieces = [yaml.safe_dump(hosted.export(cmd.get("at")), sort_keys=False, allow_unicode=True)]
             else:

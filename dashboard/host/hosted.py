@@ -662,10 +662,14 @@ class HostedSimulation:
             self.sim.finish_instant()
         return self.sim.report()
 
-    def report_json(self) -> str:
-        """`report()` as compact JSON text (`Simulation.report_json`: no copy of the world)."""
+    def finish_instant(self) -> None:
+        """Run what is left of the current instant (a report shows the instant done)."""
         if self.error is None:
             self.sim.finish_instant()
+
+    def report_json(self) -> str:
+        """`report()` as compact JSON text (`Simulation.report_json`: no copy of the world).
+        Call `finish_instant()` first: this changes nothing (it may run in a forked child)."""
         return self.sim.report_json()
 
 
