@@ -368,6 +368,8 @@ async def main() -> None:
     parser.add_argument("--no-storm", action="store_true", help="the lists only (no report.json storm)")
     parser.add_argument("--no-lists", action="store_true", help="no lists phase")
     parser.add_argument("--no-bounds", action="store_true", help="no bounds phases (recording, upload, sockets, stop)")
+    parser.add_argument("--sequential", type=int, default=60, help="report.json one after another, first")
+    parser.add_argument("--concurrent", type=int, default=10, help="report.json at once, then")
     parser.add_argument("--upload-mb", type=int, default=500)
     parser.add_argument("--slow-sockets", type=int, default=3000)
     args = parser.parse_args()
@@ -400,7 +402,7 @@ async def main() -> None:
             phases["after_lists"] = await quiet(url, viewer, rss, args.window / 2)
         if not args.no_storm:
             print("report storm", file=sys.stderr, flush=True)
-            phases["report_storm"] = await report_phase(url, viewer, rss, 60, 10)
+            phases["report_storm"] = await report_phase(url, viewer, rss, args.sequential, args.concurrent)
             await asyncio.sleep(args.window / 2)
             print("after", file=sys.stderr, flush=True)
             phases["after"] = await quiet(url, viewer, rss, args.window / 2)
