@@ -113,9 +113,11 @@ class _BoundedChannel:
             super()._send100Continue()  # type: ignore[misc]
 
     def requestDone(self, request: Any) -> None:
-        super().requestDone(request)  # type: ignore[misc]
+        # Keep-alive: the next request's headers are on the clock too. Armed before Twisted parses
+        # what the client already sent of it (in `requestDone`), so a whole one disarms it at once.
         if getattr(self, "persistent", False) and getattr(self, "transport", None) is not None:
-            self._await_headers()  # keep-alive: the next request's headers are on the clock too
+            self._await_headers()
+        super().requestDone(request)  # type: ignore[misc]
 
     def connectionLost(self, reason: Any) -> None:
         self._stop_waiting()
