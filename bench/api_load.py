@@ -314,8 +314,9 @@ def slow_sockets_phase(url: str, sockets: int, wait: float) -> dict:
     time.sleep(wait)
     held = 0
     for sock in opened:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
+        poll = select.poll()  # (not select(): thousands of descriptors)
+        poll.register(sock, select.POLLIN)
+        if not poll.poll(0):
             held += 1
             continue
         try:
@@ -410,9 +411,9 @@ async def main() -> None:
         if not args.no_bounds:
             print("recording", file=sys.stderr, flush=True)
             bounds["recording"] = await recording_phase(url, rss.process.pid, 30, int(2.5 * 2**20))
-            print("upload", file=sys.stderr, flush=True)
+            print("upload", json.dumps(bounds), file=sys.stderr, flush=True)
             bounds["upload"] = await asyncio.to_thread(upload_phase, url, rss, args.upload_mb << 20)
-            print("slow sockets", file=sys.stderr, flush=True)
+            print("slow sockets", json.dumps(bounds), file=sys.stderr, flush=True)
             bounds["slow_sockets"] = await asyncio.to_thread(slow_sockets_phase, url, args.slow_sockets, 20.0)
         stop.set()
         await asyncio.gather(watching, return_exceptions=True)
