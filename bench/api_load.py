@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -334,8 +335,11 @@ def slow_sockets_phase(url: str, sockets: int, wait: float) -> dict:
 
 async def stop_phase(url: str, rss: Rss) -> dict:
     """The simulation stopped: the server's RSS before and a while after."""
+    import websockets
+
     running = rss.now()
-    await command(url, SIM, {"op": "stop"})
+    with contextlib.suppress(websockets.exceptions.ConnectionClosed):  # it may close before answering
+        await command(url, SIM, {"op": "stop"})
     after, waited = {}, 0
     for wait in (2, 10, 30):
         await asyncio.sleep(wait - waited)
@@ -409,7 +413,7 @@ async def main() -> None:
             phases["after"] = await quiet(url, viewer, rss, args.window / 2)
         bounds: dict[str, dict] = {}
         if not args.no_bounds:
-            print("recording", file=sys.stderr, flush=True)
+            print("recording", json.dumps(phases), file=sys.stderr, flush=True)
             bounds["recording"] = await recording_phase(url, rss.process.pid, 30, int(2.5 * 2**20))
             print("upload", json.dumps(bounds), file=sys.stderr, flush=True)
             bounds["upload"] = await asyncio.to_thread(upload_phase, url, rss, args.upload_mb << 20)
@@ -418,7 +422,7 @@ async def main() -> None:
         stop.set()
         await asyncio.gather(watching, return_exceptions=True)
         if not args.no_bounds:
-            print("stop", file=sys.stderr, flush=True)
+            print("stop", json.dumps(bounds), file=sys.stderr, flush=True)
             bounds["stop"] = await stop_phase(url, rss)
         rss.stop.set()
     start = phases["before"]["rss_mb"]["start"]
