@@ -21,9 +21,11 @@ Guarantees
   own queue (at most `MAX_QUEUED`, and `MAX_QUEUED_EACH` from one requester: a websocket
   viewer asks without a gate; beyond, an immediate "busy" answer); commands, status and the
   viewers' state are answered by the listener meanwhile.
-* **Built aside.** A report's text is made in a forked child of the process (`built_aside`), at
-  a lower CPU priority, while the event loop goes on: the child sees the world exactly as it was
-  at the fork (copy-on-write), so the text is byte for byte the one the loop would have made.
+* **Built aside.** A report's text is made in a forked child of the process (`built_aside`)
+  while the event loop goes on (at the same CPU priority: niced, on a machine loaded by other
+  work it was starved past the requester's 10 s wait for the answer's first part): the child
+  sees the world exactly as it was at the fork (copy-on-write), so the text is byte for byte
+  the one the loop would have made.
   Built on the loop it was one uninterruptible step of 0.35-0.45 s at 10,000 pods, and 10
   concurrent report.json halved a 1x simulation (0.48x). Where `os.fork` is missing or fails,
   the text is made on the loop as before. The child costs, while it builds, its copies of the
@@ -239,7 +241,6 @@ class Pacer:
         self.since = time.monotonic()
 
 
-CHILD_NICE = 10  # a report's child yields the CPU to the live process on a busy machine
 FORK_BUILDS = hasattr(os, "fork") and os.environ.get("CTRLSCOPE_FORK_REPORTS", "1") != "0"
 
 
@@ -268,8 +269,6 @@ async def built_aside(build: Callable[[], str]) -> str:
         try:
             os.close(read_end)
             gc.disable()  # no finalizer of the parent's objects runs here
-            with contextlib.suppress(OSError):
-                os.nice(CHILD_NICE)
             text = build()
             for start in range(0, len(text), 1 << 20):  # encoded a part at a time: no second copy
                 data = memoryview(text[start : start + (1 << 20)].encode())
