@@ -31,6 +31,7 @@ import re
 import secrets
 import time
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -74,7 +75,8 @@ def viewers_group(sim_id: str) -> str:
     return f"ctrlscope.sim.{sim_id}.viewers"
 
 
-RECLAIM_AFTER = 1.0  # seconds after a stop that its world's memory is reclaimed (Host._reclaim)
+RECLAIM_AFTER = 1.0  # seconds after a stop that its world's memory is reclaimed (Host._reclaim) ...
+RECLAIM_TRIES = 10  # ... and again as long, so many times at most, while something still holds it
 
 
 class HostError(ValueError):
@@ -222,19 +224,26 @@ class Host:
         if stopping:
             await asyncio.wait(stopping, timeout=5.0)  # their frames hold the world too
         # So does the frame of whoever asked for the stop (a command's handler), until it answered.
-        asyncio.get_running_loop().call_later(RECLAIM_AFTER, self._reclaim)
+        asyncio.get_running_loop().call_later(RECLAIM_AFTER, self._reclaim, weakref.ref(hosted.sim))
 
-    def _reclaim(self) -> None:
+    def _reclaim(self, world: weakref.ref[Simulation], tries: int = RECLAIM_TRIES) -> None:
         """Give a stopped world's memory back to the system. Its objects hold reference cycles,
         which only a full collection frees, and under the simulations' gc policy (raised
         thresholds, controlplane.gcpolicy) an idle process may run none for ever: 1.2 GB stayed
-        in the process after its 10,000-pod simulations stopped. So: one full collection now (a
-        pause of the loop, once per stop), the survivors frozen again while other simulations
-        run (as their hold did), and the heap's free pages trimmed (glibc's `malloc_trim`)."""
+        in the process after its 10,000-pod simulations stopped. So: one full collection (a
+        pause of the loop), the frozen generation included -- another simulation's hold, taken
+        or renewed since the stop, froze the dead world with everything else -- then the
+        survivors frozen again while other simulations run (as their holds did), and the heap's
+        free pages trimmed (glibc's `malloc_trim`). Tried again while something still holds the
+        world (a task that has not finished its last step), up to `tries` times."""
+        if self._gc_holds:
+            gc.unfreeze()
         gc.collect()
         if self._gc_holds:
             gc.freeze()
         reads.trim()
+        if world() is not None and tries > 1:
+            asyncio.get_running_loop().call_later(RECLAIM_AFTER, self._reclaim, world, tries - 1)
 
     def wake(self, sim_id: str) -> None:
         event = self._wake.get(sim_id)
