@@ -2,10 +2,12 @@
 `bound_http_connections()` wraps Daphne's HTTP channel and request (Twisted) so that
 
 * **a request's headers arrive in time**: a connection that has not sent a whole request line
-  and headers `CTRLSCOPE_HEADER_TIMEOUT` seconds (10) after it opened, or after its previous
-  response ended (keep-alive), is answered 408 and closed. Twisted's own timeout is an idle
-  timeout (60 s, restarted by every byte): a client sending a header byte a minute was held for
-  ever, and 3,000 silent ones for 68 s. Go's `http.Server.ReadHeaderTimeout` is the model;
+  and headers `CTRLSCOPE_HEADER_TIMEOUT` seconds (10) after it opened, or after the first byte
+  of its next request (keep-alive), is answered 408 and closed (Go's
+  `http.Server.ReadHeaderTimeout` is the model). Twisted's own timeout is an idle one (60 s,
+  restarted by every byte): a client sending a header byte a minute was held for ever, and
+  3,000 silent ones for 68 s. It still closes, silently, a kept-alive connection that sent no
+  byte of a next request;
 * **at most `MAX_UNFINISHED` (1,000) connections wait for their headers at once**: the next one
   closes the one that has waited longest (a client that sends its request at once is never
   the oldest for long), so a flood of silent sockets cannot hold more than that many;
@@ -65,44 +67,62 @@ def _raw_answer(status: str, code: int, message: str, reason: str) -> bytes:
 
 class _BoundedChannel:
     """Mixed into Twisted's `HTTPChannel` as Daphne builds it: the header timeout and the cap
-    on connections waiting for their headers (module docstring)."""
+    on connections waiting for their headers (module docstring).
+
+    A connection waits for a request in one of two ways: `headers` (from its opening, or from
+    the first byte of a request after a kept-alive response: on the header clock) or `idle`
+    (kept alive after a response, not a byte of the next request yet: only Twisted's idle
+    timeout, 60 s, applies; closed without an answer, as nginx's `keepalive_timeout`, since a
+    408 sent then would be read by the client as the answer to its next request). Both count
+    against the cap."""
 
     _header_call: Any = None
+    _waiting: str | None = None  # "headers" | "idle" | None (a request is being received or answered)
     _refused_body = False
 
     def connectionMade(self) -> None:
         super().connectionMade()  # type: ignore[misc]
-        self._await_headers()
+        self._await("headers")
 
-    def _await_headers(self) -> None:
+    def _await(self, how: str) -> None:
         from twisted.internet import reactor
 
         self._stop_waiting()
+        self._waiting = how
         _unfinished[id(self)] = self
-        self._header_call = reactor.callLater(HEADER_TIMEOUT, self._headers_late)  # type: ignore[attr-defined]
+        if how == "headers":
+            self._header_call = reactor.callLater(HEADER_TIMEOUT, self._headers_late)  # type: ignore[attr-defined]
         while len(_unfinished) > MAX_UNFINISHED:
             _, oldest = _unfinished.popitem(last=False)
             oldest._headers_late()
 
     def _stop_waiting(self) -> None:
+        self._waiting = None
         _unfinished.pop(id(self), None)
         call, self._header_call = self._header_call, None
         if call is not None and call.active():
             call.cancel()
 
     def _headers_late(self) -> None:
+        idle = self._waiting == "idle"
         self._header_call = None
         self._stop_waiting()
         transport = getattr(self, "transport", None)
         if transport is None:
             return
-        message = f"the request's headers did not arrive within {HEADER_TIMEOUT:g} s"
-        transport.write(_raw_answer("408 Request Timeout", 408, message, "Timeout"))
+        if not idle:
+            message = f"the request's headers did not arrive within {HEADER_TIMEOUT:g} s"
+            transport.write(_raw_answer("408 Request Timeout", 408, message, "Timeout"))
         transport.loseConnection()
         from twisted.internet import reactor
 
         # A peer that never reads does not keep it: the socket goes, written or not.
         reactor.callLater(LINGER, _abort, transport)  # type: ignore[attr-defined]
+
+    def dataReceived(self, data: bytes) -> None:
+        if self._waiting == "idle":
+            self._await("headers")  # the next request began: its headers are on the clock
+        super().dataReceived(data)  # type: ignore[misc]
 
     def allHeadersReceived(self) -> None:
         self._stop_waiting()
@@ -113,11 +133,14 @@ class _BoundedChannel:
             super()._send100Continue()  # type: ignore[misc]
 
     def requestDone(self, request: Any) -> None:
-        # Keep-alive: the next request's headers are on the clock too. Armed before Twisted parses
-        # what the client already sent of it (in `requestDone`), so a whole one disarms it at once.
-        if getattr(self, "persistent", False) and getattr(self, "transport", None) is not None:
-            self._await_headers()
+        # Kept alive: set before Twisted parses what the client already sent of its next request
+        # (in `requestDone`), so that a whole one ends the wait at once; part of one is on the clock.
+        keep = getattr(self, "persistent", False) and getattr(self, "transport", None) is not None
+        if keep:
+            self._await("idle")
         super().requestDone(request)  # type: ignore[misc]
+        if keep and self._waiting == "idle" and getattr(self, "_buffer", b""):
+            self._await("headers")
 
     def connectionLost(self, reason: Any) -> None:
         self._stop_waiting()

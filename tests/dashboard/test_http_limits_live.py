@@ -75,13 +75,19 @@ def test_a_request_whose_headers_drip_in_is_answered_408_and_closed(quick_timeou
     assert b"did not arrive within 1 s" in answer
 
 
-def test_a_request_sent_at_once_is_answered_and_the_connection_kept(quick_timeout):
+def test_requests_sent_at_once_are_answered_on_a_kept_connection_and_a_late_next_one_gets_408(quick_timeout):
     with socket.create_connection(("127.0.0.1", quick_timeout)) as sock:
         for _ in range(2):  # keep-alive: the second request on the same connection too
             sock.sendall(b"GET /sim/demo/status.json HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             sock.settimeout(WAIT)
             head = sock.recv(65536)
             assert head.startswith(b"HTTP/1.1 200 "), head[:200]
+        sock.sendall(b"GET /sim/demo/status.json HTTP/1.1\r\n")  # a third begins, never ends
+        try:
+            answer = _read_to_close(sock)
+        except TimeoutError:
+            pytest.fail("a kept-alive connection holds a half-sent request")
+    assert b"HTTP/1.1 408 " in answer, answer[-300:]  # (after whatever was left of the second answer)
 
 
 def test_past_the_cap_the_connection_waiting_longest_for_its_headers_is_closed(tmp_path):
