@@ -17,6 +17,7 @@ django_asgi_app = get_asgi_application()
 
 from dashboard.access import InstanceCookiesWebsocket, SameOriginWebsocket  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, StartHost, answer_oversized_websocket_messages  # noqa: E402
+from dashboard.http_limits import bound_http_connections  # noqa: E402
 from dashboard.k8s.api import KubernetesAPI  # noqa: E402
 from dashboard.k8s.endpoints import RefuseWebsocket  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
@@ -53,6 +54,7 @@ def _start_with_daphne() -> None:
 
     redact_access_logs()  # a plain `daphne dashboard.asgi:application` never logs the token either
     answer_oversized_websocket_messages()  # nor drops a page over one oversized message
+    bound_http_connections()  # nor holds a slow request's socket or an oversized body
 
     def start() -> None:
         from dashboard.host import ensure_started

@@ -6,17 +6,9 @@ Django's ASGI handler reads a whole request body before the view runs (spooling 
 `FILE_UPLOAD_MAX_MEMORY_SIZE`). `BodyLimit` answers 413 as soon as the declared length, or the
 bytes received so far, pass `CTRLSCOPE_MAX_BODY`, without passing further bytes to the app.
 
-What Daphne does first, and what this cannot change (daphne 4.2, Twisted 26): Twisted's
-`HTTPChannel` receives the *whole* body before Daphne calls the application at all -- into
-memory (`BytesIO`) when the declared `Content-Length` is under 100,000 bytes, otherwise (a larger
-declared length, or chunked with none) into an anonymous temporary file (`tempfile.TemporaryFile`
-in `$TMPDIR`, on disk, deleted when closed). Only then does Daphne build the scope and feed the
-body to the app from that buffer in `request_buffer_size` (8 KiB) messages. Daphne has no option
-to cap a body, so an oversized upload is refused before the app or Django reads it (no parsing,
-no copy in memory beyond one 8 KiB message) but not before it is received: it costs its size in
-`$TMPDIR` (or under 100 kB of memory) for as long as the upload lasts, and the 413 is sent
-after the last byte arrived. A proxy in front (`client_max_body_size`) or another ASGI server
-(uvicorn calls the app after the headers) refuses earlier.
+Under Daphne the body never gets here over the limit: `dashboard.http_limits` refuses it as
+it arrives, before Daphne queues it for the application (it used to queue a whole body at once,
+in memory). This check stays for other servers and the tests' in-process clients.
 """
 
 from __future__ import annotations

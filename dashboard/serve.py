@@ -76,9 +76,11 @@ def with_tls(args: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     from dashboard.asgi_limits import answer_oversized_websocket_messages
+    from dashboard.http_limits import bound_http_connections
 
     redact_access_logs()
     answer_oversized_websocket_messages()
+    bound_http_connections()
     args = list(sys.argv[1:] if argv is None else argv) or ["-b", "127.0.0.1", "-p", "8000", APPLICATION]
     try:
         args = with_tls(args)

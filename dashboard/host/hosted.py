@@ -16,6 +16,7 @@ Guarantees
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -45,6 +46,17 @@ IDLE_HORIZON = 60.0  # "idle": nothing queued, processing or lagging, and no req
 
 
 MAX_RECORDED_ACTIONS = 100_000  # dashboard.host.recording.MAX_ACTIONS: a session is its recording
+# The JSON of the actions a session may take (dashboard.host.recording.MAX_BYTES), refused writes
+# included (each is logged with its body: it replays to the same refusal). A write is at most
+# 3 MiB (kube-apiserver's limit), so without this 2.4-3 MB a write, refused or not, piled up in
+# the database for ever. 64 MiB is what a scenario file may hold: the session's scenario.yaml,
+# which carries every action, still loads.
+MAX_RECORDED_BYTES = 64 * 1024 * 1024
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of `value` as compact JSON (escaped ASCII: at least its UTF-8 size in the recording)."""
+    return len(json.dumps(value, separators=(",", ":")))
 
 
 class CommandError(ValueError):
@@ -109,12 +121,20 @@ class HostedSimulation:
         self.stopped = False
         self.saturated = False  # the last slice ran out of time with work left
         self.restored_note: str | None = None  # "restored after a restart at t=…; replayed N actions"
+        self._action_bytes: int | None = None  # JSON bytes of sim.actions' actions (counted on first act)
         self.frames = FrameBuilder(self)
         # Every record of the session, for why? and the complete trace view (controlplane.causes).
         if keep_records:
             sim.keep_records()
         sim.subscribe(self._on_record)
         sim.start()
+
+    def action_bytes(self) -> int:
+        """The JSON size of the actions in this session's log (its recording's bulk): bounded by
+        `MAX_RECORDED_BYTES` for what users add."""
+        if self._action_bytes is None:
+            self._action_bytes = sum(_json_size(entry["action"]) for entry in self.sim.actions)
+        return self._action_bytes
 
     def restored(self, note: str) -> None:
         """After a replay of its recording (dashboard.host.recording): paused where the
@@ -574,11 +594,22 @@ class HostedSimulation:
                 f"this session holds {MAX_RECORDED_ACTIONS} actions, the most a recording keeps: "
                 "download its scenario.yaml and start a new session from it"
             )
+        size = _json_size(action)
+        held = self.action_bytes()
+        if held + size > MAX_RECORDED_BYTES:
+            raise CommandError(
+                f"this action ({size} bytes of JSON) would take this session's recording past "
+                f"{MAX_RECORDED_BYTES} bytes of actions, the most a recording keeps (it holds {held}): "
+                "download its scenario.yaml and start a new session from it"
+            )
+        logged = len(self.sim.actions)
         try:
             result = self.sim.act(action, source=str(cmd.get("source") or "user"))
         except Exception as exc:
             self._fail(exc)
             return {"ok": False, "error": self.error}
+        # What the log took meanwhile: this action, and the file's timeline actions of this instant.
+        self._action_bytes = held + sum(_json_size(entry["action"]) for entry in self.sim.actions[logged:])
         self.frames.dirty.update(("actions", "faults", "owners"))
         if "sync" in action and result.get("ok"):
             synced = (action["sync"]["controller"], result["key"])
@@ -695,10 +726,14 @@ class HostedSimulation:
             self.sim.finish_instant()
         return self.sim.report()
 
-    def report_json(self) -> str:
-        """`report()` as compact JSON text (`Simulation.report_json`: no copy of the world)."""
+    def finish_instant(self) -> None:
+        """Run what is left of the current instant (a report shows the instant done)."""
         if self.error is None:
             self.sim.finish_instant()
+
+    def report_json(self) -> str:
+        """`report()` as compact JSON text (`Simulation.report_json`: no copy of the world).
+        Call `finish_instant()` first: this changes nothing (it may run in a forked child)."""
         return self.sim.report_json()
 
 

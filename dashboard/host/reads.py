@@ -21,6 +21,16 @@ Guarantees
   own queue (at most `MAX_QUEUED`, and `MAX_QUEUED_EACH` from one requester: a websocket
   viewer asks without a gate; beyond, an immediate "busy" answer); commands, status and the
   viewers' state are answered by the listener meanwhile.
+* **Built aside.** A report's text is made in a forked child of the process (`built_aside`)
+  while the event loop goes on (at the same CPU priority: niced, on a machine loaded by other
+  work it was starved past the requester's 10 s wait for the answer's first part): the child
+  sees the world exactly as it was at the fork (copy-on-write), so the text is byte for byte
+  the one the loop would have made.
+  Built on the loop it was one uninterruptible step of 0.35-0.45 s at 10,000 pods, and 10
+  concurrent report.json halved a 1x simulation (0.48x). Where `os.fork` is missing or fails,
+  the text is made on the loop as before. The child costs, while it builds, its copies of the
+  pages it touches (reference counts are writes: at 3,000 pods ~30 MB of a 77 MB world) and the
+  text, which it writes to a pipe a part at a time.
 * **Released.** A requester that gives up (timeout, client gone) marks its reply channel
   abandoned: the host stops sending to it and whatever it holds is dropped at once; after a
   burst of big answers, the process gives freed heap back to the system (`trim`).
@@ -33,8 +43,11 @@ import collections
 import contextlib
 import ctypes
 import ctypes.util
+import gc
+import os
 import time
-from collections.abc import AsyncIterator, Iterator
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from channels.exceptions import ChannelFull
@@ -226,6 +239,61 @@ class Pacer:
             await asyncio.sleep(self.debt)
         self.debt = 0.0
         self.since = time.monotonic()
+
+
+FORK_BUILDS = hasattr(os, "fork") and os.environ.get("CTRLSCOPE_FORK_REPORTS", "1") != "0"
+
+
+async def built_aside(build: Callable[[], str]) -> str:
+    """`build()`, run in a forked child while the loop goes on (module docstring: *Built
+    aside*). Call it where `build()` would have run: the child sees the world as it is at this
+    moment; nothing the child does reaches the parent but the text. On the loop when there is
+    no fork, or the child fails."""
+    if not FORK_BUILDS:
+        return build()
+    try:
+        read_end, write_end = os.pipe()
+    except OSError:
+        return build()
+    try:
+        with warnings.catch_warnings():
+            # (the child runs only `build` and writes to the pipe: no lock another thread held)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return build()
+    if pid == 0:  # the child: build, write, leave without running anything of the parent's
+        code = 1
+        try:
+            os.close(read_end)
+            gc.disable()  # no finalizer of the parent's objects runs here
+            text = build()
+            for start in range(0, len(text), 1 << 20):  # encoded a part at a time: no second copy
+                data = memoryview(text[start : start + (1 << 20)].encode())
+                while data:
+                    data = data[os.write(write_end, data) :]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    data, status = await asyncio.get_running_loop().run_in_executor(None, _collect, read_end, pid)
+    if status != 0:
+        return build()
+    return data.decode()
+
+
+def _collect(fd: int, pid: int) -> tuple[bytes, int]:
+    """In a thread: everything the child writes, then its exit status."""
+    parts = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            parts.append(chunk)
+    finally:
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+    return b"".join(parts), status
 
 
 def text_pieces(text: str) -> Iterator[str]:

@@ -17,8 +17,9 @@ Guarantees
   the time are written at once after every command and on pause; while the session runs, every
   `SAVE_EVERY` seconds, with the actions its timeline applied meanwhile.
 * **Bounded.** At most `MAX_RECORDINGS` recordings are kept (a new session is refused, with
-  what to delete, rather than an old one deleted silently) and at most `MAX_ACTIONS` actions
-  per recording (further actions are refused: `HostedSimulation` asks `actions_left`).
+  what to delete, rather than an old one deleted silently), at most `MAX_ACTIONS` actions
+  per recording and at most `MAX_BYTES` of their JSON, refused writes included (further
+  actions are refused: `HostedSimulation._cmd_act`).
 * **Restored, not resumed.** A session that was running when its server died is rebuilt by
   replay, paused at its last saved time, with its whole action history (sources too), and
   says so (`note`).
@@ -45,7 +46,7 @@ from django.utils import timezone
 
 from controlplane.scenario import ScenarioError
 from controlplane.simulation import Replay, cut_scenario
-from dashboard.host.hosted import MAX_RECORDED_ACTIONS
+from dashboard.host.hosted import MAX_RECORDED_ACTIONS, MAX_RECORDED_BYTES
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation
@@ -55,6 +56,7 @@ Obj = dict[str, Any]
 
 MAX_RECORDINGS = 200  # recordings kept in the database, running and stopped
 MAX_ACTIONS = MAX_RECORDED_ACTIONS  # actions per recording (HostedSimulation refuses more)
+MAX_BYTES = MAX_RECORDED_BYTES  # JSON of the actions per recording (HostedSimulation refuses more)
 SAVE_EVERY = 1.0  # wall seconds between two saves of the time while a session runs
 
 

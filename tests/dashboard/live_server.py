@@ -29,13 +29,18 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def live_server(tmp_path: pathlib.Path, server: list[str], token: str, *, tls_port: int = 0) -> Iterator[int]:
-    """Start `server` on a free port; yields the port once `/sim/demo/status.json` answers. The
-    output goes to `tmp_path / "server.log"`, complete once the block is left."""
+def live_server(
+    tmp_path: pathlib.Path, server: list[str], token: str, *, tls_port: int = 0, env: dict[str, str] | None = None
+) -> Iterator[int]:
+    """Start `server` on a free port (`env`: more of its environment); yields the port once
+    `/sim/demo/status.json` answers. The output goes to `tmp_path / "server.log"`, complete once
+    the block is left."""
     import requests
 
     port = free_port()
+    extra = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTRLSCOPE_") and k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env.update(extra)
     env.update(
         CTRLSCOPE_STATE_DIR=str(tmp_path / "state"),
         CTRLSCOPE_DB_PATH=str(tmp_path / "db.sqlite3"),

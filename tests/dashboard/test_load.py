@@ -298,3 +298,29 @@ async def test_the_pacer_hands_the_loop_over_while_others_use_it_and_takes_it_ba
     await pacer.pause()
     await pacer.settle()
     assert slept == [pytest.approx(0.4)] and pacer.debt == 0
+
+
+async def test_a_report_is_built_in_another_process_while_the_loop_goes_on(tmp_path):
+    """The child waits for a file the loop creates only after the build began: built on the loop,
+    it would wait in vain (up to its bound) and say so."""
+    import os
+    import time
+
+    from dashboard.host import reads
+
+    go = tmp_path / "go"
+
+    def build() -> str:
+        deadline = time.monotonic() + 60
+        while not go.exists():
+            if time.monotonic() > deadline:
+                return "the loop never ran while this was built"
+            time.sleep(0.01)
+        return f"built by {os.getpid()}"
+
+    building = asyncio.ensure_future(reads.built_aside(build))
+    await asyncio.sleep(0)  # the build starts
+    go.touch()  # the loop runs meanwhile
+    text = await building
+    assert text.startswith("built by "), text
+    assert int(text.removeprefix("built by ")) != os.getpid()

@@ -16,6 +16,7 @@ from dashboard import host as host_package
 from dashboard.host import hosted as hosted_module
 from dashboard.host import recording
 from dashboard.models import RecordedAction, Recording
+from tests.patience import PATIENCE_S
 
 from .conftest import TOKEN, command, controlling_client, run_to, start
 
@@ -221,6 +222,30 @@ async def test_a_session_holds_a_bounded_number_of_actions(running_host, monkeyp
     assert not refused["ok"] and "the most a recording keeps" in refused["error"]
 
 
+async def test_refused_writes_fill_a_recording_only_up_to_its_byte_bound(running_host, monkeypatch):
+    """A write the API server refuses is logged with its body (it replays to the same refusal):
+    1 MiB refused writes count against the recording's bound, and once it is reached the next is
+    refused at the door, naming the bound; what the database holds stays under it."""
+    client = await controlling_client()
+    sim_id = await start(client)
+    bound = 4 * 2**20
+    monkeypatch.setattr(hosted_module, "MAX_RECORDED_BYTES", bound, raising=False)
+    big = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Not_A_Name", "annotations": {"k": "x" * 2**20}}}
+    write = {"request": {"client": "kubectl", "verb": "create", "resource": "pods", "namespace": "default"}}
+    write["request"]["body"] = big
+    answers = []
+    for _ in range(10):
+        answers.append(await host_package.request(sim_id, {"op": "act", "action": write}, control=True))
+    logged = [a for a in answers if a.get("response")]
+    assert logged and all(a["response"][0] == 422 for a in logged)  # refused by the API server, logged
+    bounced = [a for a in answers if not a.get("response")]
+    assert bounced and all("the most a recording keeps" in a["error"] for a in bounced)
+    hosted = running_host.sims[sim_id]
+    await stored(sim_id, actions=len(hosted.sim.actions), t=hosted.sim.now)
+    sizes = [len(e) async for e in RecordedAction.objects.filter(recording_id=sim_id).values_list("entry", flat=True)]
+    assert sum(sizes) <= bound + 64 * 1024  # the actions, plus each entry's time and result
+
+
 async def test_the_time_is_saved_at_least_every_second_while_running(running_host):
     client = await controlling_client()
     sim_id = await start(client)
@@ -364,3 +389,18 @@ async def test_a_recording_its_replay_refuses_is_damaged_and_says_why(running_ho
     assert again.status_code == 409 and "is damaged and cannot be replayed" in again.content.decode()
     assert (await client.post(f"/sim/{rec.id}/delete", {"confirm": "yes"})).status_code == 302
     assert not await Recording.objects.filter(id=rec.id).aexists()
+
+
+async def test_a_stopped_sessions_world_is_freed_at_once(running_host):
+    """Its objects hold reference cycles, and under the simulations' gc policy an idle process may
+    run no full collection for ever: the stop frees the world itself (no collection by the test)."""
+    import weakref
+
+    client = await controlling_client()
+    sim_id = await a_session_with_history(client)
+    world = weakref.ref(running_host.sims[sim_id].sim)
+    assert (await client.post(f"/sim/{sim_id}/stop", {"confirm": "yes"})).status_code == 302
+    deadline = time.monotonic() + PATIENCE_S  # it is done about a second after the stop
+    while world() is not None:
+        assert time.monotonic() < deadline, "the stopped session's Simulation is still in the process"
+        await asyncio.sleep(0.01)
