@@ -8,10 +8,24 @@ from dashboard.host.host import (
     get_host,
     request,
     request_stream,
+    request_watch,
+    send_watch_command,
     viewers_group,
+    watch_channel,
 )
 from dashboard.host.reads import Busy
 
 __all__ = [
     "Busy",
-    "Host", "HostError", "command_channel", "ensure_started", "get_host", "request", "request_stream", "viewers_group"]
+    "Host",
+    "HostError",
+    "command_channel",
+    "ensure_started",
+    "get_host",
+    "request",
+    "request_stream",
+    "request_watch",
+    "send_watch_command",
+    "viewers_group",
+    "watch_channel",
+]
