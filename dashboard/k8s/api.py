@@ -66,6 +66,7 @@ RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LE
 RENEW_WAIT = 45.0  # ... each waits this long at most for room and its answer (the lease has 60 s left)
 UNWATCH_WAIT = 10.0  # seconds an ended watch's `k8s_unwatch` waits for room (the lease ends it anyway)
 WATCH_WAIT = 10.0  # seconds a watch's registration waits for room and its answer (then 429, 404)
+WATCHER_CHANNEL = "ctrlscope.watcher"  # prefix of a watch's channel (settings: 16 messages deep)
 BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
 MAX_WARNINGS = 20  # Warning headers on one answer (decode.MAX_CAUSES unknown fields at most)
 PATCH_CONTENT_TYPES = {
@@ -476,7 +477,7 @@ class Call:
     # -- watch ------------------------------------------------------------------------------------
     async def watch(self, info: ResourceInfo, namespace: str | None) -> None:
         layer = get_channel_layer()
-        channel = await layer.new_channel()
+        channel = await layer.new_channel(prefix=WATCHER_CHANNEL)
         timeout = None
         if self.query.get("timeoutSeconds"):
             try:
@@ -484,6 +485,7 @@ class Call:
             except ValueError:
                 raise Failure(400, "BadRequest", "timeoutSeconds: must be a number") from None
         bookmarks = self.query.get("allowWatchBookmarks") == "true"
+        await _ensure_running(self.sim_id)
         try:
             answer = await self.ask_watch(
                 {
@@ -572,6 +574,13 @@ class Call:
                 if receiving not in done:
                     continue
                 message, receiving = receiving.result(), None
+                after = message.get("after")
+                if isinstance(after, int) and after > revision and not message.get("error"):
+                    # Messages before this one never came: the channel layer dropped them after
+                    # they waited longer than its expiry. Never a gap: the client relists.
+                    await self.chunk(_error_line(_expired(MISSED)))
+                    await self.chunk("", last=True)
+                    return
                 revision = int(message.get("revision") or revision)
                 if message.get("data"):  # the lines, encoded once for every watch that shares them
                     await self.send({"type": "http.response.body", "body": message["data"], "more_body": True})
@@ -647,7 +656,6 @@ class Call:
         """A watch's registration, through the host's watch channel (`host.request_watch`): not
         counted by the limit on requests (kube-apiserver's max-in-flight leaves watches out too);
         `Busy` (429) only when the watch channel itself stays full for `WATCH_WAIT`."""
-        await _ensure_running(self.sim_id)
         from dashboard.host import request_watch
 
         cmd = {**cmd, "client": self.client}
@@ -816,6 +824,10 @@ def _not_json(name: str) -> Any:
 
 
 LOST_WATCHER = "the watch was ended by the server; list again and watch from the list's resourceVersion"
+MISSED = (
+    "the watcher fell behind: events waited for it longer than the server keeps them; "
+    "list again and watch from the list's resourceVersion"
+)
 NOT_RENEWED = (
     "the watch's lease could not be renewed in time (the server is overloaded); "
     "list again and watch from the list's resourceVersion"

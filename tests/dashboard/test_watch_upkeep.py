@@ -55,7 +55,8 @@ def refusals(running_host, monkeypatch):
 class Stream:
     """A watch request through the whole ASGI application, read as the client reads it."""
 
-    def __init__(self, path: str, query: str = "watch=true") -> None:
+    def __init__(self, path: str, query: str = "watch=true", reading: asyncio.Event | None = None) -> None:
+        """`reading`: while it is clear, the client reads nothing (the server's writes wait)."""
         from dashboard.asgi import application
 
         scope = {
@@ -74,7 +75,13 @@ class Stream:
         self.events: list[dict] = []
         self.ended = False  # the body's last message came (more_body false)
         self._text = b""
-        self.app = asyncio.ensure_future(application(scope, self._receive, self.messages.put))
+        self.reading = reading
+        self.app = asyncio.ensure_future(application(scope, self._receive, self._send))
+
+    async def _send(self, message: dict) -> None:
+        if self.reading is not None:
+            await self.reading.wait()
+        await self.messages.put(message)
 
     @staticmethod
     async def _receive():
@@ -214,3 +221,66 @@ async def test_a_list_whose_parts_stop_coming_ends_its_body(running_host, monkey
     with pytest.raises(LookupError):  # (then Daphne logs it; it can start no second answer)
         await stream.app
     assert stream.status == 200
+
+
+async def test_events_the_channel_layer_dropped_end_the_watch_with_410_expired(running_host, monkeypatch):
+    """A channel layer drops what waited in a channel longer than its expiry (60 s in memory):
+    a stream that slow must not lose the events without a word, also when they were the last."""
+    from dashboard.host import request
+
+    monkeypatch.setattr(api, "RENEW_EVERY", 0.05)
+    hosted = await demo(running_host)
+    reading = asyncio.Event()
+    reading.set()
+    stream = Stream(PATH, reading=reading)
+    await stream.read_until(lambda: stream.events)
+    (channel,) = k8s_ops._hub(hosted).watchers
+    layer = get_channel_layer()
+    reading.clear()  # the client stops reading: the stream's next write waits, its channel fills
+    monkeypatch.setattr(layer, "expiry", 0.2)
+    for replicas in (5, 6, 7):
+        await scale(hosted, replicas)
+    assert layer.channels.get(channel)
+
+    async def dropped() -> bool:
+        await request("demo", {"op": "status"})  # (a receive drops the expired messages)
+        return not layer.channels.get(channel)
+
+    for _ in range(1000):
+        if await dropped():
+            break
+        await asyncio.sleep(0.01)
+    monkeypatch.setattr(layer, "expiry", 60)
+    reading.set()
+    try:
+        await stream.read_until(lambda: stream.ended)  # no more events come: the heartbeat tells
+    finally:
+        await stream.close()
+    error = stream.events[-1]
+    assert error["type"] == "ERROR" and error["object"]["code"] == 410 and error["object"]["reason"] == "Expired"
+    assert "longer than the server keeps them" in error["object"]["message"]
+    assert not modified_to(stream, 7)
+
+
+async def test_what_a_slow_reader_has_not_read_waits_in_the_backlog_not_in_its_channel(running_host):
+    """The layer drops what waits in a channel too long; the host's backlog drops nothing: a
+    watch's channel holds 16 messages, the rest of its events wait in the backlog."""
+    hosted = await demo(running_host)
+    reading = asyncio.Event()
+    reading.set()
+    stream = Stream(PATH, reading=reading)
+    await stream.read_until(lambda: stream.events)
+    (channel,) = k8s_ops._hub(hosted).watchers
+    watcher = k8s_ops._hub(hosted).watchers[channel]
+    layer = get_channel_layer()
+    reading.clear()
+    try:
+        for replicas in range(2, 40):  # a message each
+            await scale(hosted, replicas)
+        assert channel.startswith(api.WATCHER_CHANNEL)
+        assert layer.channels[channel].qsize() == 16 and watcher.backlog
+        reading.set()
+        await stream.read_until(lambda: modified_to(stream, 39))
+    finally:
+        await stream.close()
+    assert not any(e["type"] == "ERROR" for e in stream.events)
