@@ -147,11 +147,13 @@ if os.environ.get("CTRLSCOPE_DB_URL"):
         }
     }
 
-# A Kubernetes watch's channel (dashboard.k8s.api.WATCHER_CHANNEL) holds 16 messages (of at most
-# 64 KiB), not the layer's 100: what does not fit waits in the host's backlog, which keeps it as
-# long as it must (at most 2 MiB, then 410), while the layer drops what waits in a channel longer
-# than its expiry (60 s in memory, 30 s on Redis). A shallow channel keeps a slow reader's wait
-# short and its messages big (the backlog joins lines up to 64 KiB a message).
+# In memory, a Kubernetes watch's channel (dashboard.k8s.api.WATCHER_CHANNEL) holds 16 messages
+# (of at most 64 KiB), not the layer's 100: what does not fit waits in the host's backlog, which
+# keeps it as long as it must (at most 2 MiB, then 410), while the layer drops what waits in a
+# channel longer than its expiry (60 s). A shallow channel keeps a slow reader's wait short and
+# its messages big (the backlog joins lines up to 64 KiB a message). (channels_redis serves all
+# of a process's channels from one queue of the default prefix: there, a watch has no channel
+# of its own to size.)
 WATCHER_CHANNEL_CAPACITY = {"ctrlscope.watcher.*": 16}
 CHANNEL_LAYERS = {
     "default": {
@@ -173,7 +175,6 @@ if os.environ.get("CTRLSCOPE_REDIS_URL"):
                 "hosts": [{"address": os.environ["CTRLSCOPE_REDIS_URL"], "socket_timeout": 15}],
                 "prefix": os.environ.get("CTRLSCOPE_REDIS_PREFIX", "ctrlscope"),
                 "capacity": 200,
-                "channel_capacity": WATCHER_CHANNEL_CAPACITY,
                 "expiry": 30,
             },
         }

@@ -39,7 +39,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
@@ -66,7 +66,7 @@ RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LE
 RENEW_WAIT = 45.0  # ... each waits this long at most for room and its answer (the lease has 60 s left)
 UNWATCH_WAIT = 10.0  # seconds an ended watch's `k8s_unwatch` waits for room (the lease ends it anyway)
 WATCH_WAIT = 10.0  # seconds a watch's registration waits for room and its answer (then 429, 404)
-WATCHER_CHANNEL = "ctrlscope.watcher"  # prefix of a watch's channel (settings: 16 messages deep)
+WATCHER_CHANNEL = "ctrlscope.watcher"  # prefix of a watch's channel in memory (settings: 16 messages deep)
 BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
 MAX_WARNINGS = 20  # Warning headers on one answer (decode.MAX_CAUSES unknown fields at most)
 PATCH_CONTENT_TYPES = {
@@ -477,7 +477,7 @@ class Call:
     # -- watch ------------------------------------------------------------------------------------
     async def watch(self, info: ResourceInfo, namespace: str | None) -> None:
         layer = get_channel_layer()
-        channel = await layer.new_channel(prefix=WATCHER_CHANNEL)
+        channel = await _watcher_channel(layer)
         timeout = None
         if self.query.get("timeoutSeconds"):
             try:
@@ -880,6 +880,15 @@ async def _wait_disconnect(receive: Any) -> None:
         message = await receive()
         if message["type"] == "http.disconnect":
             return
+
+
+async def _watcher_channel(layer: Any) -> str:
+    """A watch's channel: in memory, one named to get its own capacity (settings: 16 messages).
+    channels_redis serves every channel of a process from one queue of the default prefix (a
+    channel of another prefix is never read while that queue is): there, the default."""
+    if isinstance(layer, InMemoryChannelLayer):
+        return str(await layer.new_channel(prefix=WATCHER_CHANNEL))
+    return str(await layer.new_channel())
 
 
 async def _unwatch(sim_id: str, channel: str) -> None:
