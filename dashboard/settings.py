@@ -6,7 +6,9 @@ layer (one process). Everything secret or machine-specific comes from the enviro
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -146,7 +148,24 @@ if os.environ.get("CTRLSCOPE_DB_URL"):
         }
     }
 
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# In memory, a Kubernetes watch's channel (dashboard.k8s.api.WATCHER_CHANNEL) holds 16 messages
+# (of at most 64 KiB), not the layer's 100: what does not fit waits in the host's backlog, which
+# keeps it as long as it must (at most 2 MiB, then 410), while the layer drops what waits in a
+# channel longer than its expiry (60 s). A shallow channel keeps a slow reader's wait short and
+# its messages big (the backlog joins lines up to 64 KiB a message). (channels_redis serves all
+# of a process's channels from one queue of the default prefix: there, a watch has no channel
+# of its own to size.)
+WATCHER_CHANNEL_CAPACITY = {"ctrlscope.watcher.*": 16}
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels.layers.InMemoryChannelLayer",
+        # Compiled: channels 4.3's in-memory layer uses `channel_capacity` as it is given
+        # (channels_redis compiles its globs itself).
+        "CONFIG": {
+            "channel_capacity": [(re.compile(fnmatch.translate(g)), n) for g, n in WATCHER_CHANNEL_CAPACITY.items()]
+        },
+    }
+}
 if os.environ.get("CTRLSCOPE_REDIS_URL"):
     CHANNEL_LAYERS = {
         "default": {

@@ -9,7 +9,10 @@ from dashboard.host.host import (
     get_host,
     request,
     request_stream,
+    request_watch,
+    send_watch_command,
     viewers_group,
+    watch_channel,
 )
 from dashboard.host.reads import Busy
 
@@ -23,5 +26,8 @@ __all__ = [
     "get_host",
     "request",
     "request_stream",
+    "request_watch",
+    "send_watch_command",
     "viewers_group",
+    "watch_channel",
 ]

@@ -10,6 +10,11 @@ Guarantees
   commands to the channel (with a `reply_to` channel when they want an answer) and receive
   frames from the group. With the Redis layer, viewers in other Daphne processes work the same
   way; the simulation stays in the process that hosts it.
+* The Kubernetes API's watch machinery (registering a watch, renewing its lease, ending it:
+  `WATCH_OPS`) has a channel and a listener of its own (`ctrlscope.sim.<id>.watch`), so the
+  limit on requests -- a full command channel is "busy" (429) -- never refuses or delays it, as
+  kube-apiserver's max-in-flight limit leaves long-running requests out. On that channel a
+  full channel is backpressure: the sender waits for room (`request_watch`), it is not refused.
 * At most one frame per `FRAME_INTERVAL` per simulation, each rendered once for all viewers
   (pre-serialised JSON text); a viewer that cannot keep up is the consumer's business and never
   slows the simulation or other viewers.
@@ -77,6 +82,16 @@ def viewers_group(sim_id: str) -> str:
 
 RECLAIM_AFTER = 1.0  # seconds after a stop that its world's memory is reclaimed (Host._reclaim) ...
 RECLAIM_TRIES = 10  # ... and again as long, so many times at most, while something still holds it
+
+
+def watch_channel(sim_id: str) -> str:
+    """The channel of the HTTP side's watch machinery (`WATCH_OPS`), beside the command channel."""
+    return f"ctrlscope.sim.{sim_id}.watch"
+
+
+# What the watch channel carries: an HTTP watch's registration, its lease renewals and its end.
+WATCH_OPS = frozenset({"k8s_watch", "k8s_renew", "k8s_unwatch"})
+WATCH_ROOM_POLL = 0.02  # seconds between two tries to send on a full watch channel
 
 
 class HostError(ValueError):
@@ -161,6 +176,7 @@ class Host:
         self._tasks[sim_id] = [
             _spawn(self._drive(hosted), f"drive {sim_id}"),
             _spawn(self._listen(hosted), f"listen {sim_id}"),
+            _spawn(self._listen_watches(hosted), f"watches {sim_id}"),
         ]
 
     async def restore_simulation(self, sim_id: str, *, reopened: bool = False) -> HostedSimulation:
@@ -370,6 +386,28 @@ class Host:
                 reads.forget(layer, message.get("reply_to"))
         finally:
             reader.cancel()
+
+    async def _listen_watches(self, hosted: HostedSimulation) -> None:
+        """The watch machinery's channel (`WATCH_OPS` only), beside the command listener: a
+        renewal never waits behind the commands, and no command can take its place."""
+        layer = get_channel_layer()
+        channel = watch_channel(hosted.id)
+        while not hosted.stopped:
+            try:
+                message = await layer.receive(channel)
+            except Exception:  # the layer's own trouble (a Redis timeout): keep listening
+                log.warning("receiving on %s failed; listening again", channel, exc_info=True)
+                await asyncio.sleep(RECEIVE_RETRY)
+                continue
+            cmd = message.get("cmd")
+            if not isinstance(cmd, dict) or cmd.get("op") not in WATCH_OPS:
+                log.warning("not a watch command on %s: %r", channel, message)
+                continue
+            try:
+                await self._handle(hosted, message)
+            except Exception:  # never let one bad message end the listener
+                log.exception("watch command for %s failed: %r", hosted.id, message)
+            reads.forget(layer, message.get("reply_to"))
 
     async def _read(
         self, hosted: HostedSimulation, queue: asyncio.Queue[Obj], waiting: collections.Counter[str]
@@ -831,6 +869,42 @@ async def _send_command(layer: Any, sim_id: str, cmd: Obj, reply_to: str, contro
         await layer.send(command_channel(sim_id), {**message, **extra})
     except ChannelFull:
         raise reads.Busy("commands", 1) from None
+
+
+async def send_watch_command(sim_id: str, cmd: Obj, *, wait: float, reply_to: str | None = None) -> None:
+    """One command of the watch machinery (`WATCH_OPS`) to the simulation's watch channel. A
+    full channel is waited out (every `WATCH_ROOM_POLL` s) for up to `wait` seconds, then
+    `reads.Busy`: the machinery is slowed by its own load only, never refused by the requests'."""
+    if cmd.get("op") not in WATCH_OPS:
+        raise ValueError(f"not a watch command: {cmd.get('op')!r}")
+    layer = get_channel_layer()
+    message = {"type": "sim.command", "cmd": cmd, "reply_to": reply_to, "id": 1, "control": True, "viewer": None}
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            await layer.send(watch_channel(sim_id), message)
+            return
+        except ChannelFull:
+            if time.monotonic() >= deadline:
+                raise reads.Busy("watch", 1) from None
+        await asyncio.sleep(WATCH_ROOM_POLL)
+
+
+async def request_watch(sim_id: str, cmd: Obj, *, timeout: float) -> Obj:
+    """A command of the watch machinery and its answer, within `timeout` seconds in all (room on
+    the watch channel, then the answer). `reads.Busy` when the channel stayed full, LookupError
+    when nobody answered."""
+    layer = get_channel_layer()
+    reply_to = await layer.new_channel()
+    deadline = time.monotonic() + timeout
+    await send_watch_command(sim_id, cmd, wait=timeout, reply_to=reply_to)
+    try:
+        message = await asyncio.wait_for(layer.receive(reply_to), max(0.0, deadline - time.monotonic()))
+    except TimeoutError:
+        reads.abandon(layer, reply_to)
+        raise LookupError(f"simulation {sim_id} did not answer") from None
+    result: Obj = message.get("result", {})
+    return result
 
 
 async def _nothing() -> AsyncIterator[str]:

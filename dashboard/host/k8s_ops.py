@@ -30,6 +30,13 @@ Guarantees
   already in its channel, then an ERROR event with a 410 Expired Status ("the watcher fell
   behind"), then the end — client-go's reflector relists, `kubectl get -w` says why it stopped.
   A watcher that is not renewed within `WATCH_LEASE` seconds is dropped (nobody reads it).
+* A channel layer drops a message that waited in its channel longer than its expiry (60 s in
+  memory, 30 s on Redis): a reader that slow would miss events without knowing. So every message
+  names the revision of the message before it (`after`: the watcher's `sent` when it was handed
+  over), and the HTTP side ends the stream with 410 Expired at the first message whose `after`
+  is not the revision it last received; every renewal of an HTTP watch with nothing queued
+  queues an empty message (`HEARTBEAT`), so that events lost at the end of a burst are found
+  out too, within a renewal.
 * Connected clients (issue #18 §6): every Kubernetes API request names its User-Agent (`client`);
   the host counts each client's requests and error answers over a sliding wall-clock window and
   knows its open watches, how many resourceVersions each is behind and for how long (`clients`).
@@ -84,7 +91,7 @@ WATCH_LEASE = 90.0  # seconds a watcher lives without a renewal from its HTTP si
 WATCH_MESSAGE_BYTES = 64 * 1024  # event lines joined into one channel message, at most (one line may exceed it)
 WATCH_BACKLOG_BYTES = 2 * 1024 * 1024  # per watcher, lines waiting for room in its full channel, at most
 MAX_VIEWER_WATCHES = 4  # watches one websocket viewer may hold at once
-MAX_WATCHERS = 1000  # watches of one simulation at once, from every door (each may hold ~8 MiB)
+MAX_WATCHERS = 1000  # watches of one simulation at once, from every door (each may hold ~3 MiB)
 WATCH_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 READER = "kubectl"  # the client name of unrecorded reads (never logged)
 CLIENT_WINDOW = 10.0  # wall seconds over which a connected client's request rate is measured
@@ -495,7 +502,12 @@ def _renew(hosted: HostedSimulation, cmd: Obj) -> Obj:
     if watcher is None:
         return {"alive": False}
     watcher.expires = time.monotonic() + WATCH_LEASE
+    if watcher.viewer is None and not watcher.backlog:
+        watcher.queue([HEARTBEAT], watcher.since)  # sent by the next publish (one a second at least)
     return {"alive": True, "revision": hosted.sim.server.revision}
+
+
+HEARTBEAT = ""  # an empty message: the revision it follows (`after`) tells a stream what it missed
 
 
 def _targets(entry: Obj, watcher: Watcher) -> bool:
@@ -729,7 +741,15 @@ async def _send(
     error: bool = False,
     data: bytes | None = None,
 ) -> bool:
-    message: Obj = {"type": "k8s.watch", "text": text, "revision": revision, "end": end, "error": error}
+    # `after`: the revision of the message before it (what the reader must have had: module doc).
+    message: Obj = {
+        "type": "k8s.watch",
+        "text": text,
+        "revision": revision,
+        "after": watcher.sent,
+        "end": end,
+        "error": error,
+    }
     if data is not None:
         message["data"] = data
     if watcher.watch_id is not None:

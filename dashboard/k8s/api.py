@@ -19,8 +19,14 @@ Guarantees
 * Watches stream chunked, newline-delimited JSON events until the client goes away,
   `timeoutSeconds` passes, or the simulation stops (then the stream ends cleanly, after every
   event). Every committed event reaches the stream once, in resourceVersion order; a watcher
-  that falls behind, or that the host no longer knows, gets an ERROR event (a 410 Expired
-  Status: the client relists) and the stream ends: never a gap, never a clean end after one.
+  that falls behind, that the host no longer knows, or whose lease could not be renewed in time
+  gets an ERROR event (a 410 Expired Status: the client relists) and the stream ends: never a
+  gap, never a clean end after one. A watch's registration, lease renewals and end go through
+  the host's watch channel (`host.request_watch`), never through the limit on requests (a full
+  command channel); a renewal runs beside the stream, which keeps delivering meanwhile.
+* Nothing raised once an answer has started hangs its connection (Daphne can start no second
+  answer): a watch ends with an ERROR event (the Status of the failure; 500 InternalError for
+  a bug), any other answer ends where it is (the client sees a truncated body, not silence).
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 from typing import Any
 from urllib.parse import parse_qs
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
@@ -51,11 +58,16 @@ from dashboard.k8s import discovery, endpoints, openapi_v2_proto, protobuf
 
 Obj = dict[str, Any]
 Scope = dict[str, Any]
+log = logging.getLogger(__name__)
 
 DEMO = "demo"
 SIM_PATH = re.compile(r"^/sim/(?P<id>[a-z0-9][a-z0-9-]{0,62})/k8s(?:/token/(?P<token>[^/]*))?(?P<rest>/.*)?$")
 ROOT_PREFIXES = ("/api", "/apis", "/openapi/")
-RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LEASE is 90)
+RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LEASE is 90) ...
+RENEW_WAIT = 45.0  # ... each waits this long at most for room and its answer (the lease has 60 s left)
+UNWATCH_WAIT = 10.0  # seconds an ended watch's `k8s_unwatch` waits for room (the lease ends it anyway)
+WATCH_WAIT = 10.0  # seconds a watch's registration waits for room and its answer (then 429, 404)
+WATCHER_CHANNEL = "ctrlscope.watcher"  # prefix of a watch's channel in memory (settings: 16 messages deep)
 BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
 MAX_WARNINGS = 20  # Warning headers on one answer (decode.MAX_CAUSES unknown fields at most)
 PATCH_CONTENT_TYPES = {
@@ -147,7 +159,9 @@ class Call:
     def __init__(
         self, scope: Scope, receive: Any, send: Any, sim_id: str, prefix: str, rest: str, path_token: str | None
     ) -> None:
-        self.scope, self.receive, self.send = scope, receive, send
+        self.scope, self.receive = scope, receive
+        self.started = False  # the answer's status line went out: no second answer can start
+        self.send = self._tracked(send)
         self.path_token = path_token
         self.head_only = False  # a HEAD request, answered as GET without its body (dispatch)
         self.sim_id, self.prefix = sim_id, prefix
@@ -174,7 +188,31 @@ class Call:
             endpoints.refuse_impersonation(self, authorized)
             await self.dispatch()
         except Failure as failure:
+            if self.started:
+                await self.cut(failure)
+                return
             await respond(self.send, failure.code, failure.status())
+        except BaseException as exc:
+            if self.started and not isinstance(exc, asyncio.CancelledError):
+                # Daphne's own "500" would be a second answer ("HTTP response has already been
+                # started"): the connection would stay open and silent. End the body, then let
+                # Daphne log the failure.
+                await self.cut(exc)
+            raise
+
+    def _tracked(self, send: Any) -> Any:
+        async def tracked(message: Obj) -> None:
+            if message["type"] == "http.response.start":
+                self.started = True
+            await send(message)
+
+        return tracked
+
+    async def cut(self, why: BaseException) -> None:
+        """End an answer that has started, where it is, after a failure (`why`)."""
+        log.warning("%s %s: the answer ended early: %s", self.method, self.scope.get("path"), why)
+        with contextlib.suppress(Exception):  # (the client may be gone)
+            await self.send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def reply(self, body: Any, code: int = 200, content_type: str = "application/json") -> None:
         await respond(self.send, code, body, content_type)
@@ -186,6 +224,9 @@ class Call:
         try:
             await self.route()
         except Busy as busy:  # kube-apiserver's max-in-flight answer; clients retry after it
+            if self.started:
+                await self.cut(busy)
+                return
             failure = Failure(429, "TooManyRequests", str(busy), {"retryAfterSeconds": busy.retry_after})
             body = json.dumps(failure.status(), separators=(",", ":")).encode()
             headers = [
@@ -444,7 +485,7 @@ class Call:
     # -- watch ------------------------------------------------------------------------------------
     async def watch(self, info: ResourceInfo, namespace: str | None) -> None:
         layer = get_channel_layer()
-        channel = await layer.new_channel()
+        channel = await _watcher_channel(layer)
         timeout = None
         if self.query.get("timeoutSeconds"):
             try:
@@ -452,43 +493,49 @@ class Call:
             except ValueError:
                 raise Failure(400, "BadRequest", "timeoutSeconds: must be a number") from None
         bookmarks = self.query.get("allowWatchBookmarks") == "true"
-        answer = await self.ask(
-            {
-                "op": "k8s_watch",
-                "channel": channel,
-                "resource": info.plural,
-                "namespace": namespace,
-                "labelSelector": self.query.get("labelSelector"),
-                "fieldSelector": self.query.get("fieldSelector"),
-                "resourceVersion": self.query.get("resourceVersion"),
-                "sendInitialEvents": self.query.get("sendInitialEvents") == "true",
-                "bookmarks": bookmarks,
-                "table": _wants_table(self.accept),
-                "includeObject": self.query.get("includeObject"),
-            }
-        )
-        if "lines" not in answer:
-            await self.reply_text(answer)
-            return
-        await self.send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")],
-            }
-        )
+        await _ensure_running(self.sim_id)
         try:
+            answer = await self.ask_watch(
+                {
+                    "op": "k8s_watch",
+                    "channel": channel,
+                    "resource": info.plural,
+                    "namespace": namespace,
+                    "labelSelector": self.query.get("labelSelector"),
+                    "fieldSelector": self.query.get("fieldSelector"),
+                    "resourceVersion": self.query.get("resourceVersion"),
+                    "sendInitialEvents": self.query.get("sendInitialEvents") == "true",
+                    "bookmarks": bookmarks,
+                    "table": _wants_table(self.accept),
+                    "includeObject": self.query.get("includeObject"),
+                }
+            )
+            if "lines" not in answer:
+                await self.reply_text(answer)
+                return
+            await self.send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"cache-control", b"no-cache, private")],
+                }
+            )
             if self.head_only:  # the headers of the watch, and no stream that never ends
                 await self.chunk("", last=True)
-            else:
+                return
+            try:
                 await self.stream(layer, channel, answer, info, timeout, bookmarks)
+            except Exception as exc:  # (not CancelledError: the client went away)
+                await self.end_with_error(exc)
         finally:
-            with contextlib.suppress(Exception):
-                await _tell(self.sim_id, {"op": "k8s_unwatch", "channel": channel})
+            await _unwatch(self.sim_id, channel)  # (also after a registration that timed out)
 
     async def stream(
         self, layer: Any, channel: str, answer: Obj, info: ResourceInfo, timeout: float | None, bookmarks: bool
     ) -> None:
+        """The watch's events as they come, its bookmarks, and its lease renewed every
+        `RENEW_EVERY` seconds by a task beside it (`renew`): the events keep flowing while a
+        renewal waits for a busy host."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout is not None else None
         revision = int(answer.get("revision") or 0)
@@ -499,48 +546,49 @@ class Call:
             await self.chunk("", last=True)
             return
         disconnected = asyncio.ensure_future(_wait_disconnect(self.receive))
+        receiving: asyncio.Future[Obj] | None = None
+        renewing: asyncio.Future[Obj | None] | None = None
         renew_at = loop.time() + RENEW_EVERY
         bookmark_at = loop.time() + BOOKMARK_EVERY
         try:
             while True:
                 now = loop.time()
-                wake = min(
-                    renew_at, bookmark_at if bookmarks else renew_at, deadline if deadline is not None else renew_at
-                )
-                if wake <= now:
-                    if deadline is not None and now >= deadline:
-                        break
-                    if now >= renew_at:
-                        try:
-                            renewal = await self.ask({"op": "k8s_renew", "channel": channel})
-                        except Failure as failure:  # the simulation is gone: say so, never end silently
-                            await self.chunk(_error_line(failure.status()))
-                            await self.chunk("", last=True)
-                            return
-                        if not renewal.get("alive"):
-                            # The host no longer has this watcher (its lease ran out while this
-                            # stream could not renew): events may be missing, so the client relists.
-                            await self.chunk(_error_line(_expired(LOST_WATCHER)))
-                            await self.chunk("", last=True)
-                            return
-                        renew_at = now + RENEW_EVERY
-                    if bookmarks and now >= bookmark_at:
-                        await self.chunk(_bookmark_line(info, revision))
-                        bookmark_at = now + BOOKMARK_EVERY
-                    continue
-                receiving = asyncio.ensure_future(layer.receive(channel))
-                done, _ = await asyncio.wait(
-                    {receiving, disconnected}, timeout=wake - now, return_when=asyncio.FIRST_COMPLETED
-                )
+                if deadline is not None and now >= deadline:
+                    break
+                if now >= renew_at:
+                    renew_at = now + RENEW_EVERY
+                    if renewing is None:  # (one at a time: a slow one is still within its RENEW_WAIT)
+                        renewing = asyncio.ensure_future(self.renew(channel))
+                if renewing is not None and renewing.done():
+                    lost, renewing = renewing.result(), None
+                    if lost is not None:  # never end silently: the client relists
+                        await self.chunk(_error_line(lost))
+                        await self.chunk("", last=True)
+                        return
+                if bookmarks and now >= bookmark_at:
+                    await self.chunk(_bookmark_line(info, revision))
+                    bookmark_at = now + BOOKMARK_EVERY
+                wake = min(renew_at, bookmark_at if bookmarks else renew_at)
+                if deadline is not None:
+                    wake = min(wake, deadline)
+                if receiving is None:
+                    receiving = asyncio.ensure_future(layer.receive(channel))
+                waiting: set[asyncio.Future[Any]] = {receiving, disconnected}
+                if renewing is not None:
+                    waiting.add(renewing)
+                done, _ = await asyncio.wait(waiting, timeout=max(0.0, wake - now), return_when=asyncio.FIRST_COMPLETED)
                 if disconnected in done:
-                    receiving.cancel()
                     return
                 if receiving not in done:
-                    receiving.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await receiving
                     continue
-                message = receiving.result()
+                message, receiving = receiving.result(), None
+                after = message.get("after")
+                if isinstance(after, int) and after > revision and not message.get("error"):
+                    # Messages before this one never came: the channel layer dropped them after
+                    # they waited longer than its expiry. Never a gap: the client relists.
+                    await self.chunk(_error_line(_expired(MISSED)))
+                    await self.chunk("", last=True)
+                    return
                 revision = int(message.get("revision") or revision)
                 if message.get("data"):  # the lines, encoded once for every watch that shares them
                     await self.send({"type": "http.response.body", "body": message["data"], "more_body": True})
@@ -555,7 +603,48 @@ class Call:
                 await self.chunk(_bookmark_line(info, revision))
             await self.chunk("", last=True)
         finally:
-            disconnected.cancel()
+            for task in (disconnected, receiving, renewing):
+                if task is not None:
+                    task.cancel()
+
+    async def renew(self, channel: str) -> Obj | None:
+        """Renew the watch's lease through the host's watch channel, waiting (up to `RENEW_WAIT`)
+        for room and for the answer, never refused by the limit on requests. None when renewed,
+        else the Status the stream ends with: 404 when the simulation is gone, 410 Expired when
+        the host no longer has the watcher or did not answer in time (events may be missing)."""
+        try:
+            await _ensure_running(self.sim_id)
+        except Failure as failure:
+            return failure.status()
+        from dashboard.host import request_watch
+
+        cmd = {"op": "k8s_renew", "channel": channel, "client": self.client}
+        try:
+            renewal = await request_watch(self.sim_id, cmd, timeout=RENEW_WAIT)
+        except (Busy, LookupError):
+            return _expired(NOT_RENEWED)
+        if not renewal.get("alive"):
+            # The host no longer has this watcher (its lease ran out while this stream could
+            # not renew): events may be missing, so the client relists.
+            return _expired(LOST_WATCHER)
+        return None
+
+    async def end_with_error(self, exc: Exception) -> None:
+        """A watch stream that failed midway ends with an ERROR event (the failure's Status; 500
+        InternalError, as kube-apiserver sends for an internal failure, for anything else)."""
+        if isinstance(exc, Failure):
+            status = exc.status()
+        else:
+            log.error("the watch %s failed", self.scope.get("path"), exc_info=exc)
+            status = Failure(
+                500,
+                "InternalError",
+                f"Internal error occurred: the watch failed ({type(exc).__name__}); "
+                "list again and watch from the list's resourceVersion",
+            ).status()
+        with contextlib.suppress(Exception):  # (the client may be gone)
+            await self.chunk(_error_line(status))
+            await self.chunk("", last=True)
 
     async def chunk(self, text: str, *, last: bool = False) -> None:
         await self.send({"type": "http.response.body", "body": text.encode(), "more_body": not last})
@@ -568,6 +657,18 @@ class Call:
         cmd = {**cmd, "client": self.client}  # the connected-clients panel counts it (k8s_ops.clients)
         try:
             return await request(self.sim_id, cmd, control=True)
+        except LookupError:
+            raise not_found(f'simulation "{self.sim_id}" is not running') from None
+
+    async def ask_watch(self, cmd: Obj) -> Obj:
+        """A watch's registration, through the host's watch channel (`host.request_watch`): not
+        counted by the limit on requests (kube-apiserver's max-in-flight leaves watches out too);
+        `Busy` (429) only when the watch channel itself stays full for `WATCH_WAIT`."""
+        from dashboard.host import request_watch
+
+        cmd = {**cmd, "client": self.client}
+        try:
+            return await request_watch(self.sim_id, cmd, timeout=WATCH_WAIT)
         except LookupError:
             raise not_found(f'simulation "{self.sim_id}" is not running') from None
 
@@ -731,6 +832,14 @@ def _not_json(name: str) -> Any:
 
 
 LOST_WATCHER = "the watch was ended by the server; list again and watch from the list's resourceVersion"
+MISSED = (
+    "the watcher fell behind: events waited for it longer than the server keeps them; "
+    "list again and watch from the list's resourceVersion"
+)
+NOT_RENEWED = (
+    "the watch's lease could not be renewed in time (the server is overloaded); "
+    "list again and watch from the list's resourceVersion"
+)
 
 
 def _expired(message: str) -> Obj:
@@ -787,13 +896,40 @@ async def _wait_disconnect(receive: Any) -> None:
             return
 
 
-async def _tell(sim_id: str, cmd: Obj) -> None:
-    """A command without waiting for an answer."""
-    from dashboard.host import command_channel
+async def _watcher_channel(layer: Any) -> str:
+    """A watch's channel: in memory, one named to get its own capacity (settings: 16 messages).
+    channels_redis serves every channel of a process from one queue of the default prefix (a
+    channel of another prefix is never read while that queue is): there, the default."""
+    if isinstance(layer, InMemoryChannelLayer):
+        return str(await layer.new_channel(prefix=WATCHER_CHANNEL))
+    return str(await layer.new_channel())
 
-    await get_channel_layer().send(
-        command_channel(sim_id), {"type": "sim.command", "cmd": cmd, "control": True, "viewer": None}
-    )
+
+async def _unwatch(sim_id: str, channel: str) -> None:
+    """Tell the host the watch is over (no answer awaited). A full watch channel is waited out
+    by a task of its own, for up to `UNWATCH_WAIT` (the request ends now); if it never has room,
+    the watcher's lease ends it."""
+    from dashboard.host import send_watch_command
+
+    cmd = {"op": "k8s_unwatch", "channel": channel}
+    try:
+        await send_watch_command(sim_id, cmd, wait=0.0)
+    except Busy:
+        task = asyncio.ensure_future(_unwatch_later(sim_id, cmd))
+        _UNWATCHING.add(task)
+        task.add_done_callback(_UNWATCHING.discard)
+    except Exception:  # the channel layer's own trouble: the lease ends the watcher
+        log.warning("could not end the watch %s of %s", channel, sim_id, exc_info=True)
+
+
+async def _unwatch_later(sim_id: str, cmd: Obj) -> None:
+    from dashboard.host import send_watch_command
+
+    with contextlib.suppress(Exception):
+        await send_watch_command(sim_id, cmd, wait=UNWATCH_WAIT)
+
+
+_UNWATCHING: set[asyncio.Future[None]] = set()  # the unwatches waiting for room (kept referenced)
 
 
 async def _ensure_running(sim_id: str) -> None:

@@ -148,6 +148,31 @@ def test_big_reads_at_process_b_come_from_a_in_parts_through_redis(two_processes
     assert pods["kind"] == "PodList" and len(pods["items"]) <= 2
 
 
+def test_a_kubernetes_watch_at_process_b_gets_the_events_of_the_simulation_in_a(two_processes):
+    """The watch's registration goes to A's watch channel through Redis, its events come back to
+    B's stream; the create is B's too."""
+    import requests
+
+    _, b = two_processes
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    events = b + "/sim/demo/k8s/api/v1/namespaces/default/events"
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "from-b", "namespace": "default", "labels": {"door": "b"}},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "reason": "Test",
+        "message": "created at B",
+    }
+    watch = f"{events}?watch=true&labelSelector=door%3Db&timeoutSeconds=20"
+    with requests.get(watch, headers=headers, stream=True, timeout=20) as stream:
+        assert stream.status_code == 200
+        assert requests.post(events, json=event, headers=headers, timeout=10).status_code == 201
+        lines = (json.loads(line) for line in stream.iter_lines() if line)
+        first = next(lines)
+    assert first["type"] == "ADDED" and first["object"]["metadata"]["name"] == "from-b", first
+
+
 def test_an_idle_host_keeps_listening_through_redis_without_errors(two_processes):
     """The layer's blocking pop waits 5 s; redis-py's default read timeout was 5 s as well, so
     every idle receive ended in a TimeoutError (and, before the listener retried, the host
