@@ -205,12 +205,15 @@ def server(tmp_path_factory):
     subprocess.run(
         [sys.executable, "manage.py", "migrate", "--no-input"], cwd=ROOT, env=env, check=True, capture_output=True
     )
+    # The server's log goes to a file: a pipe nobody reads would stop the server once ~64 KiB of
+    # warnings filled it (a loaded machine logs more of them).
+    log = open(tmp / "daphne.log", "wb")  # noqa: SIM115 - closed at teardown
     proc = subprocess.Popen(
         [sys.executable, "-m", "dashboard.serve", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
     url = f"http://127.0.0.1:{port}"
     tls_url = f"https://127.0.0.1:{tls_port}"
@@ -223,11 +226,13 @@ def server(tmp_path_factory):
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
-                raise RuntimeError(f"daphne did not start: {proc.stderr.read().decode()[-2000:]}") from None
+                log.close()
+                raise RuntimeError(f"daphne did not start: {(tmp / 'daphne.log').read_text()[-2000:]}") from None
             time.sleep(0.2)
     yield Server(url, tls_url, tmp, env)
     proc.terminate()
     proc.wait(timeout=PATIENCE_S)
+    log.close()
 
 
 @pytest.fixture(scope="session")
