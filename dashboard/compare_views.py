@@ -130,6 +130,8 @@ async def _view(a_id: str, b_id: str) -> Obj:
     await _record(b_id)
     try:
         result = await host.request(a_id, {"op": "pair", "other": b_id, "do": "view"})
+    except host.NoAnswer:
+        raise  # 503 (`_answers_busy`): the session exists, its host is busy
     except LookupError as exc:
         raise Http404(str(exc)) from None
     if not result.get("ok"):
@@ -233,6 +235,8 @@ async def compare_control(request: HttpRequest, a_id: str, b_id: str) -> HttpRes
         cmd["t"] = request.POST["t"][:40]
     try:
         result = await host.request(a_id, cmd, control=True)
+    except host.NoAnswer:
+        raise  # 503 (`_answers_busy`): the session exists, its host is busy
     except LookupError as exc:
         raise Http404(str(exc)) from None
     if not result.get("ok"):

@@ -105,6 +105,8 @@ async def sim_fork(request: HttpRequest, sim_id: str) -> HttpResponse:
         result = await host.request(
             sim_id, {"op": "fork", "at": at, "change": change}, control=True, timeout=FORK_TIMEOUT
         )
+    except host.NoAnswer as silent:
+        result = {"ok": False, "error": f"{silent}: it is busy; try again"}
     except LookupError as exc:
         raise Http404(str(exc)) from None
     if not result.get("ok"):

@@ -72,9 +72,14 @@ def _error(request: HttpRequest, status: int, message: str, *, partial: bool = F
     return render(request, template, {"status": status, "message": message}, status=status)
 
 
+NO_ANSWER_RETRY = 5  # seconds: Retry-After of a 503 when the host did not answer in time
+
+
 def _answers_busy(view: Any) -> Any:
     """A view that asks the host: 429 with Retry-After (the error page) when the host's command
-    channel or this process's read slots are full, instead of an error 500."""
+    channel or this process's read slots are full, 503 with Retry-After when the host of a session
+    that exists did not answer in time (busy, or its process gone), instead of an error 500 or a
+    404 that would say the session does not exist."""
 
     @functools.wraps(view)
     async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
@@ -83,6 +88,9 @@ def _answers_busy(view: Any) -> Any:
         except host.Busy as busy:
             response = await sync_to_async(_error)(request, 429, str(busy))
             response["Retry-After"] = str(busy.retry_after)
+        except host.NoAnswer as silent:
+            response = await sync_to_async(_error)(request, 503, f"{silent}: it is busy; try again")
+            response["Retry-After"] = str(NO_ANSWER_RETRY)
         return response
 
     return wrapper
@@ -325,6 +333,8 @@ async def sim_delete(request: HttpRequest, sim_id: str) -> HttpResponse:
 async def _ask(sim_id: str, cmd: dict[str, Any], control: bool = False) -> dict[str, Any]:
     try:
         return await host.request(sim_id, cmd, control=control)
+    except host.NoAnswer:
+        raise  # 503 (`_answers_busy`): the session exists, its host is busy
     except LookupError as exc:
         raise Http404(str(exc)) from None
 
@@ -480,6 +490,8 @@ async def _streamed(request: HttpRequest, sim_id: str, cmd: dict[str, Any], cont
     `host.Busy` when this process serves too many already (`_answers_busy` answers it)."""
     try:
         answer = await host.request_stream(sim_id, cmd)
+    except host.NoAnswer:
+        raise  # 503 (`_answers_busy`)
     except LookupError as exc:
         raise Http404(str(exc)) from None
     if not answer.head.get("ok"):

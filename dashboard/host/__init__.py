@@ -14,13 +14,14 @@ from dashboard.host.host import (
     viewers_group,
     watch_channel,
 )
-from dashboard.host.reads import Busy
+from dashboard.host.reads import Busy, NoAnswer
 
 __all__ = [
     "Busy",
     "Damaged",
     "Host",
     "HostError",
+    "NoAnswer",
     "command_channel",
     "ensure_started",
     "get_host",

@@ -803,9 +803,14 @@ def ensure_started() -> asyncio.Task[Any]:
     return _start
 
 
-async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: float = 10.0) -> Obj:
+ANSWER_TIMEOUT = 10.0  # seconds a door waits for the host's answer (or for each part of a streamed one)
+
+
+async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: float | None = None) -> Obj:
     """Send one command to a simulation (whichever process hosts it) and wait for the answer.
-    Raises LookupError when nobody answers within `timeout` seconds."""
+    Raises `reads.NoAnswer` (a LookupError) when nobody answers within `timeout` seconds
+    (`ANSWER_TIMEOUT` by default)."""
+    timeout = ANSWER_TIMEOUT if timeout is None else timeout
     layer = get_channel_layer()
     reply_to = await layer.new_channel()
     await _send_command(layer, sim_id, cmd, reply_to, control)
@@ -813,16 +818,19 @@ async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: floa
         message = await asyncio.wait_for(layer.receive(reply_to), timeout)
     except TimeoutError:
         reads.abandon(layer, reply_to)  # the answer, when it comes, is dropped at once
-        raise LookupError(f"simulation {sim_id} did not answer") from None
+        raise reads.NoAnswer(f"simulation {sim_id} did not answer within {timeout:g} s") from None
     result: Obj = message.get("result", {})
     return result
 
 
-async def request_stream(sim_id: str, cmd: Obj, *, control: bool = False, timeout: float = 10.0) -> reads.Answer:
+async def request_stream(
+    sim_id: str, cmd: Obj, *, control: bool = False, timeout: float | None = None
+) -> reads.Answer:
     """An expensive read (`reads.STREAMED`): its answer's head and its text in parts, each part
     within `timeout` of the one before. Waits for one of this process's slots for such reads
     (`reads.gate`); raises `reads.Busy` when there is none soon, LookupError when nobody
-    answers. Iterate or close the answer's `text()`: that frees the slot."""
+    answers (`reads.NoAnswer`). Iterate or close the answer's `text()`: that frees the slot."""
+    timeout = ANSWER_TIMEOUT if timeout is None else timeout
     slot = reads.gate(str(cmd.get("op")))
     if slot is not None:
         await slot.acquire()
@@ -848,8 +856,8 @@ async def request_stream(sim_id: str, cmd: Obj, *, control: bool = False, timeou
         message = await reads.receive(layer, reply_to, timeout)
     except BaseException as exc:
         close()
-        if isinstance(exc, LookupError):
-            raise LookupError(f"simulation {sim_id} did not answer") from None
+        if isinstance(exc, reads.NoAnswer):
+            raise reads.NoAnswer(f"simulation {sim_id} did not answer within {timeout:g} s") from None
         raise
     head: Obj = message.get("result", {})
     if not message.get("more"):  # the whole answer in one message: nothing more to wait for
@@ -892,7 +900,7 @@ async def send_watch_command(sim_id: str, cmd: Obj, *, wait: float, reply_to: st
 
 async def request_watch(sim_id: str, cmd: Obj, *, timeout: float) -> Obj:
     """A command of the watch machinery and its answer, within `timeout` seconds in all (room on
-    the watch channel, then the answer). `reads.Busy` when the channel stayed full, LookupError
+    the watch channel, then the answer). `reads.Busy` when the channel stayed full, `reads.NoAnswer`
     when nobody answered."""
     layer = get_channel_layer()
     reply_to = await layer.new_channel()
@@ -902,7 +910,7 @@ async def request_watch(sim_id: str, cmd: Obj, *, timeout: float) -> Obj:
         message = await asyncio.wait_for(layer.receive(reply_to), max(0.0, deadline - time.monotonic()))
     except TimeoutError:
         reads.abandon(layer, reply_to)
-        raise LookupError(f"simulation {sim_id} did not answer") from None
+        raise reads.NoAnswer(f"simulation {sim_id} did not answer within {timeout:g} s") from None
     result: Obj = message.get("result", {})
     return result
 

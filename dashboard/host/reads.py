@@ -76,6 +76,12 @@ class Busy(Exception):
         self.retry_after = retry_after
 
 
+class NoAnswer(LookupError):
+    """The simulation's host did not answer within the time given: it is busy (a 10,000-pod step,
+    a loaded machine), or the process hosting it is gone. Not "no such simulation": a door that
+    checked the session exists answers 503 (the pages) or 504 (the Kubernetes API), not 404."""
+
+
 class Gate:
     """At most `slots` holders at once, at most `queue` waiting (each at most `wait` seconds).
     Plain futures rather than an asyncio.Semaphore: bound to whichever loop awaits them."""
@@ -191,7 +197,7 @@ async def receive(layer: Any, channel: str, timeout: float) -> Obj:
     try:
         message: Obj = await asyncio.wait_for(layer.receive(channel), timeout)
     except TimeoutError:
-        raise LookupError("the simulation did not answer") from None
+        raise NoAnswer(f"the simulation did not answer within {timeout:g} s") from None
     return message
 
 

@@ -53,7 +53,7 @@ from controlplane.simulation import (
     read_json,
 )
 from dashboard.access import token_matches
-from dashboard.host.reads import Answer, Busy
+from dashboard.host.reads import Answer, Busy, NoAnswer
 from dashboard.k8s import discovery, endpoints, openapi_v2_proto, protobuf
 
 Obj = dict[str, Any]
@@ -102,6 +102,14 @@ class Failure(Exception):
 
 def not_found(message: str = "the server could not find the requested resource") -> Failure:
     return Failure(404, "NotFound", message)
+
+
+def timed_out(silent: Exception) -> Failure:
+    """The simulation exists but its host did not answer in time (busy, or its process gone):
+    kube-apiserver's answer to a request that outlived its deadline (apimachinery's
+    NewTimeoutError, from the timeout filter), which clients retry; never a 404 that would say the
+    simulation is not there."""
+    return Failure(504, "Timeout", f"Timeout: request did not complete within requested timeout - {silent}")
 
 
 def route(path: str) -> tuple[str, str, str, str | None] | None:
@@ -657,6 +665,8 @@ class Call:
         cmd = {**cmd, "client": self.client}  # the connected-clients panel counts it (k8s_ops.clients)
         try:
             return await request(self.sim_id, cmd, control=True)
+        except NoAnswer as silent:
+            raise timed_out(silent) from None
         except LookupError:
             raise not_found(f'simulation "{self.sim_id}" is not running') from None
 
@@ -669,6 +679,8 @@ class Call:
         cmd = {**cmd, "client": self.client}
         try:
             return await request_watch(self.sim_id, cmd, timeout=WATCH_WAIT)
+        except NoAnswer as silent:
+            raise timed_out(silent) from None
         except LookupError:
             raise not_found(f'simulation "{self.sim_id}" is not running') from None
 
@@ -680,6 +692,8 @@ class Call:
         cmd = {**cmd, "client": self.client}
         try:
             return await request_stream(self.sim_id, cmd, control=True)
+        except NoAnswer as silent:
+            raise timed_out(silent) from None
         except LookupError:
             raise not_found(f'simulation "{self.sim_id}" is not running') from None
 

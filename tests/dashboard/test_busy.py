@@ -103,3 +103,42 @@ async def test_the_listener_keeps_listening_after_the_channel_layer_fails_once(r
         await asyncio.sleep(0.01)
     assert failed
     assert (await request("demo", {"op": "status"}, timeout=5))["ok"]
+
+
+@pytest.fixture
+def silent_host(running_host, monkeypatch):
+    """The demo's host takes its commands and answers none in time, as a host busy with a
+    10,000-pod step on a loaded machine does: the doors wait `ANSWER_TIMEOUT` (made short)."""
+    from dashboard.host import host as host_module
+
+    layer = get_channel_layer()
+    send = layer.send
+
+    async def swallowing_send(channel, message):
+        if channel == command_channel("demo"):
+            return None  # taken, never answered
+        return await send(channel, message)
+
+    monkeypatch.setattr(host_module, "ANSWER_TIMEOUT", 0.3)
+    monkeypatch.setattr(layer, "send", swallowing_send)
+    return layer
+
+
+async def test_a_page_whose_session_does_not_answer_in_time_gets_503_not_404(running_host, silent_host):
+    """The session exists; its host is busy: 503 with Retry-After, never the 404 that says there
+    is no such session (a report.json at load 15 used to answer 404 "did not answer")."""
+    await demo(running_host)
+    for path in ("/sim/demo/status.json", "/sim/demo/report.json"):
+        response = await AsyncClient().get(path, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+        assert response.status_code == 503 and response["Retry-After"] == "5", (path, response.status_code)
+        assert b"simulation demo did not answer within 0.3 s: it is busy; try again" in response.content, path
+
+
+async def test_the_kubernetes_api_answers_a_silent_host_with_a_timeout_status(running_host, silent_host):
+    await demo(running_host)
+    for path in ("/api/v1/namespaces/default/pods/nope", "/api/v1/pods?limit=5"):
+        comm = HttpCommunicator(application, "GET", path, headers=AUTH)
+        response = await comm.get_response(timeout=10)
+        status = json.loads(response["body"])
+        assert response["status"] == 504 and status["reason"] == "Timeout", (path, status)
+        assert status["message"].startswith("Timeout: request did not complete within requested timeout - "), status
