@@ -44,7 +44,7 @@ from controlplane.apiserver import ApiError, APIServer, Client
 from controlplane.kernel import Kernel, Timer
 from controlplane.kubelet import Kubelet, node_host_ip, pod_cidr, pod_key, ready_node_conditions, timestamp
 from controlplane.scheduler import Scheduler, toleration_tolerates
-from controlplane.tainteviction import TaintEvictionController, add_disruption_condition
+from controlplane.tainteviction import TaintEvictionController, add_disruption_condition, get_min_toleration_time
 from controlplane.trace import NULL_TRACE, Trace
 from controlplane.version import GIT_VERSION
 
@@ -196,18 +196,7 @@ def eviction_delay(pod: Obj, default_seconds: float) -> float | None:
                 "tolerationSeconds": default_seconds,
             }
         )
-    matching = [t for t in tolerations if toleration_tolerates(t, taint)]
-    if not matching:
-        return 0.0
-    least: float | None = None
-    for t in matching:
-        seconds = t.get("tolerationSeconds")
-        if seconds is None:
-            continue
-        if seconds <= 0:
-            return 0.0
-        least = float(seconds) if least is None else min(least, float(seconds))
-    return least
+    return get_min_toleration_time([t for t in tolerations if toleration_tolerates(t, taint)])
 
 
 # -- the node lifecycle controller ----------------------------------------------------------------
