@@ -45,6 +45,7 @@ import ctypes
 import ctypes.util
 import gc
 import os
+import signal
 import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -248,6 +249,10 @@ class Pacer:
 
 
 FORK_BUILDS = hasattr(os, "fork") and os.environ.get("CTRLSCOPE_FORK_REPORTS", "1") != "0"
+# Seconds a child may take to build: a 10,000-pod report takes seconds, even on a loaded machine.
+# A child forked while another thread of the server held a lock (a logging handler's, say) could
+# wait for it for ever; past this it is killed and the text is built on the loop after all.
+ASIDE_TIMEOUT = 120.0
 
 
 async def built_aside(build: Callable[[], str]) -> str:
@@ -284,7 +289,13 @@ async def built_aside(build: Callable[[], str]) -> str:
         finally:
             os._exit(code)
     os.close(write_end)
-    data, status = await asyncio.get_running_loop().run_in_executor(None, _collect, read_end, pid)
+    collected = asyncio.get_running_loop().run_in_executor(None, _collect, read_end, pid)
+    try:
+        data, status = await asyncio.wait_for(asyncio.shield(collected), ASIDE_TIMEOUT)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)  # its pipe closes: the collecting thread ends
+        data, status = await collected
     if status != 0:
         return build()
     return data.decode()

@@ -324,3 +324,22 @@ async def test_a_report_is_built_in_another_process_while_the_loop_goes_on(tmp_p
     text = await building
     assert text.startswith("built by "), text
     assert int(text.removeprefix("built by ")) != os.getpid()
+
+
+async def test_a_child_that_never_finishes_its_build_is_killed_and_the_text_built_on_the_loop(monkeypatch):
+    """A child forked while another thread held a lock may wait for ever: past ASIDE_TIMEOUT it
+    is killed, and the answer still comes (built where it would have been without the fork)."""
+    import os
+    import time
+
+    from dashboard.host import reads
+
+    parent = os.getpid()
+    monkeypatch.setattr(reads, "ASIDE_TIMEOUT", 0.5)
+
+    def build() -> str:
+        while os.getpid() != parent:  # the child hangs, as on a lock nobody will release
+            time.sleep(0.05)
+        return "built on the loop"
+
+    assert await reads.built_aside(build) == "built on the loop"
