@@ -169,7 +169,7 @@ class Kubectl:
     def __call__(self, *args: str, **kwargs) -> str:
         return self.run(*args, **kwargs).stdout
 
-    def until(self, predicate, *args: str, timeout: float = 30) -> str:
+    def until(self, predicate, *args: str, timeout: float = PATIENCE_S) -> str:
         """Run `kubectl args` until `predicate(stdout)` holds (the simulation runs at 1x)."""
         deadline = time.monotonic() + timeout
         while True:

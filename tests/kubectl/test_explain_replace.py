@@ -116,6 +116,11 @@ def test_kind_list_files_with_validation_on(kubectl):
     out = kubectl("apply", "-f", "-", stdin=_list(_rs("listed-a", replicas=2), _rs("listed-b")))
     assert out.split("\n")[:2] == ["replicaset.apps/listed-a configured", "replicaset.apps/listed-b created"]
     assert kubectl("get", "rs", "listed-a", "-o", "jsonpath={.spec.replicas}") == "2"
+    # Once the world holds still (pods available, statuses written): a replace of what was read
+    # while the controller still wrote a status is a 409, as on a cluster.
+    for name, ready in (("listed-a", "2/2"), ("listed-b", "1/1")):
+        path = "jsonpath={.status.readyReplicas}/{.status.availableReplicas}"
+        kubectl.until(lambda out, ready=ready: out.strip() == ready, "get", "rs", name, "-o", path)
     listed = kubectl("get", "rs", "listed-a", "listed-b", "-o", "yaml")
     assert yaml.safe_load(listed)["kind"] == "List"
     out = kubectl("replace", "-f", "-", stdin=listed)
