@@ -157,7 +157,7 @@ def test_logs_tell_what_the_kubelet_did_with_the_container(kubectl, server):
     server.command(kubectl.sim_id, {"op": "act", "action": {"podFault": {"name": pod, "fault": "crash"}}})
     crashed = kubectl.until(lambda out: "exited with code 1" in out, "logs", pod)
     assert "exited with code 1 (Error)" in crashed and "CrashLoopBackOff: back-off 10s" in crashed
-    kubectl.until(lambda out: "restarted 1 times" in out, "logs", pod, timeout=40)
+    kubectl.until(lambda out: "restarted 1 times" in out, "logs", pod)
     previous = kubectl("logs", pod, "--previous")
     assert "exited with code 1 (Error)" in previous and "restarted" not in previous
 

@@ -48,7 +48,7 @@ def churned(server, kubectl_env):
     kubectl.until(
         lambda out: out.strip() == "0", "get", "rs", "churn", "-o", "jsonpath={.status.replicas}", timeout=120
     )
-    kubectl.until(lambda out: not out.strip(), "get", "pods", "-l", "app=churn", "-o", "name", timeout=120)
+    kubectl.until(lambda out: not out.strip(), "get", "pods", "-l", "app=churn", "-o", "name")
     yield kubectl
     server.stop(sim_id)
 
