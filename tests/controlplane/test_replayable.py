@@ -14,21 +14,9 @@ from controlplane.limits import RunLimits
 from controlplane.scenario import ScenarioError, load_file
 from controlplane.simulation import Replay, Simulation, cut_scenario
 
+from .factories import rs_manifest
+
 LIMITS = RunLimits(pods=50, nodes=10)  # scale-up-and-down asks for 10 pods and runs 3 nodes
-
-
-def rs(name: str, replicas: int) -> dict:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
-        },
-    }
 
 
 API_FAULT = {"apiFault": {"verb": "create", "resource": "pods", "code": 500, "count": 1}}
@@ -53,10 +41,10 @@ CASES = {
     "scaled back, another past": (
         [{"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 45}},
          {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 2}}],
-        {"apply": rs("other", 6)},
+        {"apply": rs_manifest("other", 6)},
     ),
     "a scale that fails live": ([], {"scale": {"kind": "ReplicaSet", "name": "nosuch", "replicas": 60}}),
-    "apply past the ceiling": ([], {"apply": rs("big", 41)}),
+    "apply past the ceiling": ([], {"apply": rs_manifest("big", 41)}),
     "patch past the ceiling": ([], {"patch": PATCH}),
     "nodes past the ceiling": ([], {"config": {"nodes": 11}}),
     "nodes to the ceiling": ([], {"config": {"nodes": 10}}),

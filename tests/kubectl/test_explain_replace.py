@@ -8,6 +8,8 @@ import json
 import pytest
 import yaml
 
+from tests.controlplane.factories import rs_manifest
+
 
 def test_explain_prints_upstreams_field_documentation(kubectl):
     out = kubectl("explain", "pods")
@@ -91,29 +93,15 @@ def _list(*items):
     return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": list(items)}, sort_keys=False)
 
 
-def _rs(name, **spec):
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
-            **spec,
-        },
-    }
-
-
 def test_kind_list_files_with_validation_on(kubectl):
     """kubectl validates a `kind: List` client-side against /openapi/v2 (protobuf), item by item:
     create, apply and `get -o yaml | replace -f -` of a List work, a misspelled field is refused."""
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "listed"}, "spec": {"containers": [{"name": "c"}]}}
     pod["spec"]["containers"][0]["image"] = "nginx"
-    out = kubectl("create", "-f", "-", stdin=_list(_rs("listed-a"), pod))
+    out = kubectl("create", "-f", "-", stdin=_list(rs_manifest("listed-a", replicas=1), pod))
     assert out.split("\n")[:2] == ["replicaset.apps/listed-a created", "pod/listed created"]
-    out = kubectl("apply", "-f", "-", stdin=_list(_rs("listed-a", replicas=2), _rs("listed-b")))
+    both = _list(rs_manifest("listed-a", replicas=2), rs_manifest("listed-b", replicas=1))
+    out = kubectl("apply", "-f", "-", stdin=both)
     assert out.split("\n")[:2] == ["replicaset.apps/listed-a configured", "replicaset.apps/listed-b created"]
     assert kubectl("get", "rs", "listed-a", "-o", "jsonpath={.spec.replicas}") == "2"
     # Once the world holds still (pods available, statuses written): a replace of what was read
@@ -125,7 +113,7 @@ def test_kind_list_files_with_validation_on(kubectl):
     assert yaml.safe_load(listed)["kind"] == "List"
     out = kubectl("replace", "-f", "-", stdin=listed)
     assert out.split("\n")[:2] == ["replicaset.apps/listed-a replaced", "replicaset.apps/listed-b replaced"]
-    refused = kubectl.run("create", "-f", "-", stdin=_list(_rs("listed-c", bogus=3)), check=False)
+    refused = kubectl.run("create", "-f", "-", stdin=_list(rs_manifest("listed-c", replicas=1, bogus=3)), check=False)
     assert refused.returncode == 1
     assert 'unknown field "bogus" in io.k8s.api.apps.v1.ReplicaSetSpec' in refused.stderr
     assert kubectl.run("get", "rs", "listed-c", check=False).returncode == 1  # nothing was sent
