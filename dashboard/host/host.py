@@ -94,6 +94,20 @@ WATCH_OPS = frozenset({"k8s_watch", "k8s_renew", "k8s_unwatch"})
 WATCH_ROOM_POLL = 0.02  # seconds between two tries to send on a full watch channel
 
 
+async def _receive(layer: Any, channel: str, hosted: HostedSimulation) -> Obj | None:
+    """A listener's next message on `channel`, None once its simulation has stopped. The layer's
+    own trouble (a Redis timeout) is logged and the receive tried again: a listener never ends
+    on it."""
+    while not hosted.stopped:
+        try:
+            message: Obj = await layer.receive(channel)
+            return message
+        except Exception:
+            log.warning("receiving on %s failed; listening again", channel, exc_info=True)
+            await asyncio.sleep(RECEIVE_RETRY)
+    return None
+
+
 class HostError(ValueError):
     """A request the host turns away (too many simulations, an id in use…)."""
 
@@ -360,13 +374,7 @@ class Host:
         waiting: collections.Counter[str] = collections.Counter()  # queued reads per requester
         reader = _spawn(self._read(hosted, queue, waiting), f"read {hosted.id}")
         try:
-            while not hosted.stopped:
-                try:
-                    message = await layer.receive(channel)
-                except Exception:  # the layer's own trouble (a Redis timeout): keep listening
-                    log.warning("receiving on %s failed; listening again", channel, exc_info=True)
-                    await asyncio.sleep(RECEIVE_RETRY)
-                    continue
+            while (message := await _receive(layer, channel, hosted)) is not None:
                 cmd = message.get("cmd")
                 if isinstance(cmd, dict) and cmd.get("op") in reads.STREAMED:
                     requester = str(message.get("reply_to"))
@@ -392,13 +400,7 @@ class Host:
         renewal never waits behind the commands, and no command can take its place."""
         layer = get_channel_layer()
         channel = watch_channel(hosted.id)
-        while not hosted.stopped:
-            try:
-                message = await layer.receive(channel)
-            except Exception:  # the layer's own trouble (a Redis timeout): keep listening
-                log.warning("receiving on %s failed; listening again", channel, exc_info=True)
-                await asyncio.sleep(RECEIVE_RETRY)
-                continue
+        while (message := await _receive(layer, channel, hosted)) is not None:
             cmd = message.get("cmd")
             if not isinstance(cmd, dict) or cmd.get("op") not in WATCH_OPS:
                 log.warning("not a watch command on %s: %r", channel, message)
