@@ -38,7 +38,7 @@ from controlplane.scenario import KINDS, ScenarioError, _type_name
 from controlplane.trace import Record
 
 if TYPE_CHECKING:
-    from controlplane.simulation import Simulation
+    from controlplane.world import Simulation
 
 Obj = dict[str, Any]
 

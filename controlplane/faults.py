@@ -23,7 +23,7 @@ from controlplane.apiserver import ApiError
 from controlplane.apiserver import resources as api_resources
 
 if TYPE_CHECKING:
-    from controlplane.simulation import Simulation
+    from controlplane.world import Simulation
 
 Obj = dict[str, Any]
 

@@ -58,7 +58,7 @@ from controlplane.trace import Record
 
 if TYPE_CHECKING:
     from controlplane.replicaset import ReplicaSetController
-    from controlplane.simulation import Simulation
+    from controlplane.world import Simulation
 
 Obj = dict[str, Any]
 

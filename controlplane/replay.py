@@ -38,9 +38,9 @@ from typing import Any, NamedTuple
 from controlplane.kernel import NS_PER_SECOND, vtime
 from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, parse_scenario
-from controlplane.simulation import STAGE_KINDS, Position, Simulation
 from controlplane.snapshot import quiescent
 from controlplane.trace import Record
+from controlplane.world import STAGE_KINDS, Position, Simulation
 
 Obj = dict[str, Any]
 NANOSECOND = 1.0 / NS_PER_SECOND

@@ -22,8 +22,8 @@ from controlplane.checks import Checker, CheckResult, parse_checks
 from controlplane.gcpolicy import simulation_gc
 from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, for_side, load_file
-from controlplane.simulation import LimitError, Simulation
 from controlplane.trace import Record
+from controlplane.world import LimitError, Simulation
 
 Obj = dict[str, Any]
 

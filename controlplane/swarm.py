@@ -36,7 +36,7 @@ from controlplane.gcpolicy import simulation_gc
 from controlplane.kernel import Rng, seeded_rng
 from controlplane.oracles import OracleReport, SafetyMonitor, TraceDigest, Violation, check_liveness, liveness_bound
 from controlplane.scenario import POD_FAULTS, ScenarioError, check_config, parse_scenario
-from controlplane.simulation import Simulation
+from controlplane.world import Simulation
 
 Obj = dict[str, Any]
 

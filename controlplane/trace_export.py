@@ -24,7 +24,7 @@ from typing import IO, TYPE_CHECKING, Any
 from controlplane.trace import Record
 
 if TYPE_CHECKING:
-    from controlplane.simulation import Simulation
+    from controlplane.world import Simulation
 
 Obj = dict[str, Any]
 

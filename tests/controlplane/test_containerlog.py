@@ -7,7 +7,7 @@ import pytest
 from controlplane.apiserver import ApiError, Request
 from controlplane.containerlog import container_log
 from controlplane.scenario import parse_scenario
-from controlplane.simulation import Simulation
+from controlplane.world import Simulation
 
 WORLD = {
     "name": "logs",

@@ -4,7 +4,7 @@ import json
 import re
 
 from controlplane.scenario import load_scenario
-from controlplane.simulation import Simulation
+from controlplane.world import Simulation
 
 SCENARIO = """
 name: t

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controlplane.scenario import load_file
-from controlplane.simulation import Simulation
+from controlplane.world import Simulation
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 MANIFEST = """apiVersion: apps/v1
