@@ -58,7 +58,7 @@ from _machine import machine
 from controlplane import gcpolicy
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.scenario import Scenario, default_config
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 FLOOR_RUNS = 5
 

@@ -36,7 +36,7 @@ def main() -> None:
     from kubectl import world
 
     from controlplane.scenario import parse_scenario
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
     from dashboard.host import k8s_ops
     from dashboard.host.hosted import HostedSimulation
 

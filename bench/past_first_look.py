@@ -36,7 +36,7 @@ async def first_look(args: argparse.Namespace) -> dict:
     import yaml
 
     from controlplane.scenario import load_scenario
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
     from dashboard.host import past
     from dashboard.host.hosted import HostedSimulation
 

@@ -190,7 +190,7 @@ def quantiles(values: list[float]) -> dict:
 def past(scenario, until: float, jumps: int, seed: int, think: float = 0.0, sweep: bool = True,
          near: int | None = None) -> dict:
     """Jumps and steps back through the replay worker, and the memory of the history."""
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
     from dashboard.host.hosted import HostedSimulation
 
     gc.collect()

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.converge import converged, replica_set
 from controlplane.scenario import Scenario, default_config
+from controlplane.simulation import Simulation
 from controlplane.trace_export import JsonLinesTrace, PerfettoTrace
-from controlplane.world import Simulation
 
 
 def main() -> None:

@@ -1,4 +1,7 @@
-"""The simulation facade: the only thing the web layer (and the headless runner) uses.
+"""The world: one deterministic simulation (`Simulation`), its value types (`Position`,
+`LimitError`, ...) and the scenario data built from a session (`configured`, `cut_scenario`,
+`request_of`). Code outside `controlplane/` reaches it through the facade,
+`controlplane.simulation`; the core's own modules import it from here.
 
 Guarantees
 ----------
@@ -35,36 +38,15 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
-from controlplane.apiserver.decode import duplicate_fields_error as duplicate_fields_error
-from controlplane.apiserver.errors import resource_expired as resource_expired
-from controlplane.apiserver.errors import too_large_resource_version as too_large_resource_version
-from controlplane.apiserver.errors import too_many_requests as too_many_requests
-from controlplane.apiserver.openapi import openapi_v2_document as openapi_v2_document
-from controlplane.apiserver.openapi import openapi_v3_documents as openapi_v3_documents
 from controlplane.causes import FILTER_FIELDS, MAX_RECORDS, RecordLog
-from controlplane.compare import DEFAULT_PAIR as DEFAULT_PAIR
-from controlplane.compare import default_pair as default_pair
-from controlplane.compare import describe_block as describe_block
-from controlplane.compare import diff_reports as diff_reports
-from controlplane.compare import parse_block as parse_block
-from controlplane.compare import with_config as with_config
-from controlplane.containerlog import ContainerLog as ContainerLog
-from controlplane.containerlog import container_log
-from controlplane.duplicate_keys import collect_duplicates as collect_duplicates
-from controlplane.duplicate_keys import read_json as read_json
-from controlplane.expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
+from controlplane.containerlog import ContainerLog, container_log
+from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
 from controlplane.history import RunHistory
-from controlplane.kernel import Kernel, Task
-from controlplane.kernel import vtime as vtime
+from controlplane.kernel import Kernel, Task, vtime
 from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, MAX_ACTIONS, RunLimits
-from controlplane.limits import MAX_CLIENT as MAX_CLIENT
-from controlplane.limits import MAX_OBJECT_DEPTH as MAX_OBJECT_DEPTH
-from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
-from controlplane.limits import MAX_SECONDS as MAX_SECONDS
-from controlplane.limits import nested_deeper_than as nested_deeper_than
 from controlplane.namespace import NamespaceController
 from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
@@ -74,8 +56,7 @@ from controlplane.replicaset import (
     ReplicaSetController,
 )
 from controlplane.replication import STAGES as REPLICATION_MANAGER_STAGES
-from controlplane.replication import UPSTREAM_COMMIT, LateReplicationManager, ReplicationManager
-from controlplane.replication import Stage as Stage
+from controlplane.replication import UPSTREAM_COMMIT, LateReplicationManager, ReplicationManager, Stage
 from controlplane.scenario import (
     ACTION_VERBS,
     PodDemand,
@@ -89,10 +70,7 @@ from controlplane.scenario import (
     load_file,
     merge_config,
 )
-from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
-from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLLER_VERSION
 from controlplane.trace import Record, Trace
-from controlplane.version import VERSION_INFO as VERSION_INFO
 from controlplane.workqueue import DelayingQueue
 
 Obj = dict[str, Any]
@@ -1210,26 +1188,3 @@ def run_scenario(
     from controlplane.runner import run_file  # the runner builds on this module
 
     return run_file(name_or_path, seed=seed, until=until, limits=limits).report
-
-
-# The replay primitive (a session's past, rebuilt to any position) is part of the facade.
-# What the web layer also needs from the core, reached through this facade like everything else:
-# the virtual epoch and its timestamps (the API's sinceTime), the pod states of the tiles, the
-# informers' namespace index (cache vs truth), the safe YAML loader (forms), the GC policy of a
-# process that runs simulations (the replay worker), the label selector parser (the search box),
-# a world's snapshot and its load (the replay worker's keyframes).
-from controlplane import safeyaml as safeyaml  # noqa: E402
-from controlplane.causes import CONTROLLER_OF_QUEUE as CONTROLLER_OF_QUEUE  # noqa: E402
-from controlplane.causes import trace_row as trace_row  # noqa: E402
-from controlplane.gcpolicy import GcHold as GcHold  # noqa: E402
-from controlplane.gcpolicy import simulation_gc as simulation_gc  # noqa: E402
-from controlplane.informers import NAMESPACE_INDEX as NAMESPACE_INDEX  # noqa: E402
-from controlplane.kernel import EPOCH as EPOCH  # noqa: E402
-from controlplane.kernel import parse_rfc3339 as parse_rfc3339  # noqa: E402
-from controlplane.labels import parse as parse_label_selector  # noqa: E402, F401 - the page's search box
-from controlplane.nodes import POD_STATES as POD_STATES  # noqa: E402
-from controlplane.replay import NANOSECOND as NANOSECOND  # noqa: E402
-from controlplane.replay import Replay as Replay  # noqa: E402
-from controlplane.replay import ReplayError as ReplayError  # noqa: E402
-from controlplane.snapshot import dumps as dump_world  # noqa: E402, F401
-from controlplane.snapshot import loads as load_world  # noqa: E402, F401

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from controlplane.scenario import ScenarioError, load_file
-from controlplane.world import default_pair, parse_block, with_config
+from controlplane.simulation import default_pair, parse_block, with_config
 from dashboard import host
 from dashboard.access import can_control
 from dashboard.models import Recording, SimulationRecord

@@ -31,7 +31,7 @@ from channels.consumer import get_handler_name
 from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncWebsocketConsumer
 
-from controlplane.world import MAX_OBJECT_DEPTH, nested_deeper_than
+from controlplane.simulation import MAX_OBJECT_DEPTH, nested_deeper_than
 from dashboard.access import scope_can_control
 from dashboard.host import command_channel, viewers_group
 

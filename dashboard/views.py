@@ -22,7 +22,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from controlplane.scenario import SCENARIO_DIR, Scenario, ScenarioError, library, load_file, load_scenario
-from controlplane.world import CONTROLLER_VERSIONS, configured
+from controlplane.simulation import CONTROLLER_VERSIONS, configured
 from dashboard import host
 from dashboard.access import can_control, has_token
 from dashboard.host import panels, reads, recording

@@ -25,7 +25,7 @@ from typing import Any
 
 from controlplane.nodes import POD_STATES
 from controlplane.scenario import CONTROLLERS
-from controlplane.world import EXPECTATIONS_TIMEOUT
+from controlplane.simulation import EXPECTATIONS_TIMEOUT
 from dashboard.host.panels import stage_names
 from dashboard.timefmt import vtime
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from controlplane.world import CLUSTER_SCOPED, KIND_RESOURCES, ApiError, request_of
+from controlplane.simulation import CLUSTER_SCOPED, KIND_RESOURCES, ApiError, request_of
 from dashboard.host.hosted import CommandError, parse_manifests
 
 if TYPE_CHECKING:

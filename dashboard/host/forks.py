@@ -34,7 +34,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from controlplane.scenario import ACTION_VERBS, ScenarioError
-from controlplane.world import Replay, Simulation, safeyaml
+from controlplane.simulation import Replay, Simulation, safeyaml
 from dashboard.host import reads, recording
 from dashboard.host.hosted import MAX_RECORDED_ACTIONS, CommandError, HostedSimulation
 

@@ -46,7 +46,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.scenario import Scenario
-from controlplane.world import RECORD_FILTERS, GcHold, Simulation, simulation_gc
+from controlplane.simulation import RECORD_FILTERS, GcHold, Simulation, simulation_gc
 from dashboard.host import edit, k8s_ops, past, reads, recording, search
 from dashboard.host.hosted import CommandError, HostedSimulation
 

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from controlplane import safeyaml
-from controlplane.world import MAX_SECONDS, Simulation, collect_duplicates, duplicate_fields_error
+from controlplane.simulation import MAX_SECONDS, Simulation, collect_duplicates, duplicate_fields_error
 from dashboard.host import panels
 from dashboard.host.breakpoints import BreakpointError, Breakpoints, Hit
 from dashboard.host.frames import FrameBuilder

@@ -74,7 +74,7 @@ from channels.layers import get_channel_layer
 from controlplane.apiserver import ApiError, Request, bad_request
 from controlplane.apiserver.resources import ResourceInfo, lookup
 from controlplane.apiserver.server import selection_predicate
-from controlplane.world import (
+from controlplane.simulation import (
     request_of,
     resource_expired,
     too_large_resource_version,

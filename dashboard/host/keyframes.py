@@ -374,7 +374,7 @@ class _World:
             return
         code = 1
         try:
-            from controlplane.world import dump_world
+            from controlplane.simulation import dump_world
 
             gc.disable()  # a short life: nothing to collect, and pickling allocates a lot
             if self.conn is not None:
@@ -427,7 +427,7 @@ def _bounds(target: Obj) -> Obj | None:
 def _latest(held: list[Any], bounds: Obj, where: Callable[[Any], Obj]) -> Any:
     """The last of `held` (in position order) whose position `where(k)` is at or before
     `bounds`, as `Worker._ready` judges it; None when none is."""
-    from controlplane.world import vtime
+    from controlplane.simulation import vtime
 
     events, at, seq = bounds.get("events"), bounds.get("time"), bounds.get("seq")
     for keyframe in sorted(held, key=lambda k: int(where(k)["events"]), reverse=True):
@@ -590,7 +590,7 @@ class Broker:
     def _new_world(self, keyframe: _Keyframe | None) -> _Held:
         """A new current forked from this process: `keyframe` loaded (or a fresh replay of the
         recording), then replaying forward from there."""
-        from controlplane.world import load_world
+        from controlplane.simulation import load_world
 
         assert self.recording is not None
         actions = self.recording["actions"]

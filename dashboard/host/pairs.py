@@ -26,7 +26,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from controlplane.world import POD_STATES, describe_block, diff_reports
+from controlplane.simulation import POD_STATES, describe_block, diff_reports
 from dashboard.host import panels
 from dashboard.host.hosted import SPEEDS, CommandError, HostedSimulation, _speed, _time
 

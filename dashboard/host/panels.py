@@ -24,7 +24,7 @@ from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
 from controlplane.scenario import default_config
-from controlplane.world import DEFAULT_CONTROLLER_VERSION, NAMESPACE_INDEX, REPLICATION_MANAGER_COMMIT, SYNC_STAGES
+from controlplane.simulation import DEFAULT_CONTROLLER_VERSION, NAMESPACE_INDEX, REPLICATION_MANAGER_COMMIT, SYNC_STAGES
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation

@@ -45,7 +45,7 @@ from typing import Any
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
-from controlplane.world import Position
+from controlplane.simulation import Position
 from dashboard.host import reads
 from dashboard.host.hosted import CommandError, HostedSimulation
 

@@ -45,7 +45,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from controlplane.scenario import ScenarioError
-from controlplane.world import Replay, cut_scenario
+from controlplane.simulation import Replay, cut_scenario
 from dashboard.host.hosted import MAX_RECORDED_ACTIONS, MAX_RECORDED_BYTES
 
 if TYPE_CHECKING:

@@ -127,7 +127,7 @@ class Inbox(Protocol):
 
 class Worker:
     def __init__(self, requests: Inbox) -> None:
-        from controlplane.world import Replay
+        from controlplane.simulation import Replay
 
         self.requests = requests
         self.recording: Obj | None = None
@@ -175,7 +175,7 @@ class Worker:
             raise Superseded
 
     def _rebuild(self) -> None:
-        from controlplane.world import Replay
+        from controlplane.simulation import Replay
         from dashboard.host.hosted import HostedSimulation
 
         assert self.recording is not None
@@ -190,7 +190,7 @@ class Worker:
     def _ready(self, *, events: int | None = None, time: float | None = None, seq: int | None = None) -> Any:
         """The replay, rebuilt from the start if it already stands past the target (`events`
         kernel events, the clock at `time`, trace record `seq` written)."""
-        from controlplane.world import vtime
+        from controlplane.simulation import vtime
 
         replay = self.replay
         if replay is not None:
@@ -217,7 +217,7 @@ class Worker:
         before the target `events`; for a time target, whose event count is known only once
         reached, from about four times as many events before it (by the rate of this replay so
         far) and then every `keyframe_near` events (the broker keeps the last before the target)."""
-        from controlplane.world import ReplayError, vtime
+        from controlplane.simulation import ReplayError, vtime
 
         kernel = replay.sim.kernel
         every = self.keyframe_every
@@ -273,7 +273,7 @@ class Worker:
 
     def go(self, target: Obj, live: Obj) -> Obj:
         """Replay to `target`; returns the position reached."""
-        from controlplane.world import NANOSECOND, vtime
+        from controlplane.simulation import NANOSECOND, vtime
 
         live_time = float(live["time"])
         self.going = target
@@ -375,7 +375,7 @@ class Worker:
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
         from controlplane.scenario import ScenarioError
-        from controlplane.world import ReplayError
+        from controlplane.simulation import ReplayError
 
         self.viewer = str(request.get("viewer"))
         self._progress_at = time.monotonic()  # the first progress line a `progress_every` from now
@@ -409,7 +409,7 @@ def progress_line(request: Obj, progress: Obj) -> None:
 
 
 def _position(value: Obj) -> Any:
-    from controlplane.world import Position
+    from controlplane.simulation import Position
 
     return Position(int(value["events"]), int(value["seq"]), float(value["time"]))
 
@@ -419,7 +419,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from controlplane.world import simulation_gc
+    from controlplane.simulation import simulation_gc
     from dashboard.host import keyframes
 
     simulation_gc()  # for the life of the process: a replay is a simulation running (gcpolicy's why)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from controlplane.world import POD_STATES, parse_label_selector
+from controlplane.simulation import POD_STATES, parse_label_selector
 from dashboard.host import panels
 from dashboard.host.hosted import CommandError
 

@@ -44,7 +44,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
-from controlplane.world import (
+from controlplane.simulation import (
     MAX_CLIENT,
     MAX_OBJECT_DEPTH,
     MAX_REQUEST_BYTES,

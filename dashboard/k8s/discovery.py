@@ -27,7 +27,7 @@ import json
 from typing import Any
 
 from controlplane.apiserver.resources import RESOURCES, VERBS, ResourceInfo
-from controlplane.world import VERSION_INFO, openapi_v2_document, openapi_v3_documents
+from controlplane.simulation import VERSION_INFO, openapi_v2_document, openapi_v3_documents
 from dashboard.k8s import openapi_v2_proto
 
 Obj = dict[str, Any]

@@ -44,7 +44,7 @@ import math
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote
 
-from controlplane.world import EPOCH, MAX_REQUEST_BYTES, parse_rfc3339
+from controlplane.simulation import EPOCH, MAX_REQUEST_BYTES, parse_rfc3339
 
 if TYPE_CHECKING:
     from dashboard.k8s.api import Call

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
-from controlplane.world import run_scenario
+from controlplane.simulation import run_scenario
 
 from .conftest import PATIENCE_MS, TOKEN, shot
 

@@ -3,7 +3,7 @@
 import pytest
 
 from controlplane.apiserver import ApiError, Request
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from tests.controlplane.test_apiserver import make_server, pod_manifest
 
 SUCCESS = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}

@@ -8,7 +8,7 @@ import yaml
 
 from controlplane.apiserver import RESOURCES, ApiError, Request, decode
 from controlplane.scenario import ScenarioError, load_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from tests.controlplane.factories import rs_manifest
 from tests.controlplane.test_apiserver import make_server
 

@@ -9,9 +9,9 @@ import pytest
 from controlplane.causes import RecordLog
 from controlplane.kernel import Kernel
 from controlplane.scenario import load_file
+from controlplane.simulation import Simulation
 from controlplane.trace import Trace
 from controlplane.workqueue import RateLimitingQueue
-from controlplane.world import Simulation
 
 SHIPPED = [
     "demo",

@@ -4,7 +4,7 @@ take a User-Agent prefix, go through the one action validation path, and are det
 from __future__ import annotations
 
 from controlplane.scenario import parse_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 KOPF = "kopf/1.45.2"
 KUBECTL = "kubectl/v1.32.4 (linux/amd64) kubernetes/4cb5f07"

@@ -370,7 +370,7 @@ def test_table_of_a_result_says_what_was_left_out():
 
 
 def test_a_live_simulations_diff_input_gives_the_reports_summary():
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
 
     sims = [Simulation(load_file("quota-slow-start")) for _ in range(2)]
     sims[1].act({"config": {"whatIf": {"slowStart": False}}})

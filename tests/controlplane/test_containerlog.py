@@ -7,7 +7,7 @@ import pytest
 from controlplane.apiserver import ApiError, Request
 from controlplane.containerlog import container_log
 from controlplane.scenario import parse_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 WORLD = {
     "name": "logs",

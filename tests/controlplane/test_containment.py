@@ -9,7 +9,7 @@ import pytest
 
 from controlplane.limits import RunLimits
 from controlplane.scenario import ScenarioError, parse_scenario
-from controlplane.world import LimitError, Simulation
+from controlplane.simulation import LimitError, Simulation
 from tests.controlplane.factories import bare_pod, rs_manifest
 
 
@@ -150,7 +150,7 @@ def test_the_event_ceiling_halts_the_simulation_with_a_message():
 
 
 def test_the_runner_refuses_a_run_that_reaches_the_event_ceiling(tmp_path):
-    from controlplane.world import run_scenario
+    from controlplane.simulation import run_scenario
 
     path = tmp_path / "busy.yaml"
     path.write_text("config: {nodes: 2}\nobjects: []\nuntil: 100\n")

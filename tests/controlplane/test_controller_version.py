@@ -14,7 +14,7 @@ import yaml
 
 from controlplane.replication import ReplicationManager
 from controlplane.scenario import ScenarioError, load_scenario
-from controlplane.world import SYNC_STAGES, Simulation
+from controlplane.simulation import SYNC_STAGES, Simulation
 from dashboard.host.breakpoints import Breakpoints
 
 RC = """

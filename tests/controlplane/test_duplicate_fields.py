@@ -13,7 +13,7 @@ from controlplane.apiserver import ApiError, Request, decode
 from controlplane.apiserver.resources import RESOURCES
 from controlplane.duplicate_keys import collect_duplicates, mark, read_json
 from controlplane.scenario import ScenarioError, check_request, load_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from tests.controlplane.test_apiserver import make_server
 
 # Upstream's own case (test/integration/apiserver/field_validation_test.go), on a ReplicaSet.

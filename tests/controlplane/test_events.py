@@ -124,7 +124,7 @@ def test_the_correlator_forgets_the_least_recently_used_of_4096_keys_as_upstream
 # -- Event volume of the node components (issue #18 §5) ----------------------------------------------
 def test_event_volume_grows_by_five_per_pod_and_the_controllers_aggregate():
     from controlplane.scenario import Scenario, default_config
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
     from tests.controlplane.factories import rs_manifest
 
     config = default_config()

@@ -8,7 +8,7 @@ import pytest
 
 from controlplane.expectations import EXPECTATIONS_TIMEOUT, ControllerExpectations, UIDTrackingControllerExpectations
 from controlplane.scenario import load_file, load_scenario, read_text, resolve
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 
 class Clock:

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from controlplane.faults import api_fault_message
 from controlplane.scenario import load_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 SCENARIO = """
 name: t

@@ -4,7 +4,7 @@ import gc
 import json
 
 from controlplane.gcpolicy import SIMULATION_THRESHOLDS, simulation_gc
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 
 def test_a_hold_raises_the_thresholds_and_freezes_then_restores_both():

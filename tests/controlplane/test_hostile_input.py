@@ -27,7 +27,7 @@ from controlplane.__main__ import main
 from controlplane.apiserver import ApiError, APIServer
 from controlplane.kernel import Kernel
 from controlplane.scenario import ScenarioError, load_scenario, parse_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from tests.corpus import BASE_MANIFESTS, BASE_SCENARIO, Case, load_cases
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ import pytest
 from controlplane.oracles import LIVENESS
 from controlplane.podutil import is_pod_active
 from controlplane.scenario import load_file, resolve
+from controlplane.simulation import Simulation
 from controlplane.swarm import lift_time_of, run_scenario_checked
-from controlplane.world import Simulation
 
 LESSONS = {
     # name: (a time inside the stall, pods then, a time after the resync, pods then)

@@ -8,7 +8,7 @@ import json
 import yaml
 
 from controlplane.scenario import load_scenario
-from controlplane.world import Simulation, run_scenario
+from controlplane.simulation import Simulation, run_scenario
 
 from .factories import rs_manifest
 

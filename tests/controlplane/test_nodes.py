@@ -299,7 +299,7 @@ def test_same_seed_gives_the_same_trace_and_requests():
 
 
 def test_kubelets_report_the_version_the_api_server_reports():
-    from controlplane.world import VERSION_INFO
+    from controlplane.simulation import VERSION_INFO
 
     _, server, _ = node_world()
     info = server.get("nodes", None, "node-1")["status"]["nodeInfo"]

@@ -16,7 +16,7 @@ from controlplane.oracles import (
 )
 from controlplane.replicaset import ReplicaSetController
 from controlplane.scenario import parse_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from tests.controlplane.factories import bare_pod, rs_manifest
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from controlplane.scenario import load_file
-from controlplane.world import Position, Replay, ReplayError, Simulation, run_scenario
+from controlplane.simulation import Position, Replay, ReplayError, Simulation, run_scenario
 
 SCENARIOS = ("demo", "quota-slow-start", "node-loss", "controller-restart")
 

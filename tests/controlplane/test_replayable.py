@@ -12,7 +12,7 @@ import pytest
 
 from controlplane.limits import RunLimits
 from controlplane.scenario import ScenarioError, load_file
-from controlplane.world import Replay, Simulation, cut_scenario
+from controlplane.simulation import Replay, Simulation, cut_scenario
 
 from .factories import rs_manifest
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation, run_scenario
+from controlplane.simulation import Simulation, run_scenario
 
 from .factories import PROPERTY_MAX_PODS, shipped
 

@@ -11,7 +11,7 @@ import yaml
 from controlplane.apiserver import ApiError, APIServer, Request
 from controlplane.kernel import Kernel
 from controlplane.scenario import load_scenario
-from controlplane.world import Simulation, run_scenario
+from controlplane.simulation import Simulation, run_scenario
 from tests.controlplane.factories import rs_manifest
 
 KUBECTL = "kubectl/v1.32.4 (linux/amd64) kubernetes/4cb5f07"

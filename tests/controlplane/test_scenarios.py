@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from controlplane.podutil import controller_ref, is_pod_active, is_pod_ready
-from controlplane.world import run_scenario
+from controlplane.simulation import run_scenario
 
 from .factories import PROPERTY_MAX_PODS, shipped
 
@@ -147,7 +147,7 @@ def test_quota_stops_slow_start_after_the_first_failing_batch(reports):
 
 
 def test_quota_failure_sets_replica_failure_until_a_sync_succeeds():
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
 
     sim = Simulation.from_file("quota-slow-start")
     sim.run_until(10)
@@ -234,7 +234,7 @@ def test_replicaset_deletion_leaves_pods_to_the_garbage_collector(reports):
 
 
 def test_foreground_deletion_keeps_the_owner_until_its_pods_are_gone():
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
 
     sim = Simulation.from_file("replicaset-deletion")
     sim.run_until(10.01)

@@ -4,7 +4,7 @@ import json
 import re
 
 from controlplane.scenario import load_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 SCENARIO = """
 name: t

@@ -14,7 +14,7 @@ import pytest
 from controlplane import snapshot
 from controlplane.kernel import Kernel, NotQuiescent
 from controlplane.scenario import parse_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 
 from .factories import PROPERTY_MAX_PODS, rs_manifest, shipped
 
@@ -165,7 +165,7 @@ def test_run_to_quiet_applies_live_actions_at_their_turn_and_stops_only_at_quies
     """`Replay.run_to_quiet` goes event by event, each live action at the turn `run_to_events`
     gives it: every moment it stops at is quiescent and is the world a replay straight to that
     position reaches, and it ends where the session did."""
-    from controlplane.world import Replay
+    from controlplane.simulation import Replay
 
     live = started("scale-up-and-down")
     live.run_until(5.0)

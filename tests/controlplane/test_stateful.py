@@ -10,8 +10,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from controlplane.oracles import OracleReport, SafetyMonitor, check_liveness
 from controlplane.scenario import POD_FAULTS, parse_scenario
+from controlplane.simulation import Simulation
 from controlplane.swarm import DEFAULT_QUIET, lift_actions
-from controlplane.world import Simulation
 from tests.controlplane.factories import bare_pod, rc_manifest, rs_manifest
 
 CONTROLLERS = [("ReplicaSet", "web"), ("ReplicationController", "legacy")]

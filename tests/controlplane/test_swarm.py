@@ -11,8 +11,8 @@ import yaml
 from controlplane import __main__ as controlplane_main
 from controlplane.oracles import ORACLES
 from controlplane.scenario import ACTION_VERBS, POD_FAULTS, load_scenario, parse_scenario
+from controlplane.simulation import Simulation
 from controlplane.swarm import DEFAULT_QUIET, SWARM_RESYNC_PERIOD, Case, generate, run_case, shrink
-from controlplane.world import Simulation
 from faultswarm import cli
 
 

@@ -10,7 +10,7 @@ import yaml
 
 from controlplane.runner import run
 from controlplane.scenario import load_scenario
-from controlplane.world import Simulation, cut_scenario
+from controlplane.simulation import Simulation, cut_scenario
 
 from .factories import PROPERTY_MAX_PODS, rs_manifest, shipped
 

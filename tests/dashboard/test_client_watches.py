@@ -12,7 +12,7 @@ from channels.layers import InMemoryChannelLayer
 from django.template.loader import render_to_string
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from dashboard.host import host as host_module
 from dashboard.host import k8s_ops, panels
 from dashboard.host.hosted import HostedSimulation

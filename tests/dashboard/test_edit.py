@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from controlplane.world import run_scenario
+from controlplane.simulation import run_scenario
 from dashboard.host import edit
 from dashboard.host.hosted import CommandError
 from tests.dashboard.test_hosted import hosted, run_until

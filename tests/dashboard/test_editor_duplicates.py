@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 MANIFEST = """apiVersion: apps/v1

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from controlplane.scenario import parse_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from dashboard.host.hosted import CommandError, HostedSimulation
 from dashboard.host.search import search
 from tests.controlplane.factories import fleet_objects

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from django.test import AsyncClient
 
-from controlplane.world import diff_reports
+from controlplane.simulation import diff_reports
 from dashboard import host as host_package
 from dashboard.host import forks, recording
 from dashboard.models import RecordedAction, Recording

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from controlplane.scenario import load_file, load_scenario
-from controlplane.world import Simulation, run_scenario
+from controlplane.simulation import Simulation, run_scenario
 from dashboard.host.hosted import CommandError, HostedSimulation
 
 
@@ -575,7 +575,7 @@ objects:
 
 
 def test_a_session_never_runs_past_the_bound_of_a_scenario_until():
-    from controlplane.world import MAX_SECONDS
+    from controlplane.simulation import MAX_SECONDS
 
     h = hosted()
     with pytest.raises(CommandError, match="at most 2592000"):

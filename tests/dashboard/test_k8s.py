@@ -12,7 +12,7 @@ from channels.layers import get_channel_layer
 from channels.testing import HttpCommunicator
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation, run_scenario
+from controlplane.simulation import Simulation, run_scenario
 from dashboard.asgi import application
 from dashboard.host import k8s_ops
 from dashboard.host.hosted import HostedSimulation

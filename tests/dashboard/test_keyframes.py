@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from dashboard.host import keyframes
 from dashboard.host.hosted import HostedSimulation
 from tests.patience import PATIENCE_S

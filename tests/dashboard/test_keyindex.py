@@ -13,7 +13,7 @@ import pytest
 from controlplane.apiserver import Request
 from controlplane.apiserver.resources import lookup
 from controlplane.scenario import parse_scenario
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from dashboard.host import k8s_ops
 from dashboard.host.hosted import HostedSimulation
 from dashboard.host.keyindex import KeyIndex, key_of

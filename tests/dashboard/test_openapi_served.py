@@ -9,7 +9,7 @@ import json
 import pytest
 from channels.testing import HttpCommunicator
 
-from controlplane.world import openapi_v2_document, openapi_v3_documents
+from controlplane.simulation import openapi_v2_document, openapi_v3_documents
 from dashboard.asgi import application
 from dashboard.k8s import openapi_v2_proto
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from dashboard.host.hosted import HostedSimulation
 from dashboard.host.replay_worker import Requests, Superseded, Worker
 

@@ -333,7 +333,7 @@ async def test_a_restore_replays_under_the_gc_policy_with_nothing_else_hosted(ru
 
 def _a_recording_of(actions: int) -> Recording:
     from controlplane.scenario import load_file
-    from controlplane.world import Simulation
+    from controlplane.simulation import Simulation
 
     sim = Simulation(load_file("scale-up-and-down"), seed=1)
     rec = Recording.objects.create(

@@ -13,7 +13,7 @@ import pytest
 from django.template.loader import render_to_string
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation, configured
+from controlplane.simulation import Simulation, configured
 from dashboard.host import panels
 from dashboard.host.hosted import CommandError, HostedSimulation
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from django.test import AsyncClient
 
-from controlplane.world import run_scenario
+from controlplane.simulation import run_scenario
 from dashboard.asgi_limits import BodyLimit
 from dashboard.models import SimulationRecord
 

@@ -10,7 +10,7 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 
 from controlplane.scenario import load_file
-from controlplane.world import Simulation
+from controlplane.simulation import Simulation
 from dashboard.host import k8s_ops
 from dashboard.host.hosted import HostedSimulation
 

@@ -9,7 +9,7 @@ import time
 import pytest
 import yaml
 
-from controlplane.world import run_scenario
+from controlplane.simulation import run_scenario
 from tests.kubectl.conftest import KUBECTL, Kubectl
 
 FRONT = """\
