@@ -19,77 +19,38 @@ Guarantees
   draw nothing from the rng, and emit no trace record. A run with checks gives the report of the
   same run without them, plus the `checks` section.
 * Oracles (properties of a whole run, e.g. safety) are checks by name, `{oracle: NAME}`: a module
-  registers them with `register_oracle`; `controlplane.oracles`, when it exists, is imported to
-  register its own before a file's checks are validated.
+  registers them with `register_oracle` (defined in `controlplane.running`); this module imports
+  `controlplane.oracles`, so the built-in ones are registered before a file's checks are validated.
+* Checks read a simulation as a `controlplane.running.RunningWorld`: the world imports this module
+  (through the scenario's validation), never the other way round.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import controlplane.oracles  # noqa: F401 - registers the built-in oracles
 from controlplane import labels
 from controlplane.podutil import controller_ref, is_pod_active
-from controlplane.scenario import KINDS, ScenarioError, _type_name
+from controlplane.running import ORACLES, RunningWorld
+from controlplane.running import OracleVerdict as OracleVerdict  # an oracle's author writes with
+from controlplane.running import register_oracle as register_oracle  # these (docs/scenarios.md)
 from controlplane.trace import Record
-
-if TYPE_CHECKING:
-    from controlplane.world import Simulation
+from controlplane.vocabulary import KIND_RESOURCES, KINDS, ScenarioError, type_name
 
 Obj = dict[str, Any]
 
 SUBJECTS = ("object", "count", "calls", "condition", "event", "sync", "syncs", "expectations", "oracle")
 COMPARATORS = ("equals", "atLeast", "atMost", "matches", "absent", "present")
 CLUSTER_KINDS = ("Node", "Namespace")
-RESOURCES = {
-    "ReplicaSet": "replicasets",
-    "ReplicationController": "replicationcontrollers",
-    "Pod": "pods",
-    "Node": "nodes",
-    "Namespace": "namespaces",
-    "Event": "events",
-}
 CONTROLLERS = ("replicaset", "replicationcontroller")
 COUNTING = ("count", "calls", "event", "syncs")  # subjects whose value is a number of things
 WRITES = frozenset({"create", "update", "patch", "delete"})
 _MISSING = object()  # a path that does not resolve
-
-
-# -- oracles (the reliability work's properties, by name) -----------------------------------
-
-
-@dataclass
-class OracleVerdict:
-    ok: bool
-    wanted: str
-    got: Any = None
-
-
-Oracle = Callable[["Simulation", Obj], OracleVerdict]
-ORACLES: dict[str, Oracle] = {}
-
-
-def register_oracle(name: str) -> Callable[[Oracle], Oracle]:
-    """Decorator: `@register_oracle("safety") def safety(sim, args) -> OracleVerdict`. An oracle
-    reads the simulation (never changes it) and is judged where its check says (`at` or the end)."""
-
-    def register(fn: Oracle) -> Oracle:
-        ORACLES[name] = fn
-        return fn
-
-    return register
-
-
-def _load_oracles() -> None:
-    try:
-        importlib.import_module("controlplane.oracles")
-    except ModuleNotFoundError as exc:
-        if exc.name != "controlplane.oracles":
-            raise
 
 
 # -- the parsed form --------------------------------------------------------------------------
@@ -170,7 +131,7 @@ def _fail(path: str, message: str) -> ScenarioError:
 
 def _mapping(value: Any, path: str) -> Obj:
     if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
-        raise _fail(path, f"must be a mapping, not {_type_name(value)}")
+        raise _fail(path, f"must be a mapping, not {type_name(value)}")
     return value
 
 
@@ -185,7 +146,7 @@ def _keys(value: Obj, path: str, required: tuple[str, ...], optional: tuple[str,
 
 def _string(value: Any, path: str, choices: Iterable[str] | None = None) -> str:
     if not isinstance(value, str):
-        raise _fail(path, f"must be a string, not {_type_name(value)}")
+        raise _fail(path, f"must be a string, not {type_name(value)}")
     if choices is not None and value not in tuple(choices):
         raise _fail(path, f"must be one of {', '.join(choices)} (got {value!r})")
     return value
@@ -193,7 +154,7 @@ def _string(value: Any, path: str, choices: Iterable[str] | None = None) -> str:
 
 def _number(value: Any, path: str, *, integer: bool = False, minimum: float | None = None) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(path, f"must be {'an integer' if integer else 'a number'}, not {_type_name(value)}")
+        raise _fail(path, f"must be {'an integer' if integer else 'a number'}, not {type_name(value)}")
     if integer and not isinstance(value, int):
         raise _fail(path, "must be an integer")
     if minimum is not None and value < minimum:
@@ -203,7 +164,7 @@ def _number(value: Any, path: str, *, integer: bool = False, minimum: float | No
 
 def _bool(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
-        raise _fail(path, f"must be true or false, not {_type_name(value)}")
+        raise _fail(path, f"must be true or false, not {type_name(value)}")
     return value
 
 
@@ -283,7 +244,6 @@ def _check_subject(subject: str, raw: Any, where: str) -> Any:
         return raw
     if subject == "oracle":
         name = _string(raw, where)
-        _load_oracles()
         if name not in ORACLES:
             known = ", ".join(sorted(ORACLES)) or "none are registered"
             raise _fail(where, f"unknown oracle {name!r} ({known})")
@@ -451,7 +411,7 @@ def parse_checks(raw: Any, until: float | None = None, *, sided: bool = True) ->
     `sided`: whether the file has a compare block, the only place a check's `side` means
     something."""
     if not isinstance(raw, list):
-        raise _fail("expect", f"must be a list, not {_type_name(raw)}")
+        raise _fail("expect", f"must be a list, not {type_name(raw)}")
     checks = []
     for i, item in enumerate(raw):
         where = f"expect[{i}]"
@@ -516,9 +476,9 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _peek(sim: Simulation, ref: str) -> Obj | None:
+def _peek(sim: RunningWorld, ref: str) -> Obj | None:
     kind, namespace, name = object_ref(ref, "")
-    obj: Obj | None = sim.server.peek(RESOURCES[kind], namespace, name)
+    obj: Obj | None = sim.server.peek(KIND_RESOURCES[kind], namespace, name)
     return obj
 
 
@@ -538,7 +498,7 @@ class _ObjectFilter:
 
     def __init__(self, spec: Obj) -> None:
         self.kind = spec["kind"]
-        self.resource = RESOURCES[self.kind]
+        self.resource = KIND_RESOURCES[self.kind]
         self.namespace: str | None = spec.get("namespace")
         self.selector = labels.parse(spec["selector"]) if "selector" in spec else None
         self.phase: str | None = spec.get("phase")
@@ -626,7 +586,7 @@ def _sync_matches(spec: Obj, entry: Obj) -> bool:
     return True
 
 
-def _condition(sim: Simulation, spec: Obj) -> Any:
+def _condition(sim: RunningWorld, spec: Obj) -> Any:
     obj = _peek(sim, spec["object"])
     if obj is None:
         return _MISSING
@@ -641,7 +601,7 @@ def _condition(sim: Simulation, spec: Obj) -> Any:
     return _MISSING
 
 
-def _expectations(sim: Simulation, spec: Obj) -> Any:
+def _expectations(sim: RunningWorld, spec: Obj) -> Any:
     controller = sim.controllers.get(spec["controller"])
     if controller is None:
         return _MISSING
@@ -652,7 +612,7 @@ def _expectations(sim: Simulation, spec: Obj) -> Any:
     return {"add": add, "del": dele}
 
 
-def evaluate(sim: Simulation, check: Check) -> Any:
+def evaluate(sim: RunningWorld, check: Check) -> Any:
     """The subject's value now (before `path`), or _MISSING. Reads only (see the guarantees)."""
     subject, spec = check.subject, check.spec
     if subject == "object":
@@ -773,7 +733,7 @@ class Checker:
     Needs a simulation that records (`Simulation(record=True)`, the default): sync checks read
     its history."""
 
-    def __init__(self, sim: Simulation, checks: list[Check]) -> None:
+    def __init__(self, sim: RunningWorld, checks: list[Check]) -> None:
         self.sim = sim
         self.checks = checks
         self.results: dict[int, CheckResult] = {}
@@ -833,7 +793,7 @@ class _NeverWatch:
     """One never check: re-judged after each change its subject depends on. Counting subjects
     keep a tally per object (or per call, per sync), so one change costs O(1)."""
 
-    def __init__(self, sim: Simulation, check: Check) -> None:
+    def __init__(self, sim: RunningWorld, check: Check) -> None:
         self.sim = sim
         self.check = check
         self.first: tuple[float, Any] | None = None
@@ -846,7 +806,7 @@ class _NeverWatch:
         self._sync_index: dict[tuple[str, str], int] = {}
         if subject in ("object", "condition"):
             kind, namespace, name = object_ref(spec if subject == "object" else spec["object"], "")
-            self.resource, self.target = RESOURCES[kind], (namespace, name)
+            self.resource, self.target = KIND_RESOURCES[kind], (namespace, name)
         elif subject == "count":
             match = _ObjectFilter(spec)
             self.resource = match.resource

@@ -78,6 +78,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controlplane import safeyaml
+from controlplane.runner import run
 from controlplane.scenario import Scenario, ScenarioError, check_config, load_file
 
 Obj = dict[str, Any]
@@ -202,8 +203,6 @@ def compare(
     """Run `scenario` (a Scenario, a file or a shipped name) under A and B and return
     `{"scenario", "seed", "until", "a", "b", "summary"}` (`summary` is `diff_reports` of the two
     reports). ScenarioError for a bad file or block, LimitError when a run reaches a ceiling."""
-    from controlplane.runner import run  # the runner builds on the simulation, which imports this module
-
     block_a, block_b = check_block(a, "a"), check_block(b, "b")
     loaded = load_file(scenario) if isinstance(scenario, str) else scenario
     reports = [run(with_config(loaded, block), seed=seed, until=until).report for block in (block_a, block_b)]

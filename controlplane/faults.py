@@ -1,4 +1,6 @@
-"""Faults: the failure vocabulary of DESIGN §2.2, applied to a running simulation.
+"""Faults: the failure vocabulary of DESIGN §2.2, applied to a running simulation (reached as a
+`controlplane.running.RunningWorld`: the world builds its `FaultInjector`, so this module does not
+import the world).
 
 Guarantees
 ----------
@@ -16,14 +18,12 @@ Guarantees
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from controlplane import labels
 from controlplane.apiserver import ApiError
 from controlplane.apiserver import resources as api_resources
-
-if TYPE_CHECKING:
-    from controlplane.world import Simulation
+from controlplane.running import RunningWorld
 
 Obj = dict[str, Any]
 
@@ -112,7 +112,7 @@ class ApiFaultRule:
     let `after` matching requests through, then fail the next `count` (default 1), or fail each
     with probability `rate`; `latency` delays every matching request. `code: 0` = latency only."""
 
-    def __init__(self, spec: Obj, sim: Simulation, rule_id: int = 1) -> None:
+    def __init__(self, spec: Obj, sim: RunningWorld, rule_id: int = 1) -> None:
         self.id = rule_id
         self.lifted = False
         self.spec = spec
@@ -184,7 +184,7 @@ class ApiFaultRule:
 
 
 class FaultInjector:
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: RunningWorld) -> None:
         self.sim = sim
         self.api_rules: list[ApiFaultRule] = []
         # The server's hooks are installed with the first rule: until then every request would

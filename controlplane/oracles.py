@@ -1,5 +1,6 @@
 """Oracles: the promises the simulated controllers must keep, checked on a running `Simulation`
-(issue 9 §1.2). Written once, used by the tests, the fault swarm and (later) the dashboard.
+(read as a `controlplane.running.RunningWorld`; issue 9 §1.2). Written once, used by the tests,
+the fault swarm and (later) the dashboard.
 
 Three families:
 
@@ -49,16 +50,15 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from controlplane.checks import OracleVerdict, register_oracle
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.informers.store import NAMESPACE_INDEX, meta_namespace_key
 from controlplane.labels import Selector, selector_from_set
 from controlplane.podutil import controller_ref, is_pod_active, is_pod_available, is_pod_ready, is_pod_terminating
+from controlplane.running import OracleVerdict, RunningWorld, register_oracle
 from controlplane.trace import Record
 
 if TYPE_CHECKING:
     from controlplane.replicaset import ReplicaSetController
-    from controlplane.world import Simulation
 
 Obj = dict[str, Any]
 
@@ -155,7 +155,7 @@ class SafetyMonitor:
     before reading the report at a checkpoint (it scans the store's events committed since the
     last response), `close()` to stop listening."""
 
-    def __init__(self, sim: Simulation, report: OracleReport) -> None:
+    def __init__(self, sim: RunningWorld, report: OracleReport) -> None:
         self.sim = sim
         self.report = report
         # controller name -> key -> (add, del, timestamp): the expectations as the trace tells them.
@@ -486,7 +486,7 @@ def liveness_bound(config: Obj, lift_time: float, quiet: float) -> str:
     )
 
 
-def faithful_stall_risk(sim: Simulation) -> str | None:
+def faithful_stall_risk(sim: RunningWorld) -> str | None:
     """Why liveness cannot be promised without a resync, or None. With `resyncPeriod` 0, two
     faithful upstream stalls (docs/scenarios.md) can last forever: a 404 or 422 injected on a pod
     delete or an adoption/release patch is taken as "already gone"/"not ours" and nothing enqueues
@@ -509,7 +509,7 @@ def faithful_stall_risk(sim: Simulation) -> str | None:
     return None
 
 
-def check_liveness(sim: Simulation, report: OracleReport, bound: str = "") -> None:
+def check_liveness(sim: RunningWorld, report: OracleReport, bound: str = "") -> None:
     """ESR at this instant (call it after the quiet period). Violations name the bound. Without
     a resync, a failure that a faithful upstream stall may explain voids the oracles instead."""
     risk = faithful_stall_risk(sim)
@@ -525,7 +525,7 @@ def check_liveness(sim: Simulation, report: OracleReport, bound: str = "") -> No
         report.void(oracle, risk)
 
 
-def _check_liveness(sim: Simulation, report: OracleReport, bound: str) -> None:
+def _check_liveness(sim: RunningWorld, report: OracleReport, bound: str) -> None:
     suffix = f" [{bound}]" if bound else ""
     now = sim.now
     server = sim.server
@@ -620,7 +620,7 @@ def _check_controller(
 
 
 def _check_quiescent(
-    report: OracleReport, sim: Simulation, name: str, controller: ReplicaSetController, now: float, suffix: str
+    report: OracleReport, sim: RunningWorld, name: str, controller: ReplicaSetController, now: float, suffix: str
 ) -> None:
     report.check("esr-quiescent")
     problems: list[str] = []
@@ -652,7 +652,7 @@ def _check_quiescent(
 class TraceDigest:
     """A SHA-256 over every trace record (canonical JSON), from subscription on."""
 
-    def __init__(self, sim: Simulation) -> None:
+    def __init__(self, sim: RunningWorld) -> None:
         self._hash = hashlib.sha256()
         self._unsubscribe = sim.trace.subscribe(self._on_record)
 
@@ -684,7 +684,7 @@ def compare_digests(first: str | None, second: str | None) -> str | None:
 
 # -- as `expect:` checks (controlplane/checks.py) -----------------------------------------------
 
-_MONITORS: weakref.WeakKeyDictionary[Simulation, tuple[SafetyMonitor, OracleReport]] = weakref.WeakKeyDictionary()
+_MONITORS: weakref.WeakKeyDictionary[RunningWorld, tuple[SafetyMonitor, OracleReport]] = weakref.WeakKeyDictionary()
 
 
 class _SafetyCheck:
@@ -692,12 +692,12 @@ class _SafetyCheck:
     The check runner calls `attach` before the simulation starts (the monitor must see every
     record); the verdict lists the first violations."""
 
-    def attach(self, sim: Simulation) -> None:
+    def attach(self, sim: RunningWorld) -> None:
         if sim not in _MONITORS:
             report = OracleReport()
             _MONITORS[sim] = (SafetyMonitor(sim, report), report)
 
-    def __call__(self, sim: Simulation, args: Obj) -> OracleVerdict:
+    def __call__(self, sim: RunningWorld, args: Obj) -> OracleVerdict:
         wanted = "no safety violation"
         entry = _MONITORS.get(sim)
         if entry is None:
@@ -708,7 +708,7 @@ class _SafetyCheck:
         return OracleVerdict(not bad, wanted, bad[:5] or "none")
 
 
-def _esr_check(sim: Simulation, args: Obj) -> OracleVerdict:
+def _esr_check(sim: RunningWorld, args: Obj) -> OracleVerdict:
     """`{at: T, oracle: esr}`: liveness (ESR) at T, after the faults were lifted and a quiet period."""
     report = OracleReport()
     check_liveness(sim, report)

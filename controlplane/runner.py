@@ -93,3 +93,13 @@ def run_file(
     if side is not None:
         scenario = for_side(scenario, side)
     return run(scenario, seed=seed, until=until, sinks=sinks, limits=limits)
+
+
+def run_scenario(
+    name_or_path: str, *, seed: int | None = None, until: float | None = None, limits: RunLimits | None = None
+) -> Obj:
+    """Load, run to `until` (the file's unless given) and return the report (with a `checks`
+    section when the scenario has checks). ScenarioError if the file is invalid, LimitError (one)
+    if the run asks for or reaches more than `limits`. The headless entry for scripts and
+    notebooks, re-exported by the facade (`controlplane.simulation.run_scenario`)."""
+    return run_file(name_or_path, seed=seed, until=until, limits=limits).report

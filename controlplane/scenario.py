@@ -20,6 +20,8 @@ from typing import Any
 
 from controlplane import limits, safeyaml
 from controlplane.duplicate_keys import collect_duplicates
+from controlplane.vocabulary import KINDS, type_name
+from controlplane.vocabulary import ScenarioError as ScenarioError  # the error of an invalid file
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
 # Shipped scenarios are `<id>.scenario.yaml` (the pytest plugin collects that suffix); a plain
@@ -32,10 +34,6 @@ def scenario_id(path: Path) -> str:
     name = path.name
     suffix = next(s for s in (*SCENARIO_SUFFIXES, path.suffix) if name.endswith(s))
     return name[: -len(suffix)]
-
-
-class ScenarioError(ValueError):
-    """An invalid scenario: the message is one line naming the field."""
 
 
 # -- the vocabulary -----------------------------------------------------------------------------
@@ -109,7 +107,6 @@ STARTUP_ONLY_CONFIG = ("controllers",)
 CONTROLLERS = ("replicaset", "replicationcontroller")
 # What an external client may watch (the served resources): a `watchFault {client}` names one.
 WATCHED_RESOURCES = ("pods", "replicasets", "replicationcontrollers", "events", "nodes", "namespaces")
-KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Namespace", "Event")
 POD_FAULTS = ("crash", "fail", "succeed", "evict", "notReady", "ready", "delete")
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "*")
 PROPAGATION = ("Background", "Foreground", "Orphan")
@@ -152,28 +149,12 @@ def _fail(path: str, message: str) -> ScenarioError:
     return ScenarioError(f"{path}: {message}" if path else message)
 
 
-def _type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "mapping"
-    return type(value).__name__
-
-
 def _mapping(value: Any, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _fail(path, f"must be a mapping, not {_type_name(value)}")
+        raise _fail(path, f"must be a mapping, not {type_name(value)}")
     for key in value:
         if not isinstance(key, str):
-            raise _fail(path, f"keys must be strings, not {_type_name(key)}")
+            raise _fail(path, f"keys must be strings, not {type_name(key)}")
     return value
 
 
@@ -190,7 +171,7 @@ def _keys(value: dict[str, Any], path: str, required: tuple[str, ...], optional:
 
 def _string(value: Any, path: str, choices: tuple[str, ...] | None = None) -> str:
     if not isinstance(value, str):
-        raise _fail(path, f"must be a string, not {_type_name(value)}")
+        raise _fail(path, f"must be a string, not {type_name(value)}")
     if choices is not None and value not in choices:
         raise _fail(path, f"must be one of {', '.join(choices)} (got {value!r})")
     return value
@@ -213,7 +194,7 @@ def _number(
 ) -> Any:
     """`value` if it is a finite number (an int when `integer`) within the bounds."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(path, f"must be {'an integer' if integer else 'a number'}, not {_type_name(value)}")
+        raise _fail(path, f"must be {'an integer' if integer else 'a number'}, not {type_name(value)}")
     if integer and not isinstance(value, int):
         raise _fail(path, "must be an integer")
     if isinstance(value, float) and not math.isfinite(value):
@@ -235,7 +216,7 @@ def _seconds(value: Any, path: str) -> Any:
 
 def _bool(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
-        raise _fail(path, f"must be true or false, not {_type_name(value)}")
+        raise _fail(path, f"must be true or false, not {type_name(value)}")
     return value
 
 
@@ -287,7 +268,7 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
             out[key] = _bool(item, where)
         elif key in ("controllers", "manualWorkers"):
             if not isinstance(item, list):
-                raise _fail(where, f"must be a list, not {_type_name(item)}")
+                raise _fail(where, f"must be a list, not {type_name(item)}")
             names = [_string(c, f"{where}[{i}]", CONTROLLERS) for i, c in enumerate(item)]
             # manualWorkers is a set of names: canonical order, no repeats.
             out[key] = names if key == "controllers" else [c for c in CONTROLLERS if c in names]
@@ -557,7 +538,7 @@ def check_request(value: dict[str, Any], path: str) -> None:
     elif "patchType" in value:
         raise _fail(f"{path}.patchType", "only for patch")
     if "body" in value and not isinstance(value["body"], dict | list):
-        raise _fail(f"{path}.body", f"must be a mapping or a list, not {_type_name(value['body'])}")
+        raise _fail(f"{path}.body", f"must be a mapping or a list, not {type_name(value['body'])}")
     if "duplicates" in value:
         _check_duplicates(value["duplicates"], f"{path}.duplicates")
     options = _mapping(value.get("options", {}), f"{path}.options")
@@ -611,13 +592,13 @@ def parse_scenario(data: Any) -> Scenario:
     scenario.config = check_config(value.get("config", {}))
     objects = value.get("objects", [])
     if not isinstance(objects, list):
-        raise _fail("objects", f"must be a list, not {_type_name(objects)}")
+        raise _fail("objects", f"must be a list, not {type_name(objects)}")
     if len(objects) > limits.MAX_OBJECTS:
         raise _fail("objects", f"more than {limits.MAX_OBJECTS} starting objects")
     scenario.objects = [check_manifest(o, f"objects[{i}]") for i, o in enumerate(objects)]
     actions = value.get("actions", [])
     if not isinstance(actions, list):
-        raise _fail("actions", f"must be a list, not {_type_name(actions)}")
+        raise _fail("actions", f"must be a list, not {type_name(actions)}")
     if len(actions) > limits.MAX_ACTIONS:
         raise _fail("actions", f"more than {limits.MAX_ACTIONS} actions")
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]

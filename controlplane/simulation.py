@@ -51,13 +51,14 @@ from controlplane.nodes import POD_STATES as POD_STATES
 from controlplane.replay import NANOSECOND as NANOSECOND
 from controlplane.replay import Replay as Replay
 from controlplane.replay import ReplayError as ReplayError
+from controlplane.runner import run_scenario as run_scenario
 from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
 from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLLER_VERSION
 from controlplane.snapshot import dumps as dump_world  # noqa: F401 - a world's snapshot (the keyframes)
 from controlplane.snapshot import loads as load_world  # noqa: F401
 from controlplane.version import VERSION_INFO as VERSION_INFO
+from controlplane.vocabulary import KIND_RESOURCES as KIND_RESOURCES
 from controlplane.world import CLUSTER_SCOPED as CLUSTER_SCOPED
-from controlplane.world import KIND_RESOURCES as KIND_RESOURCES
 from controlplane.world import RECORD_FILTERS as RECORD_FILTERS
 from controlplane.world import REPLICATION_MANAGER_COMMIT as REPLICATION_MANAGER_COMMIT
 from controlplane.world import SYNC_STAGES as SYNC_STAGES
@@ -67,5 +68,4 @@ from controlplane.world import Simulation as Simulation
 from controlplane.world import configured as configured
 from controlplane.world import cut_scenario as cut_scenario
 from controlplane.world import request_of as request_of
-from controlplane.world import run_scenario as run_scenario
 

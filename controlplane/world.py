@@ -71,18 +71,11 @@ from controlplane.scenario import (
     merge_config,
 )
 from controlplane.trace import Record, Trace
+from controlplane.vocabulary import KIND_RESOURCES
 from controlplane.workqueue import DelayingQueue
 
 Obj = dict[str, Any]
 
-KIND_RESOURCES = {
-    "ReplicaSet": "replicasets",
-    "ReplicationController": "replicationcontrollers",
-    "Pod": "pods",
-    "Node": "nodes",
-    "Namespace": "namespaces",
-    "Event": "events",
-}
 CLUSTER_SCOPED = {"nodes", "namespaces"}
 REPORT_KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Event")
 CONTROLLER_KINDS = {"replicaset": REPLICA_SET, "replicationcontroller": REPLICATION_CONTROLLER}
@@ -1178,13 +1171,3 @@ def _json_safe_metrics(snapshot: Obj) -> Obj:
             out[name] = {**value, "buckets": buckets}
     return out
 
-
-def run_scenario(
-    name_or_path: str, *, seed: int | None = None, until: float | None = None, limits: RunLimits | None = None
-) -> Obj:
-    """Load, run to `until` (the file's unless given) and return the report (with a `checks`
-    section when the scenario has checks: see `controlplane.runner`). ScenarioError if the file
-    is invalid, LimitError (one) if the run asks for or reaches more than `limits`."""
-    from controlplane.runner import run_file  # the runner builds on this module
-
-    return run_file(name_or_path, seed=seed, until=until, limits=limits).report
