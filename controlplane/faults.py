@@ -1,6 +1,6 @@
-"""Faults: the failure vocabulary of DESIGN §2.2, applied to a running simulation (reached as a
-`controlplane.running.RunningWorld`: the world builds its `FaultInjector`, so this module does not
-import the world).
+"""Faults: the failure vocabulary of docs/scenarios.md ("Action verbs"), applied to a running
+simulation (reached as a `controlplane.running.RunningWorld`: the world builds its
+`FaultInjector`, so this module does not import the world).
 
 Guarantees
 ----------

@@ -1,7 +1,9 @@
-"""The rules that hold the architecture together (DESIGN §1, §2)."""
+"""The rules that hold the architecture together (docs/architecture.md)."""
 
 import ast
 import pathlib
+
+from tests.import_graph import circles, import_graph, imports_in
 
 CONTROLPLANE = pathlib.Path(__file__).resolve().parents[2] / "controlplane"
 FORBIDDEN_IMPORTS = {"django", "channels", "daphne", "asyncio", "time", "random", "threading"}
@@ -99,3 +101,29 @@ def test_the_dashboard_reaches_the_core_only_through_the_facade():
                 if name.split(".")[0] == "controlplane" and name not in allowed:
                     offenders.append(f"{rel}:{node.lineno}: {name}")
     assert offenders == []
+
+
+# -- the core: the facade is for outside users, and the arrows run one way -----------------------
+
+
+def test_nothing_in_the_core_imports_the_facade():
+    # controlplane.simulation re-exports the core for the dashboard, tests, scripts and notebooks;
+    # the core's modules import the module that defines a name (the world is controlplane.world).
+    graph = import_graph(CONTROLPLANE, type_checking=True)
+    importers = sorted(name for name, targets in graph.items() if "controlplane.simulation" in targets)
+    assert importers == []
+
+
+def test_the_core_never_imports_the_dashboard():
+    offenders = []
+    for path in _modules():
+        for module, _ in imports_in(path, CONTROLPLANE.parent, type_checking=True):
+            if module.split(".")[0] == "dashboard":
+                offenders.append(f"{path.relative_to(CONTROLPLANE)}: {module}")
+    assert offenders == []
+
+
+def test_the_core_has_no_import_circle():
+    # Late imports inside functions count: they tie two modules as surely as one at the top.
+    found = circles(import_graph(CONTROLPLANE))
+    assert found == [], "import circles in controlplane/: " + "; ".join(" -> ".join(c) for c in found)
