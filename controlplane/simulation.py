@@ -50,6 +50,8 @@ from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
 from controlplane.containerlog import ContainerLog as ContainerLog
 from controlplane.containerlog import container_log
+from controlplane.controllers.stages import REPLICATION_MANAGER_STAGES, UPSTREAM_COMMIT
+from controlplane.controllers.stages import SyncStage as Stage
 from controlplane.duplicate_keys import collect_duplicates as collect_duplicates
 from controlplane.duplicate_keys import read_json as read_json
 from controlplane.expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
@@ -73,9 +75,7 @@ from controlplane.replicaset import (
     ControllerConfig,
     ReplicaSetController,
 )
-from controlplane.replication import STAGES as REPLICATION_MANAGER_STAGES
-from controlplane.replication import UPSTREAM_COMMIT, LateReplicationManager, ReplicationManager
-from controlplane.replication import Stage as Stage
+from controlplane.replication import LateReplicationManager, ReplicationManager
 from controlplane.scenario import (
     ACTION_VERBS,
     PodDemand,
@@ -1221,6 +1221,8 @@ def run_scenario(
 from controlplane import safeyaml as safeyaml  # noqa: E402
 from controlplane.causes import CONTROLLER_OF_QUEUE as CONTROLLER_OF_QUEUE  # noqa: E402
 from controlplane.causes import trace_row as trace_row  # noqa: E402
+from controlplane.controllers.registry import CONTROLLERS as CONTROLLER_REGISTRY  # noqa: E402, F401 - the inspector's links
+from controlplane.controllers.stages import K15 as K15  # noqa: E402
 from controlplane.gcpolicy import GcHold as GcHold  # noqa: E402
 from controlplane.gcpolicy import simulation_gc as simulation_gc  # noqa: E402
 from controlplane.informers import NAMESPACE_INDEX as NAMESPACE_INDEX  # noqa: E402
