@@ -197,17 +197,18 @@ class Registry:
         """The controller called `name` ("replicaset"); KeyError when none is."""
         return self._by_name[name]
 
-    def by_kind(self, kind: str) -> ControllerSpec | None:
-        """The controller of the kind `kind` ("ReplicaSet"), or None."""
-        return self._by_kind.get(kind)
+    def by_kind(self, kind: str) -> ControllerSpec:
+        """The controller of the kind `kind` ("ReplicaSet"); KeyError when none is."""
+        return self._by_kind[kind]
 
-    def by_resource(self, resource: str) -> ControllerSpec | None:
-        """The controller of the API resource `resource` ("replicasets"), or None."""
-        return self._by_resource.get(resource)
+    def by_resource(self, resource: str) -> ControllerSpec:
+        """The controller of the API resource `resource` ("replicasets"); KeyError when none is."""
+        return self._by_resource[resource]
 
-    def by_queue(self, queue_name: str) -> ControllerSpec | None:
-        """The controller whose workqueue is called `queue_name` ("replicationmanager"), or None."""
-        return self._by_queue.get(queue_name)
+    def by_queue(self, queue_name: str) -> ControllerSpec:
+        """The controller whose workqueue is called `queue_name` ("replicationmanager"); KeyError
+        when none is."""
+        return self._by_queue[queue_name]
 
     def names(self) -> tuple[str, ...]:
         """Every controller's name, in registry order."""
@@ -239,16 +240,18 @@ def by_name(name: str) -> ControllerSpec:
     return REGISTRY.by_name(name)
 
 
-def by_kind(kind: str) -> ControllerSpec | None:
-    """The registered controller of the kind `kind` ("ReplicaSet"), or None."""
+def by_kind(kind: str) -> ControllerSpec:
+    """The registered controller of the kind `kind` ("ReplicaSet"); KeyError when none is."""
     return REGISTRY.by_kind(kind)
 
 
-def by_resource(resource: str) -> ControllerSpec | None:
-    """The registered controller of the API resource `resource` ("replicasets"), or None."""
+def by_resource(resource: str) -> ControllerSpec:
+    """The registered controller of the API resource `resource` ("replicasets"); KeyError when
+    none is."""
     return REGISTRY.by_resource(resource)
 
 
-def by_queue(queue_name: str) -> ControllerSpec | None:
-    """The registered controller whose workqueue is `queue_name` ("replicationmanager"), or None."""
+def by_queue(queue_name: str) -> ControllerSpec:
+    """The registered controller whose workqueue is `queue_name` ("replicationmanager"); KeyError
+    when none is."""
     return REGISTRY.by_queue(queue_name)
