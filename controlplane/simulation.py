@@ -50,6 +50,7 @@ from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
 from controlplane.containerlog import ContainerLog as ContainerLog
 from controlplane.containerlog import container_log
+from controlplane.controllers.config import ControllerConfig
 from controlplane.controllers.stages import REPLICATION_MANAGER_STAGES, UPSTREAM_COMMIT
 from controlplane.controllers.stages import SyncStage as Stage
 from controlplane.duplicate_keys import collect_duplicates as collect_duplicates
@@ -72,7 +73,6 @@ from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
     REPLICA_SET,
     REPLICATION_CONTROLLER,
-    ControllerConfig,
     ReplicaSetController,
 )
 from controlplane.replication import LateReplicationManager, ReplicationManager

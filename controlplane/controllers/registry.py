@@ -68,7 +68,7 @@ class ControllerVersion:
 
     `factory` names (`"module:attribute"`) a callable
     `(kernel, client, config, *, trace, flags) -> controller`: `config` is the controller's
-    knobs (`controlplane.replicaset.ControllerConfig`), `flags` the scenario's config mapping
+    knobs (`controlplane.controllers.config.ControllerConfig`), `flags` the scenario's config mapping
     (for the flags of that version, e.g. v1.5's `enableGarbageCollector`). The controller it
     returns is built on `controlplane.controllers.runtime.ControllerRuntime`."""
 

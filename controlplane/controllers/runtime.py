@@ -28,7 +28,7 @@ Guarantees
 What a controller built on it provides
 --------------------------------------
 * `__init__` calls `ControllerRuntime.__init__` with its registry entry
-  (`controlplane.controllers.ControllerSpec`) and knobs (`controlplane.replicaset.ControllerConfig`:
+  (`controlplane.controllers.ControllerSpec`) and knobs (`controlplane.controllers.config.ControllerConfig`:
   `workers`, `manual_workers`, ...), sets `sync_handler` (`async (key, worker) -> Exception |
   None`, a field so tests can swap it; its sync framed by `_framed_sync`), then calls `_build()`.
 * `_build()`: everything a (re)start constructs: its informers, `queue = self._new_queue()`, its
@@ -55,12 +55,12 @@ from controlplane.workqueue.queue import Queue
 
 if TYPE_CHECKING:
     from controlplane.consistency import NoopConsistencyStore, RealConsistencyStore
+    from controlplane.controllers.config import ControllerConfig
     from controlplane.controllers.registry import ControllerSpec
     from controlplane.events import EventRecorder
     from controlplane.expectations import UIDTrackingControllerExpectations
     from controlplane.informers import SharedInformer
     from controlplane.replicaset.metrics import ReplicaSetMetrics
-    from controlplane.replicaset.replica_set import ControllerConfig
 
 CACHE_SYNC_POLL = 0.1  # WaitForCacheSync polls every 100 ms
 

@@ -18,13 +18,13 @@ Guarantees
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from controlplane.apiserver import ApiError
 from controlplane.apiserver.errors import has_status_cause, is_not_found
 from controlplane.consistency import NoopConsistencyStore, RealConsistencyStore
 from controlplane.controller_ref_manager import PodControllerRefManager, recheck_deletion_timestamp
+from controlplane.controllers.config import ControllerConfig
 from controlplane.controllers.runtime import ControllerRuntime, SyncContext
 from controlplane.events import EventRecorder
 from controlplane.expectations import UIDTrackingControllerExpectations
@@ -58,7 +58,6 @@ from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
 
-BURST_REPLICAS = 500
 SLOW_START_INITIAL_BATCH_SIZE = 1
 CONTROLLER_UID_INDEX = "controllerUID"
 POD_CONTROLLER_INDEX = "podController"
@@ -98,22 +97,6 @@ pod_controller_index = _PodControllerIndex()
 def controller_uid_index(rs: Obj) -> tuple[str, ...]:
     ref = controller_ref(rs)
     return (ref["uid"],) if ref is not None and ref.get("uid") else ()
-
-
-@dataclass
-class ControllerConfig:
-    """Knobs of one controller; defaults mirror kube-controller-manager v1.36."""
-
-    workers: int = 5
-    burst_replicas: int = BURST_REPLICAS
-    watch_latency: float = 0.05
-    resync_period: float = 0.0  # KCM draws 12-24 h; 0 = no periodic resync within a simulation
-    slow_start: bool = True  # what-if: False issues all creates of a sync in one batch
-    expectations: bool = True  # what-if: False makes satisfied_expectations always true
-    stale_controller_consistency: bool = True  # gate StaleControllerConsistencyReplicaSet
-    terminating_replicas: bool = True  # gate DeploymentReplicaSetTerminatingReplicas
-    pod_deletion_cost: bool = True  # gate PodDeletionCost (ranking key 4)
-    manual_workers: bool = False  # what-if: workers dequeue only when `sync_next` says so
 
 
 class ReplicaSetController(ControllerRuntime):
@@ -634,4 +617,4 @@ def new_replication_controller_adapter(
     return ReplicaSetController(kernel, client, REPLICATION_CONTROLLER, config, trace=trace)
 
 
-__all__ = ["ControllerConfig", "ReplicaSetController", "is_pod_active"]
+__all__ = ["ReplicaSetController", "is_pod_active"]

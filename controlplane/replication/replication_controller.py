@@ -72,6 +72,7 @@ from controlplane.apiserver import ApiError
 from controlplane.apiserver.errors import is_not_found
 from controlplane.consistency import NoopConsistencyStore
 from controlplane.controller_ref_manager import AdoptError, ClaimError
+from controlplane.controllers.config import ControllerConfig
 from controlplane.controllers.runtime import ControllerRuntime, SyncContext
 from controlplane.events import EventRecorder
 from controlplane.expectations import UIDTrackingControllerExpectations
@@ -90,7 +91,7 @@ from controlplane.pod_control import PodControlError
 from controlplane.podutil import controller_ref, filter_active_pods, is_pod_ready, pod_key
 from controlplane.replicaset.kinds import REPLICATION_CONTROLLER
 from controlplane.replicaset.metrics import ReplicaSetMetrics
-from controlplane.replicaset.replica_set import ControllerConfig, _status_counts
+from controlplane.replicaset.replica_set import _status_counts
 from controlplane.replicaset.replica_set_utils import calculate_status, status_changes, update_replica_set_status
 from controlplane.replication.controller_ref_manager import PodControllerRefManager
 from controlplane.replication.controller_utils import (

@@ -25,9 +25,10 @@ from controlplane.controllers import (
     by_queue,
     by_resource,
 )
+from controlplane.controllers.config import ControllerConfig
 from controlplane.controllers.runtime import ControllerRuntime
 from controlplane.kernel import Kernel
-from controlplane.replicaset import ControllerConfig, ReplicaSetController
+from controlplane.replicaset import ReplicaSetController
 from controlplane.replication import ReplicationManager
 from controlplane.trace import Trace
 

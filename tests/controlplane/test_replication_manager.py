@@ -14,9 +14,9 @@ import pytest
 
 from controlplane.apiserver import ApiError, APIServer, Client
 from controlplane.controllers import registry
+from controlplane.controllers.config import ControllerConfig
 from controlplane.kernel import Kernel, rfc3339
 from controlplane.pod_control import PodControlError
-from controlplane.replicaset import ControllerConfig
 from controlplane.replicaset.replica_set_utils import (
     REPLICA_FAILURE,
     get_condition,
