@@ -34,6 +34,8 @@ from array import array
 from collections.abc import Iterable
 from typing import Any
 
+from controlplane.controllers.registry import CONTROLLERS
+
 Record = dict[str, Any]
 
 MAX_RECORDS = 2_000_000
@@ -42,8 +44,12 @@ MAX_LINKS = 64
 MAX_PAGE = 1000
 FILTER_FIELDS = ("kind", "controller", "key", "name", "text")
 # The controller a workqueue belongs to, by the queue's name (upstream names the RC queue
-# "replicationmanager").
-CONTROLLER_OF_QUEUE = {"replicaset": "replicaset", "replicationmanager": "replicationcontroller"}
+# "replicationmanager"), and the kind of each resource an informer of a controller watches.
+CONTROLLER_OF_QUEUE = {spec.queue_name: spec.name for spec in CONTROLLERS}
+_KIND_OF_RESOURCE = {
+    **{owned.resource: owned.kind for spec in CONTROLLERS for owned in spec.owns},
+    **{spec.resource: spec.kind for spec in CONTROLLERS},
+}
 _PAST = {"add": "added", "update": "updated", "delete": "deleted"}
 
 
@@ -329,9 +335,7 @@ def describe(record: Record) -> str:
     if kind == "informer.event":
         handler = str(g("type"))
         resource = str(g("informer", "")).rsplit("/", 1)[-1]
-        noun = {"pods": "Pod", "replicasets": "ReplicaSet", "replicationcontrollers": "ReplicationController"}.get(
-            resource, resource
-        )
+        noun = _KIND_OF_RESOURCE.get(resource, resource)
         tomb = " (a tombstone)" if g("tombstone") else ""
         return f"{g('informer')} saw {g('key')} {_PAST.get(handler, handler)}{tomb}: its handlers ran ({handler}{noun})"
     if kind == "informer.deliver":

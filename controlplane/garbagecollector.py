@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from controlplane.apiserver import resources
 from controlplane.apiserver.errors import ApiError, is_conflict, is_gone, is_not_found
 from controlplane.apiserver.watch import DELETED
+from controlplane.controllers.registry import REGISTRY
 from controlplane.kernel import Cancelled, Future, NotQuiescent, resumable
 from controlplane.trace import NULL_TRACE, Trace
 
@@ -46,7 +47,9 @@ if TYPE_CHECKING:
 
 Obj = dict[str, Any]
 
-WATCHED_RESOURCES = ("pods", "replicasets", "replicationcontrollers")
+# The owner graph: every kind a controller owns or controls (controlplane.controllers), in the
+# registry's order (the informers start in it).
+WATCHED_RESOURCES = REGISTRY.managed_resources()
 FINALIZER_ORPHAN = "orphan"
 FINALIZER_FOREGROUND = "foregroundDeletion"
 DEFAULT_WORKERS = 20

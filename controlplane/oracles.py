@@ -59,6 +59,7 @@ from controlplane.trace import Record
 
 if TYPE_CHECKING:
     from controlplane.replicaset import ReplicaSetController
+    from controlplane.replication import ReplicationManager
 
 Obj = dict[str, Any]
 
@@ -204,7 +205,7 @@ class SafetyMonitor:
         if handler is not None:
             handler(record)
 
-    def _controller(self, name: str) -> ReplicaSetController | None:
+    def _controller(self, name: str) -> ReplicaSetController | ReplicationManager | None:
         return self.sim.controllers.get(name)
 
     # -- expectations as the trace tells them ---------------------------------------------------
@@ -620,7 +621,12 @@ def _check_controller(
 
 
 def _check_quiescent(
-    report: OracleReport, sim: RunningWorld, name: str, controller: ReplicaSetController, now: float, suffix: str
+    report: OracleReport,
+    sim: RunningWorld,
+    name: str,
+    controller: ReplicaSetController | ReplicationManager,
+    now: float,
+    suffix: str,
 ) -> None:
     report.check("esr-quiescent")
     problems: list[str] = []

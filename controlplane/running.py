@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from controlplane.kernel import Kernel
     from controlplane.nodes import NodeSimulator
     from controlplane.replicaset import ReplicaSetController
+    from controlplane.replication import ReplicationManager
     from controlplane.trace import Record, Trace
 
 Obj = dict[str, Any]
@@ -51,7 +52,7 @@ class RunningWorld(Protocol):
     @property
     def nodes(self) -> NodeSimulator: ...
     @property
-    def controllers(self) -> dict[str, ReplicaSetController]: ...
+    def controllers(self) -> dict[str, ReplicaSetController | ReplicationManager]: ...
     @property
     def syncs(self) -> list[Obj]: ...
     @property

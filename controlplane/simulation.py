@@ -32,6 +32,8 @@ from controlplane.compare import describe_block as describe_block
 from controlplane.compare import diff_reports as diff_reports
 from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
+from controlplane.controllers.registry import CONTROLLERS as CONTROLLER_REGISTRY  # noqa: F401 - the inspector's links
+from controlplane.controllers.stages import K15 as K15
 from controlplane.duplicate_keys import collect_duplicates as collect_duplicates
 from controlplane.duplicate_keys import read_json as read_json
 from controlplane.expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from controlplane.controllers.registry import CONTROLLERS, REGISTRY, by_kind
 from controlplane.gcpolicy import simulation_gc
 from controlplane.kernel import Rng, seeded_rng
 from controlplane.oracles import OracleReport, SafetyMonitor, TraceDigest, Violation, check_liveness, liveness_bound
@@ -78,10 +79,11 @@ FOCUSED_FAULTS = (
     ("list", "pods"),
     ("watch", "pods"),
 )
-API_CLIENTS = ("replicaset-controller", "replication-controller", "kubelet", "garbage-collector", "user")
-WATCHED = ("pods", "replicasets", "replicationcontrollers")
+# The controllers by the registry, in its order (the rng draws from these tuples).
+CONTROLLER_NAMES = REGISTRY.names()
+API_CLIENTS = (*(spec.component for spec in CONTROLLERS), "kubelet", "garbage-collector", "user")
+WATCHED = REGISTRY.managed_resources()
 PROPAGATIONS = (None, "Background", "Foreground", "Orphan")
-CONTROLLER_OF_KIND = {"ReplicaSet": "replicaset", "ReplicationController": "replicationcontroller"}
 
 
 # -- the case -----------------------------------------------------------------------------------
@@ -362,7 +364,7 @@ class _Generator:
         weights = [w for w, _ in makers]
         for at in times:
             if manual and self.chance(0.5):
-                body = {"controller": self.rng.choice(("replicaset", "replicationcontroller"))}
+                body = {"controller": self.rng.choice(CONTROLLER_NAMES)}
                 actions.append({"at": at, "sync": body})
                 continue
             maker = rng.choices([m for _, m in makers], weights)[0]
@@ -392,8 +394,8 @@ class _Generator:
             # sent as an API client's `request` (what kubectl's writes become): the same API call
             # as a `patch` action.
             patch = {"spec": {"replicas": self.replicas()}}
-            plural = "replicasets" if ctl.kind == "ReplicaSet" else "replicationcontrollers"
-            request = {"verb": "patch", "resource": plural, "namespace": ctl.namespace, "name": ctl.name}
+            resource = by_kind(ctl.kind).resource
+            request = {"verb": "patch", "resource": resource, "namespace": ctl.namespace, "name": ctl.name}
             return {"request": {**request, "patchType": "merge", "body": patch}}
         return {"scale": {**self.target(ctl), "replicas": self.replicas()}}
 
@@ -513,7 +515,7 @@ class _Generator:
         if body["fault"] == "pause" and self.chance(0.3):
             body["delay"] = self.rng.choice((1.0, 10.0, 60.0))
         if self.chance(0.3):
-            body["controller"] = self.rng.choice(("replicaset", "replicationcontroller"))
+            body["controller"] = self.rng.choice(CONTROLLER_NAMES)
         return {"watchFault": body}
 
     def lost_creation(self) -> list[Obj] | None:
@@ -533,7 +535,7 @@ class _Generator:
     def restart(self) -> Obj:
         return {
             "controllerFault": {
-                "controller": self.rng.choice(("replicaset", "replicationcontroller")),
+                "controller": self.rng.choice(CONTROLLER_NAMES),
                 "fault": "restart",
             }
         }
@@ -558,7 +560,7 @@ class _Generator:
         if choice == 7:
             gate = rng.choice(("StaleControllerConsistencyReplicaSet", "PodDeletionCost"))
             return {"config": {"featureGates": {gate: rng.random() < 0.5}}}
-        manual = [] if rng.random() < 0.3 else [rng.choice(("replicaset", "replicationcontroller"))]
+        manual = [] if rng.random() < 0.3 else [rng.choice(CONTROLLER_NAMES)]
         return {"config": {"manualWorkers": manual}}
 
 

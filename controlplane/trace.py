@@ -48,9 +48,10 @@ Kinds (the vocabulary; fields after the colon):
   sync.start: controller, key, worker, expectations ({add, del} of the key's record, or None)
               [, version (the v1.5 ReplicationManager's: "v1.5" or "v1.5-late")]
   sync.stage: controller, key, worker, stage (consistency, get, expectations, selector, list,
-              claim, manage, batch, delete, status, requeue; the v1.5 ReplicationManager's are
-              controlplane.replication.STAGES: podStoreSynced, get, expectations, list, classify,
-              adopt, release, manage, create, delete, status), and the stage's own fields
+              claim, manage, batch, delete, status, requeue; the v1.5 ReplicationManager's:
+              podStoreSynced, get, expectations, list, classify, adopt, release, manage, create,
+              delete, status; each version's in controlplane.controllers.stages), and the stage's
+              own fields
               (consistency: ready, error, verdict, groupResource, readVersion, wroteVersion;
               batch: size, succeeded, failed, error; create: issued, succeeded, failed, error;
               status: written, status, changed)

@@ -40,6 +40,9 @@ from typing import Any, NamedTuple
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.causes import FILTER_FIELDS, MAX_RECORDS, RecordLog
 from controlplane.containerlog import ContainerLog, container_log
+from controlplane.controllers.config import ControllerConfig
+from controlplane.controllers.stages import REPLICATION_MANAGER_STAGES, UPSTREAM_COMMIT
+from controlplane.controllers.stages import SyncStage as Stage
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -52,11 +55,9 @@ from controlplane.nodes import NodeSimulator
 from controlplane.replicaset import (
     REPLICA_SET,
     REPLICATION_CONTROLLER,
-    ControllerConfig,
     ReplicaSetController,
 )
-from controlplane.replication import STAGES as REPLICATION_MANAGER_STAGES
-from controlplane.replication import UPSTREAM_COMMIT, LateReplicationManager, ReplicationManager, Stage
+from controlplane.replication import LateReplicationManager, ReplicationManager
 from controlplane.scenario import (
     ACTION_VERBS,
     PodDemand,
@@ -184,7 +185,7 @@ class Simulation:
         self.namespaces = NamespaceController(
             self.kernel, self._client("namespace-controller"), self.trace, delay=self.config["watchLatency"]
         )
-        self.controllers: dict[str, ReplicaSetController] = {}
+        self.controllers: dict[str, ReplicaSetController | ReplicationManager] = {}
         for name in self.config["controllers"]:
             self.controllers[name] = self._new_controller(name)
         self.faults = FaultInjector(self)
@@ -220,7 +221,7 @@ class Simulation:
             self.clients[user_agent] = client
         return client
 
-    def _new_controller(self, name: str) -> ReplicaSetController:
+    def _new_controller(self, name: str) -> ReplicaSetController | ReplicationManager:
         """The controller `name` of the version config.controllerVersion names, with the flags
         of that version (kube-controller-manager's, DESIGN §2.3)."""
         kind = CONTROLLER_KINDS[name]
@@ -238,7 +239,7 @@ class Simulation:
             )
         return ReplicaSetController(self.kernel, client, kind, self._controller_config(name), trace=self.trace)
 
-    def _controller_flags_changed(self, name: str, controller: ReplicaSetController) -> bool:
+    def _controller_flags_changed(self, name: str, controller: ReplicaSetController | ReplicationManager) -> bool:
         """Whether the running controller `name` was built with other flags than the config
         now asks for: another version, or (for a ReplicationManager) another GC flag or
         lookup cache size."""
@@ -1011,7 +1012,7 @@ class Simulation:
         }
 
     @staticmethod
-    def _expectation_counts(controller: ReplicaSetController) -> Obj:
+    def _expectation_counts(controller: ReplicaSetController | ReplicationManager) -> Obj:
         """Every key with a record, fulfilled or not (DESIGN §2.2)."""
         out: Obj = {}
         for key in controller.expectations.keys():  # noqa: SIM118 - not a dict

@@ -4,7 +4,9 @@ Upstream runs one controller for both, "as if ReplicationController were just an
 version of ReplicaSet" (pkg/controller/replication/conversion.go, spec §16), converting RC objects
 to RS objects at the informer, lister and client boundaries. Our objects are plain dicts of the same
 shape for both kinds except the selector and `status.terminatingReplicas`, so the adapter reduces to
-this description of the kind: the controller code never branches on the kind itself.
+this description of the kind: the controller code never branches on the kind itself. The
+kind's identity (name, resource, queue, component) is its entry in the controller registry
+(controlplane.controllers.registry); the adapter adds what the shared code must do differently.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from controlplane import labels
+from controlplane.controllers import registry
+from controlplane.controllers.registry import ControllerSpec
 from controlplane.labels import Selector
 
 Obj = dict[str, Any]
@@ -21,16 +25,46 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True)
 class ControllerKind:
-    name: str  # controller name in reports and faults: "replicaset", "replicationcontroller"
-    kind: str  # "ReplicaSet"
-    api_version: str  # ownerReferences apiVersion
-    resource: str  # API resource (plural)
-    group_resource: str  # GroupResource.String(): "replicasets.apps" (consistency store, metrics)
-    queue_name: str
-    component: str  # Event source and client user agent
+    """The adapter of one kind: its registry entry (`spec`: name, kind, resource, queue name,
+    component, read through the properties below) and what the controller's code must do
+    differently for it."""
+
+    spec: ControllerSpec
     enable_status_terminating_replicas: bool
     selector: Callable[[Obj], Selector]  # spec.selector for syncing; ValueError if invalid
     lister_selector: Callable[[Obj], Selector | None]  # None: never matches a pod (GetPodControllers)
+
+    @property
+    def name(self) -> str:
+        """The controller's name in reports and faults: "replicaset", "replicationcontroller"."""
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def api_version(self) -> str:
+        """The ownerReferences apiVersion."""
+        return self.spec.api_version
+
+    @property
+    def resource(self) -> str:
+        return self.spec.resource
+
+    @property
+    def group_resource(self) -> str:
+        """GroupResource.String(): "replicasets.apps" (consistency store, metrics)."""
+        return self.spec.group_resource
+
+    @property
+    def queue_name(self) -> str:
+        return self.spec.queue_name
+
+    @property
+    def component(self) -> str:
+        """The Event source and client user agent."""
+        return self.spec.component
 
     def __reduce__(self) -> str | tuple[Any, ...]:
         # The kinds below are compared by identity (`kind is REPLICA_SET`): a snapshot
@@ -67,26 +101,14 @@ def _rc_lister_selector(rc: Obj) -> Selector | None:
 
 
 REPLICA_SET = ControllerKind(
-    name="replicaset",
-    kind="ReplicaSet",
-    api_version="apps/v1",
-    resource="replicasets",
-    group_resource="replicasets.apps",
-    queue_name="replicaset",
-    component="replicaset-controller",
+    spec=registry.REPLICA_SET,
     enable_status_terminating_replicas=True,
     selector=_rs_selector,
     lister_selector=_rs_lister_selector,
 )
 
 REPLICATION_CONTROLLER = ControllerKind(
-    name="replicationcontroller",
-    kind="ReplicationController",
-    api_version="v1",
-    resource="replicationcontrollers",
-    group_resource="replicationcontrollers",
-    queue_name="replicationmanager",
-    component="replication-controller",
+    spec=registry.REPLICATION_CONTROLLER,
     # "because the RC API has no .status.terminatingReplicas field" (spec §16)
     enable_status_terminating_replicas=False,
     selector=_rc_selector,

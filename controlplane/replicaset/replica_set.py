@@ -5,29 +5,27 @@ Guarantees
 ----------
 * Handlers only enqueue keys and adjust expectations (spec §4); every decision is made in
   `sync_replica_set(key)` (spec §6), which is the `sync_handler` field so tests can swap it.
-* A key is synced by at most one worker at a time (the workqueue is stingy); a failed sync is
-  requeued with the default controller rate limiter, a successful one forgets its failures (§5).
-* A sync that raises (a bug, or input no check foresaw) fails like a sync that returns an error:
-  one `error` trace record, `sync.end` with the error, the key requeued rate-limited (as
-  upstream's `utilruntime.HandleError` path does for errors), and the worker lives on. Upstream
-  a panic would restart the process; a debugger must not lose the user's session to one.
+* The workqueue, the workers (Forget / AddRateLimited, spec §5), a raising sync's containment,
+  manual workers, the `sync.*` records and the parking of idle workers are the shared runtime's
+  (controlplane.controllers.runtime), with the guarantees stated there.
 * Each stage of a sync is one `sync.stage` trace record, in upstream's order: consistency,
   get, expectations, list, claim, manage (with one `batch` record per slow-start batch and one
-  `delete` record per scale-down), status, requeue. `sync.start` / `sync.end` frame it.
+  `delete` record per scale-down), status, requeue (the table with the upstream line of each:
+  controlplane.controllers.stages.REPLICA_SET_STAGES). `sync.start` / `sync.end` frame it.
 * Nothing here reads the wall clock: "now" is the kernel's.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apiserver import ApiError
 from controlplane.apiserver.errors import has_status_cause, is_not_found
 from controlplane.consistency import NoopConsistencyStore, RealConsistencyStore
 from controlplane.controller_ref_manager import PodControllerRefManager, recheck_deletion_timestamp
+from controlplane.controllers.config import ControllerConfig
+from controlplane.controllers.runtime import ControllerRuntime, SyncContext
 from controlplane.events import EventRecorder
 from controlplane.expectations import UIDTrackingControllerExpectations
 from controlplane.informers import (
@@ -39,7 +37,7 @@ from controlplane.informers import (
     meta_namespace_key,
     split_meta_namespace_key,
 )
-from controlplane.kernel import Cancelled, Future, Kernel, NotQuiescent, Task, resumable
+from controlplane.kernel import Kernel
 from controlplane.labels import Selector, selector_from_set
 from controlplane.pod_control import PodControlError, RealPodControl
 from controlplane.podutil import (
@@ -53,20 +51,16 @@ from controlplane.podutil import (
     new_controller_ref,
     pod_key,
 )
-from controlplane.replicaset.kinds import REPLICA_SET, ControllerKind
+from controlplane.replicaset.kinds import REPLICA_SET, REPLICATION_CONTROLLER, ControllerKind
 from controlplane.replicaset.metrics import ReplicaSetMetrics
 from controlplane.replicaset.replica_set_utils import calculate_status, status_changes, update_replica_set_status
 from controlplane.trace import NULL_TRACE, Trace
-from controlplane.workqueue import RateLimitingQueue, default_controller_rate_limiter
-from controlplane.workqueue.queue import Queue
 
 Obj = dict[str, Any]
 
-BURST_REPLICAS = 500
 SLOW_START_INITIAL_BATCH_SIZE = 1
 CONTROLLER_UID_INDEX = "controllerUID"
 POD_CONTROLLER_INDEX = "podController"
-CACHE_SYNC_POLL = 0.1  # WaitForCacheSync polls every 100 ms
 
 
 def pod_controller_index_key(namespace: str, ref: Obj | None) -> str:
@@ -105,55 +99,12 @@ def controller_uid_index(rs: Obj) -> tuple[str, ...]:
     return (ref["uid"],) if ref is not None and ref.get("uid") else ()
 
 
-@dataclass
-class ControllerConfig:
-    """Knobs of one controller; defaults mirror kube-controller-manager v1.36."""
+class ReplicaSetController(ControllerRuntime):
+    """The ReplicaSet controller of `kind` (the ReplicaSet, or ReplicationControllers through
+    their adapter), built on the shared runtime (controlplane.controllers.runtime): its queue,
+    workers, tracing and parking are the runtime's, its handlers and sync its own."""
 
-    workers: int = 5
-    burst_replicas: int = BURST_REPLICAS
-    watch_latency: float = 0.05
-    resync_period: float = 0.0  # KCM draws 12-24 h; 0 = no periodic resync within a simulation
-    slow_start: bool = True  # what-if: False issues all creates of a sync in one batch
-    expectations: bool = True  # what-if: False makes satisfied_expectations always true
-    stale_controller_consistency: bool = True  # gate StaleControllerConsistencyReplicaSet
-    terminating_replicas: bool = True  # gate DeploymentReplicaSetTerminatingReplicas
-    pod_deletion_cost: bool = True  # gate PodDeletionCost (ranking key 4)
-    manual_workers: bool = False  # what-if: workers dequeue only when `sync_next` says so
-
-
-@dataclass
-class WorkerState:
-    id: int
-    key: str | None = None
-    stage: str = "idle"
-    since: float = 0.0
-    syncs: int = 0
-
-
-@dataclass
-class SyncContext:
-    """What one sync saw and did, for the sync inspector."""
-
-    key: str
-    worker: int | None
-    start: float
-    stages: list[dict[str, Any]] = field(default_factory=list)
-    # Names of the active pods this sync counted (after claiming); None until it listed them.
-    counted: list[str] | None = None
-    requests: int = 0  # pod creates and deletes issued so far (numbers `sync.request` records)
-    # The consistency store's verdict: "ready", "stale" (the sync was refused) or "off" (gate off).
-    consistency: str | None = None
-    # How the sync itself requeues its key when it succeeds: {"decision": "after", "delay": s}
-    # (minReadySeconds) or {"decision": "none"}. A failed sync is the worker's to requeue.
-    requeue: dict[str, Any] | None = None
-    # Trace seqs (controlplane.trace): the sync.start record, which causes every stage, and the
-    # latest stage, which causes the sync.requests issued under it.
-    start_seq: int | None = None
-    stage_seq: int | None = None
-
-
-class ReplicaSetController:
-    # The controller version this class implements (config.controllerVersion, DESIGN §2.3).
+    # The controller version this class implements (config.controllerVersion, docs/scenarios.md).
     version = "v1.36"
 
     def __init__(
@@ -165,49 +116,37 @@ class ReplicaSetController:
         *,
         trace: Trace | None = None,
     ) -> None:
-        self.kernel = kernel
-        self.client = client
+        super().__init__(kernel, client, kind.spec, config or ControllerConfig(), trace=trace or NULL_TRACE)
         self.kind = kind
-        self.config = config or ControllerConfig()
-        self.trace = trace or NULL_TRACE
         self.sync_handler = self.sync_replica_set
-        self.restarts = 0
-        self.sync_crashes = 0  # syncs that raised instead of returning (see the docstring)
-        self._running = False
         self._build()
 
     # -- construction (also what a restart redoes) ------------------------------------------
     def _build(self) -> None:
         kernel, kind, cfg, trace = self.kernel, self.kind, self.config, self.trace
         self._build_informers()
-        self.queue: RateLimitingQueue[str] = RateLimitingQueue(
-            kernel, default_controller_rate_limiter(kernel), name=kind.queue_name, trace=trace
-        )
+        self.queue = self._new_queue()
         self.expectations = UIDTrackingControllerExpectations(kernel, trace=trace, controller=kind.name)
         self.expectations.enabled = cfg.expectations
-        self.consistency: RealConsistencyStore | NoopConsistencyStore = NoopConsistencyStore()
+        self.consistency = NoopConsistencyStore()
         self.set_consistency_gate(cfg.stale_controller_consistency)
         self.metrics = ReplicaSetMetrics()  # process metrics: a restart starts them from zero
         self.recorder = EventRecorder(kernel, self.client, kind.component, trace=trace)
         self.pod_control = self._new_pod_control()
-        self.workers: list[WorkerState] = []
-        self._worker_tasks: list[Task | None] = []
-        self._inflight: list[Task] = []  # concurrent creates/deletes of slow start and scale-down
-        self._run_task: Task | None = None
-        self._caches_synced = False
+        self._reset_workers()
         self._selectors: dict[str, tuple[str, Selector | None]] = {}
-        self.last_sync: SyncContext | None = None
-        # The latest sync of each key (kept while the trace is on): the cache-vs-truth view.
-        self.last_syncs: dict[str, SyncContext] = {}
+
+    @property
+    def informers(self) -> tuple[SharedInformer, ...]:
+        return (self.pod_informer, self.rs_informer)
 
     def _new_pod_control(self) -> RealPodControl:
-        """The pod control of this controller version (an extension point, see `_build`)."""
+        """The pod control (a test overrides it to count or fail pod writes)."""
         return RealPodControl(self.client, self.recorder, on_write=self._on_pod_write)
 
     def _build_informers(self) -> None:
-        """The pod and controller informers with their handlers (an extension point: another
-        controller version wires its own, under the same attribute names, which the facade,
-        the faults and the dashboard read)."""
+        """The pod and controller informers with their handlers (`pod_informer`, `rs_informer`:
+        the names the facade, the faults and the dashboard read on every controller)."""
         kernel, kind, cfg, trace = self.kernel, self.kind, self.config, self.trace
         self.pod_informer = SharedInformer(
             kernel,
@@ -252,81 +191,6 @@ class ReplicaSetController:
     def _on_pod_write(self, ref: Obj, pod: Obj) -> None:
         namespace = pod["metadata"]["namespace"]
         self.consistency.wrote_at(f"{namespace}/{ref['name']}", ref["uid"], "pods", pod["metadata"]["resourceVersion"])
-
-    # -- lifecycle --------------------------------------------------------------------------
-    def start(self) -> None:
-        """`Run(ctx, workers)`: start informers, wait for both caches, then start the workers."""
-        self._running = True
-        self.pod_informer.start()
-        self.rs_informer.start()
-        self._run_task = self.kernel.spawn(self._run(), name=f"{self.kind.name}/run")
-
-    async def _run(self) -> None:
-        try:
-            while not (self.pod_informer.has_synced() and self.rs_informer.has_synced()):
-                await self.kernel.sleep(CACHE_SYNC_POLL)
-            self._caches_synced = True
-            self.set_workers(self.config.workers)
-        except Cancelled:
-            pass
-
-    @property
-    def caches_synced(self) -> bool:
-        """Both informers have synced and the workers are (or may be) running."""
-        return self._caches_synced
-
-    def set_workers(self, n: int) -> None:
-        """Grow or shrink the worker pool; a removed worker finishes its current sync first.
-        With manual workers the slots exist but no loop runs (see `sync_next`)."""
-        self.config.workers = n
-        if not self._running or not self._caches_synced:
-            return
-        manual = self.config.manual_workers
-        for wid in range(n):
-            if wid == len(self.workers):
-                self.workers.append(WorkerState(wid))
-                self._worker_tasks.append(None)
-            task = self._worker_tasks[wid]
-            if task is None or task.done():
-                self.workers[wid].key = None
-                if manual:
-                    self.workers[wid].stage = "manual"
-                else:
-                    self.workers[wid].stage = "idle"
-                    self._worker_tasks[wid] = self.kernel.spawn(
-                        self._worker(wid), name=f"{self.kind.name}/worker-{wid}"
-                    )
-        for wid in range(len(self.workers)):
-            task = self._worker_tasks[wid]
-            # An idle surplus (or now manual) worker stops now; a busy one after its current
-            # sync (loop condition).
-            if (wid >= n or manual) and task is not None and not task.done() and self.workers[wid].key is None:
-                task.cancel()
-            elif wid >= n and (task is None or task.done()):
-                self.workers[wid].stage = "stopped"
-
-    def stop(self) -> None:
-        """Shut down: the queue stops handing out keys, informers stop, workers are cancelled."""
-        self._running = False
-        self.queue.shut_down()
-        self.pod_informer.stop()
-        self.rs_informer.stop()
-        # A stopped controller-manager's goroutines are gone: requests already sent are still
-        # answered by the server, but nobody here hears the answers.
-        for task in [self._run_task, *self._worker_tasks, *self._inflight]:
-            if task is not None and not task.done():
-                task.cancel()
-        self._inflight = []
-        self.recorder.stop()
-
-    def restart(self) -> None:
-        """A controller-manager restart: caches, queue and expectations are lost; relist."""
-        self.stop()
-        self.restarts += 1
-        if self.trace.enabled:
-            self.trace.emit("controller.restart", controller=self.kind.name)
-        self._build()
-        self.start()
 
     # -- enqueueing -------------------------------------------------------------------------
     def enqueue_rs(self, rs: Obj) -> None:
@@ -449,195 +313,9 @@ class ReplicaSetController:
         self.expectations.deletion_observed(key, pod_key(pod))
         self.queue.add(key)
 
-    # -- the worker loop (spec §5) ----------------------------------------------------------
-    async def _worker(self, wid: int, first: str | None = None, parked: Future | None = None) -> None:
-        """`processNextWorkItem` in a loop while automatic; `first` is a key a manual `sync`
-        already took from the queue (the loop then continues only if workers went automatic);
-        `parked`: the worker is restored from a snapshot, waiting in `get_async` for this
-        wake-up (see the `resumable` declaration below the class)."""
-        queue = self.queue
-        state = self.workers[wid]
-        try:
-            if first is not None:
-                await self._process(wid, first)
-            while parked is not None or (wid < self.config.workers and not self.config.manual_workers):
-                key, quit_ = await queue.get_async(worker=str(wid), parked=parked)
-                parked = None
-                if quit_ or key is None:
-                    return
-                await self._process(wid, key)
-            state.stage = self._parked_stage(wid)
-        except Cancelled:
-            state.key, state.stage = None, self._parked_stage(wid)
-
-    async def _process(self, wid: int, key: str) -> None:
-        queue = self.queue
-        state = self.workers[wid]
-        state.key, state.stage, state.since = key, "dequeued", self.kernel.now
-        await self._yield()
-        state.stage = "sync"
-        try:
-            err = await self.sync_handler(key, wid)
-        except Cancelled:
-            raise
-        except Exception as exc:  # a replaced sync_handler (the real one contains its own)
-            err = self._sync_crashed(key, wid, exc)
-        if err is None:
-            queue.forget(key)
-        else:
-            delay = queue.add_rate_limited(key)
-            if self.trace.enabled and delay is not None:
-                self.trace.emit(
-                    "sync.requeue",
-                    controller=self.kind.name,
-                    key=key,
-                    worker=wid,
-                    decision="rateLimited",
-                    delay=delay,
-                    requeues=queue.rate_limiter.num_requeues(key),
-                )
-        queue.done(key, worker=str(wid))
-        state.key, state.since = None, self.kernel.now
-        state.stage = "idle" if not self.config.manual_workers else self._parked_stage(wid)
-        state.syncs += 1
-
-    def _sync_crashed(self, key: str, worker: int | None, exc: Exception) -> Exception:
-        """Report a sync that raised; the caller treats it as the sync's error."""
-        error = f"{type(exc).__name__}: {exc}"
-        self.sync_crashes += 1
-        if self.trace.enabled:
-            self.trace.emit("error", where="sync", controller=self.kind.name, key=key, worker=worker, error=error)
-        return RuntimeError(f"sync crashed: {error}")
-
-    def _parked_stage(self, wid: int) -> str:
-        """What a worker with no running loop shows: waiting for a click, or stopped."""
-        return "manual" if self.config.manual_workers and wid < self.config.workers else "stopped"
-
-    # -- manual workers (a ctrlscope what-if: a debugger's "step") ---------------------------
-    def set_manual_workers(self, manual: bool) -> None:
-        """Manual: no worker dequeues until `sync_next` tells one to; automatic again: the
-        configured number of workers resume their loops."""
-        self.config.manual_workers = manual
-        self.set_workers(self.config.workers)
-
-    def sync_next(self, key: str | None = None) -> dict[str, Any]:
-        """Manual workers only: the lowest-numbered idle worker takes the head of the queue (as
-        `Get()` would) or, as a what-if, the queued `key` out of order, and syncs it. Returns
-        `{key, worker}`; raises ValueError (nothing changed) when that cannot be done."""
-        if not self.config.manual_workers:
-            raise ValueError(f"the {self.kind.name} workers are automatic: switch them to manual first")
-        if not self._caches_synced:
-            raise ValueError(f"the {self.kind.name} controller is still waiting for its caches to sync")
-        idle = [w.id for w in self.workers[: self.config.workers] if w.key is None]
-        if not idle:
-            raise ValueError(f"all {self.config.workers} {self.kind.name} workers are busy")
-        wid = idle[0]
-        if key is None:
-            if len(self.queue) == 0:
-                raise ValueError(f"the {self.kind.name} queue is empty")
-            taken, _ = self.queue.get(worker=str(wid))
-            assert taken is not None
-            key = taken
-        elif not self.queue.take(key, worker=str(wid)):
-            raise ValueError(f"{key} is not queued in the {self.kind.name} queue")
-        state = self.workers[wid]
-        state.key, state.stage, state.since = key, "sync", self.kernel.now
-        self._worker_tasks[wid] = self.kernel.spawn(self._worker(wid, key), name=f"{self.kind.name}/worker-{wid}")
-        return {"key": key, "worker": wid}
-
-    def _stage(self, ctx: SyncContext, stage: str, **fields: Any) -> None:
-        if ctx.worker is not None and ctx.worker < len(self.workers):
-            self.workers[ctx.worker].stage = stage
-        if self.trace.enabled:
-            record = {"stage": stage, **fields}
-            ctx.stages.append({"time": self.kernel.now, **record})
-            ctx.stage_seq = self.trace.emit(
-                "sync.stage", ctx.start_seq, controller=self.kind.name, key=ctx.key, worker=ctx.worker, **record
-            )
-
-    def _yield(self) -> Any:
-        """A point where other goroutines may run (a zero-delay kernel sleep): after the dequeue,
-        after each synchronous stage of a sync, and before each pod write. Upstream's goroutines
-        can be preempted anywhere; these are the points where the simulator lets others run, so a
-        debugger can stop between two stages and see the world as it is there."""
-        return self.kernel.sleep(0)
-
-    def _request(self, ctx: SyncContext, verb: str, pod: str | None = None) -> None:
-        """One `sync.request` record as manage_replicas issues a pod create or delete: the
-        n-th of this sync, before the API server has it (breakpoints stop here)."""
-        ctx.requests += 1
-        if self.trace.enabled:
-            # The write that follows (in this goroutine) is caused by this request record.
-            self.trace.begin(
-                "sync.request",
-                ctx.stage_seq,
-                controller=self.kind.name,
-                key=ctx.key,
-                worker=ctx.worker,
-                verb=verb,
-                n=ctx.requests,
-                pod=pod,
-            )
-
     # -- syncReplicaSet (spec §6) -----------------------------------------------------------
     async def sync_replica_set(self, key: str, worker: int | None = None) -> Exception | None:
         return await self._framed_sync(key, worker, self._sync)
-
-    async def _framed_sync(
-        self, key: str, worker: int | None, body: Callable[[SyncContext], Awaitable[Exception | None]]
-    ) -> Exception | None:
-        """One sync of `key` by `body`, framed for the debugger: `sync.start` (with
-        `_sync_start_fields`), a raise contained as the sync's error, `sync.end`. Every
-        controller version's sync handler runs through here."""
-        ctx = SyncContext(key, worker, self.kernel.now)
-        self.last_sync = ctx
-        if self.trace.enabled:
-            self.last_syncs[key] = ctx
-        if self.trace.enabled:
-            # Caused by the queue.get that handed the key to this worker (the current cause).
-            ctx.start_seq = ctx.stage_seq = self.trace.emit(
-                "sync.start",
-                controller=self.kind.name,
-                key=key,
-                worker=worker,
-                expectations=self._expected(key),
-                **self._sync_start_fields(),
-            )
-        err: Exception | None
-        try:
-            err = await body(ctx)
-        except Cancelled:
-            raise
-        except Exception as exc:
-            err = self._sync_crashed(key, worker, exc)
-        if self.trace.enabled:
-            # What the worker does after the sync (forget, requeue, done) is caused by its end.
-            self.trace.begin(
-                "sync.end",
-                ctx.start_seq,
-                controller=self.kind.name,
-                key=key,
-                worker=worker,
-                start=ctx.start,
-                error=None if err is None else str(err),
-                expectations=self._expected(key),
-                consistency=ctx.consistency,
-                requeue={"decision": "rateLimited"} if err is not None else ctx.requeue,
-            )
-        return err
-
-    def _sync_start_fields(self) -> dict[str, Any]:
-        """Extra fields of this version's `sync.start` records (none for v1.36, whose records
-        are as they always were)."""
-        return {}
-
-    def _expected(self, key: str) -> dict[str, int] | None:
-        """The expectations record of `key` as `{add, del}` (None without one), for the trace."""
-        record, _ = self.expectations.get_expectations(key)
-        if record is None:
-            return None
-        add, dele = record.get_expectations()
-        return {"add": add, "del": dele}
 
     async def _sync(self, ctx: SyncContext) -> Exception | None:
         key = ctx.key
@@ -901,14 +579,6 @@ class ReplicaSetController:
             batch = min(2 * batch, remaining)
         return successes, None
 
-    async def _gather(self, coros: list[Any], what: str) -> list[Exception | None]:
-        """Run coroutines concurrently on the kernel and wait for all (a WaitGroup)."""
-        if len(coros) == 1:
-            return [await coros[0]]
-        tasks = [self.kernel.spawn(c, name=f"{self.kind.name}/{what}") for c in coros]
-        self._inflight = [t for t in self._inflight if not t.done()] + tasks
-        return [await t for t in tasks]
-
     def get_indirectly_related_pods(self, rs: Obj) -> list[Obj]:
         """Pods of every RS with the same controller as `rs` (e.g. one Deployment's RSs), by selector."""
         ref = controller_ref(rs)
@@ -926,53 +596,25 @@ class ReplicaSetController:
                     related.setdefault(pod["metadata"]["uid"], pod)
         return list(related.values())
 
-    # -- inspection -------------------------------------------------------------------------
-    def snapshot(self) -> dict[str, Any]:
-        server_rev = self.client.server.revision
-        expectations = {}
-        for key in self.expectations.keys():  # noqa: SIM118 - not a dict
-            expectations[key] = self.expectations.snapshot(key)
-        return {
-            "controller": self.kind.name,
-            "version": self.version,
-            "queue": self.queue.snapshot(),
-            "expectations": expectations,
-            "expectationsEnabled": self.expectations.enabled,
-            "workers": [
-                {"id": w.id, "key": w.key, "stage": w.stage, "since": w.since, "syncs": w.syncs} for w in self.workers
-            ],
-            "informers": [
-                self.pod_informer.snapshot(server_rev),
-                self.rs_informer.snapshot(server_rev),
-            ],
-            "consistency": self.consistency.snapshot(),
-            "metrics": self.metrics.snapshot(),
-            "restarts": self.restarts,
-            "lastSync": None
-            if self.last_sync is None
-            else {
-                "key": self.last_sync.key,
-                "worker": self.last_sync.worker,
-                "start": self.last_sync.start,
-                "stages": list(self.last_sync.stages),
-            },
-        }
-
-
-def _resume_worker(frames: list[dict[str, Any]], fut: Future | None) -> Callable[[], Any]:
-    worker, get = frames
-    if fut is not get["fut"]:
-        raise NotQuiescent("a worker awaits something other than its queue's wake-up")
-    return functools.partial(worker["self"]._worker, worker["wid"], parked=fut)
-
-
-# A worker waiting for a key is parked (a snapshot can hold it): see kernel.resumable.
-resumable(ReplicaSetController._worker, Queue.get_async, resume=_resume_worker)
-
 
 def _status_counts(rs: Obj) -> dict[str, Any]:
     status = rs.get("status") or {}
     return {k: status.get(k, 0) for k in ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas")}
 
 
-__all__ = ["ControllerConfig", "ReplicaSetController", "is_pod_active"]
+def new_replica_set_controller(
+    kernel: Kernel, client: Any, config: ControllerConfig, *, trace: Trace, flags: Mapping[str, Any]
+) -> ReplicaSetController:
+    """The registry's factory of the ReplicaSet controller (v1.36)."""
+    return ReplicaSetController(kernel, client, REPLICA_SET, config, trace=trace)
+
+
+def new_replication_controller_adapter(
+    kernel: Kernel, client: Any, config: ControllerConfig, *, trace: Trace, flags: Mapping[str, Any]
+) -> ReplicaSetController:
+    """The registry's factory of the ReplicationController controller at v1.36: the ReplicaSet
+    controller through its RC adapter (spec §16)."""
+    return ReplicaSetController(kernel, client, REPLICATION_CONTROLLER, config, trace=trace)
+
+
+__all__ = ["ReplicaSetController", "is_pod_active"]

@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from controlplane.apiserver import ApiError
+from controlplane.controllers.registry import REPLICATION_CONTROLLER
 from controlplane.kernel import parse_rfc3339
 from controlplane.pod_control import PodControlError
 from controlplane.pod_control import RealPodControl as _RealPodControl
@@ -28,8 +29,8 @@ from controlplane.podutil import get_pod_ready_condition, max_container_restarts
 Obj = dict[str, Any]
 
 CREATED_BY_ANNOTATION = "kubernetes.io/created-by"
-RC_API_VERSION = "v1"
-RC_KIND = "ReplicationController"
+RC_API_VERSION = REPLICATION_CONTROLLER.api_version
+RC_KIND = REPLICATION_CONTROLLER.kind
 
 _PHASE_ORDINAL = {"Pending": 0, "Unknown": 1, "Running": 2}  # any other phase, "" too: 0
 _ZERO_TIME = "0001-01-01T00:00:00Z"

@@ -14,30 +14,32 @@ Guarantees
   selector matches counts (R7.f); `manage_replicas` (§9: all creates at once, the 6-key delete
   order, NotFound on delete an error); status by `calculate_status` with the strict availability
   boundary and written as v1.36 does (§11); no `AddAfter` anywhere (§11.3).
-* Each stage of a sync is one `sync.stage` record named as in `STAGES` (upstream function per
-  stage), framed by `sync.start` (with `version`) and `sync.end`, like the v1.36 controller's.
+* Each stage of a sync is one `sync.stage` record named as in
+  `controlplane.controllers.stages.REPLICATION_MANAGER_STAGES` (upstream function per stage),
+  framed by `sync.start` (with `version`) and `sync.end`, like the v1.36 controller's.
 * The private RC informer resyncs every 10 minutes and `update_rc` always enqueues (R2.1, R5.2);
   the pod informer is the shared one, with the simulation's resync period.
 * Nothing here reads the wall clock: "now" and every delay are the kernel's.
 
 How it is built (for whoever adds the next version: a Deployment controller, a v1.7 RC)
 ---------------------------------------------------------------------------------------
-`ReplicationManager` is a `ReplicaSetController` (the v1.36 engine) that keeps its machinery and
-replaces its decisions. Inherited unchanged: the rate-limited workqueue named
-`replicationmanager` (`kinds.REPLICATION_CONTROLLER`), the UID-tracking expectations, the
-worker loop (`_worker`/`_process`: Forget on success, AddRateLimited on error, a raising sync
-contained), manual workers and `sync_next`, `stop`/`restart`, trace staging (`_stage`,
-`_request`, `_yield`), concurrent pod writes (`_gather`), `snapshot`. The extension points it
-overrides, and a next version would too:
-
-* `_build` / `_build_informers` / `_new_pod_control`: what a (re)start constructs;
-* `start`: how Run starts (here: workers at once, no cache wait);
-* the informer handlers (`enqueue_controller`, `update_rc`, `add_pod`, `update_pod`, `delete_pod`);
-* `sync_handler` (= `sync_replication_controller`, framed by `_framed_sync`) and
-  `manage_replicas`; `_sync_start_fields` adds `version` to `sync.start`;
-* `version` (the `config.controllerVersion` value) and `snapshot` (adds the lookup cache).
-Version-specific helpers live beside it: `controller_utils` (ActivePods, pod template,
-RealPodControl), `controller_ref_manager` (Classify/Adopt/Release), `lookup_cache`.
+`ReplicationManager` is its own controller on the shared runtime
+(controlplane.controllers.runtime), not a ReplicaSet controller: the runtime gives it the
+rate-limited workqueue named `replicationmanager` (its registry entry,
+controlplane.controllers.registry), the worker loop (Forget on success, AddRateLimited on error,
+a raising sync contained), manual workers and `sync_next`, `stop`/`restart`, trace staging
+(`_stage`, `_request`, `_yield`, `_framed_sync`), concurrent pod writes (`_gather`) and
+`snapshot`. Its own: what `_build` constructs (the informers, the UID-tracking expectations, the
+v1.5 pod control, the lookup cache), `start` (workers at once, no cache wait), the informer
+handlers (`enqueue_controller`, `update_rc`, `add_pod`, `update_pod`, `delete_pod`),
+`sync_handler` (= `sync_replication_controller`) and `manage_replicas`, and `version`.
+Where upstream v1.5 shares code with today's ReplicaSet controller it reuses that code:
+`kinds.REPLICATION_CONTROLLER` (selectors), `calculate_status` and `update_replica_set_status`
+(§11), the status counts the trace shows, the `ReplicaSetMetrics` and no-op consistency store
+every controller's snapshot shows. Version-specific helpers live beside it: `controller_utils`
+(ActivePods, pod template, RealPodControl), `controller_ref_manager` (Classify/Adopt/Release),
+`lookup_cache`. Its stages, with their upstream lines, are
+`controlplane.controllers.stages.REPLICATION_MANAGER_STAGES`.
 
 Decisions where upstream is nondeterministic (spec §15.3)
 ---------------------------------------------------------
@@ -63,12 +65,17 @@ Decisions where upstream is nondeterministic (spec §15.3)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from controlplane.apiserver import ApiError
 from controlplane.apiserver.errors import is_not_found
+from controlplane.consistency import NoopConsistencyStore
 from controlplane.controller_ref_manager import AdoptError, ClaimError
+from controlplane.controllers.config import ControllerConfig
+from controlplane.controllers.runtime import ControllerRuntime, SyncContext
+from controlplane.events import EventRecorder
+from controlplane.expectations import UIDTrackingControllerExpectations
 from controlplane.informers import (
     NAMESPACE_INDEX,
     DeletedFinalStateUnknown,
@@ -83,7 +90,8 @@ from controlplane.labels import selector_from_set
 from controlplane.pod_control import PodControlError
 from controlplane.podutil import controller_ref, filter_active_pods, is_pod_ready, pod_key
 from controlplane.replicaset.kinds import REPLICATION_CONTROLLER
-from controlplane.replicaset.replica_set import ControllerConfig, ReplicaSetController, SyncContext, _status_counts
+from controlplane.replicaset.metrics import ReplicaSetMetrics
+from controlplane.replicaset.replica_set import _status_counts
 from controlplane.replicaset.replica_set_utils import calculate_status, status_changes, update_replica_set_status
 from controlplane.replication.controller_ref_manager import PodControllerRefManager
 from controlplane.replication.controller_utils import (
@@ -93,122 +101,12 @@ from controlplane.replication.controller_utils import (
     sort_active_pods,
 )
 from controlplane.replication.lookup_cache import DEFAULT_LOOKUP_CACHE_SIZE, MatchingCache, cache_key
-from controlplane.trace import Trace
+from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
 
-UPSTREAM_COMMIT = "a0dadf16f9578b7e926945a85ea34b1621cde796"
 FULL_CONTROLLER_RESYNC_PERIOD = 600.0  # the private RC informer's resync (10 min)
 POD_STORE_SYNCED_POLL_PERIOD = 0.1  # a sync sleeps this long, then re-adds its key (R7.1)
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of a v1.5 sync as the trace names it, and where upstream does it."""
-
-    name: str  # `sync.stage` record's `stage`
-    function: str  # upstream function (Go name)
-    file: str  # repository path at UPSTREAM_COMMIT
-    rule: str  # spec section
-    summary: str
-    # Where the stage happens in `file` at UPSTREAM_COMMIT, as docs/versions.md's references
-    # cite it (taken from there, not re-read here).
-    line: int | None = None
-
-    @property
-    def source(self) -> str:
-        anchor = f"#L{self.line}" if self.line is not None else ""
-        return f"https://github.com/kubernetes/kubernetes/blob/{UPSTREAM_COMMIT}/{self.file}{anchor}"
-
-
-_RC_GO = "pkg/controller/replication/replication_controller.go"
-_RC_UTILS_GO = "pkg/controller/replication/replication_controller_utils.go"
-_REF_MANAGER_GO = "pkg/controller/controller_ref_manager.go"
-
-STAGES: tuple[Stage, ...] = (
-    Stage(
-        "podStoreSynced",
-        "syncReplicationController",
-        _RC_GO,
-        "R7.1",
-        "Has the pod informer synced? If not: sleep 100 ms in this worker, re-add the key, return.",
-        622,
-    ),
-    Stage(
-        "get",
-        "syncReplicationController",
-        _RC_GO,
-        "R7.2",
-        "Get the RC from the RC store; gone: drop expectations.",
-        630,
-    ),
-    Stage("expectations", "SatisfiedExpectations", _RC_GO, "R7.3", "May this sync create or delete pods?", 650),
-    Stage(
-        "list",
-        "syncReplicationController",
-        _RC_GO,
-        "R7.4",
-        "List pods from the pod store: the namespace (GC on; others' pods skipped) or by selector (GC off).",
-        660,
-    ),
-    Stage(
-        "classify",
-        "PodControllerRefManager.Classify",
-        _REF_MANAGER_GO,
-        "R8.2",
-        "Split active pods: controlled, matching orphans, controlled but no longer matching.",
-        56,
-    ),
-    Stage(
-        "adopt",
-        "PodControllerRefManager.AdoptPod",
-        _RC_GO,
-        "R8.3",
-        "PATCH a ControllerRef onto each matching orphan; failures are logged and swallowed.",
-        668,
-    ),
-    Stage(
-        "release",
-        "PodControllerRefManager.ReleasePod",
-        _RC_GO,
-        "R8.4",
-        "PATCH our ControllerRef off pods that no longer match; an error ends the sync.",
-        683,
-    ),
-    Stage(
-        "manage",
-        "manageReplicas",
-        _RC_GO,
-        "§9",
-        "Compare pods with spec.replicas: create, delete or nothing.",
-        489,
-    ),
-    Stage(
-        "create",
-        "RealPodControl.CreatePodsWithControllerRef",
-        _RC_GO,
-        "R9.1",
-        "Every create of the burst at once, no slow start; each failure lowers the expectations.",
-        514,
-    ),
-    Stage(
-        "delete",
-        "RealPodControl.DeletePod",
-        _RC_GO,
-        "R9.4",
-        "Delete the victims (ActivePods order); any failure, NotFound too, is an error.",
-        585,
-    ),
-    Stage(
-        "status",
-        "updateReplicationControllerStatus",
-        _RC_UTILS_GO,
-        "§11",
-        "calculateStatus, then UpdateStatus if anything changed (one retry after a GET).",
-        33,
-    ),
-)
-STAGE_NAMES = tuple(stage.name for stage in STAGES)
 
 
 POD_CONTROLLER_UID_INDEX = "controllerUID"
@@ -248,10 +146,10 @@ def _overlapping_order(rc: Obj) -> tuple[float, str]:
     return (parse_rfc3339(created) if created else float("-inf"), meta["name"])
 
 
-class ReplicationManager(ReplicaSetController):
-    """The v1.5 ReplicationManager. `garbage_collector_enabled` is kube-controller-manager's
-    `--enable-garbage-collector` (ControllerRef handling on or off, R7.f); `lookup_cache_size`
-    is `--replication-controller-lookup-cache-size`."""
+class ReplicationManager(ControllerRuntime):
+    """The v1.5 ReplicationManager, on the shared controller runtime. `garbage_collector_enabled`
+    is kube-controller-manager's `--enable-garbage-collector` (ControllerRef handling on or off,
+    R7.f); `lookup_cache_size` is `--replication-controller-lookup-cache-size`."""
 
     version = "v1.5"
     pod_control: RealPodControl
@@ -268,15 +166,34 @@ class ReplicationManager(ReplicaSetController):
     ) -> None:
         self.garbage_collector_enabled = garbage_collector_enabled
         self.lookup_cache_size = lookup_cache_size
-        super().__init__(kernel, client, REPLICATION_CONTROLLER, config, trace=trace)
+        super().__init__(
+            kernel, client, REPLICATION_CONTROLLER.spec, config or ControllerConfig(), trace=trace or NULL_TRACE
+        )
+        self.kind = REPLICATION_CONTROLLER  # the RC's selectors, as the v1.36 adapter reads them
         self.sync_handler = self.sync_replication_controller
+        self._build()
 
     # -- construction: newReplicationManager (R2.1) -----------------------------------------
     def _build(self) -> None:
+        kernel, cfg, trace = self.kernel, self.config, self.trace
         self.lookup_cache = MatchingCache(self.lookup_cache_size)
-        super()._build()
+        self._build_informers()
+        self.queue = self._new_queue()
+        self.expectations = UIDTrackingControllerExpectations(kernel, trace=trace, controller=self.spec.name)
+        self.expectations.enabled = cfg.expectations
+        # v1.5 has no consistency store (the gate is v1.36's, for ReplicaSets) and exports no
+        # metrics: every controller's snapshot shows both, here the no-op store and zeros.
+        self.consistency = NoopConsistencyStore()
+        self.metrics = ReplicaSetMetrics()
+        self.recorder = EventRecorder(kernel, self.client, self.spec.component, trace=trace)
+        self.pod_control = RealPodControl(self.client, self.recorder)
+        self._reset_workers()
         # A field, as upstream, so a test can say the pod store has not synced (TestRCManagerNotReady).
         self.pod_store_synced = self.pod_informer.has_synced
+
+    @property
+    def informers(self) -> tuple[SharedInformer, ...]:
+        return (self.pod_informer, self.rs_informer)
 
     def _build_informers(self) -> None:
         kernel, kind, cfg, trace = self.kernel, self.kind, self.config, self.trace
@@ -306,13 +223,15 @@ class ReplicationManager(ReplicaSetController):
         )
         self.pod_informer.add_event_handler(ResourceEventHandler(self.add_pod, self.update_pod, self.delete_pod))
 
-    def _new_pod_control(self) -> RealPodControl:
-        return RealPodControl(self.client, self.recorder)
-
     @property
     def rc_informer(self) -> SharedInformer:
         """The private RC informer (also `rs_informer`, the name every controller has)."""
         return self.rs_informer
+
+    def set_consistency_gate(self, enabled: bool) -> None:
+        """Feature gate StaleControllerConsistencyReplicaSet: kept in the config; v1.5 has no
+        consistency store either way."""
+        self.config.stale_controller_consistency = enabled
 
     def set_resync_period(self, period: float) -> None:
         """The shared (pod) informer's resync period; the private RC informer keeps 10 minutes."""
@@ -672,7 +591,7 @@ class ReplicationManager(ReplicaSetController):
 
     # -- inspection -------------------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
-        snap = super().snapshot()
+        snap = ControllerRuntime.snapshot(self)
         snap["garbageCollectorEnabled"] = self.garbage_collector_enabled
         snap["lookupCache"] = self.lookup_cache.snapshot()
         return snap
@@ -689,3 +608,32 @@ class LateReplicationManager(ReplicationManager):
         min_ready = rc["spec"].get("minReadySeconds") or 0
         if min_ready > 0 and not is_pod_ready(old) and is_pod_ready(cur):
             self.queue.add_after(meta_namespace_key(rc), float(min_ready))
+
+
+def new_replication_manager(
+    kernel: Kernel, client: Any, config: ControllerConfig, *, trace: Trace, flags: Mapping[str, Any]
+) -> ReplicationManager:
+    """The registry's factory of v1.5, with kube-controller-manager v1.5's flags from the
+    scenario's config (`enableGarbageCollector`, `lookupCacheSize`)."""
+    return ReplicationManager(
+        kernel,
+        client,
+        config,
+        trace=trace,
+        garbage_collector_enabled=flags["enableGarbageCollector"],
+        lookup_cache_size=flags["lookupCacheSize"],
+    )
+
+
+def new_late_replication_manager(
+    kernel: Kernel, client: Any, config: ControllerConfig, *, trace: Trace, flags: Mapping[str, Any]
+) -> LateReplicationManager:
+    """The registry's factory of v1.5-late (flags as v1.5's)."""
+    return LateReplicationManager(
+        kernel,
+        client,
+        config,
+        trace=trace,
+        garbage_collector_enabled=flags["enableGarbageCollector"],
+        lookup_cache_size=flags["lookupCacheSize"],
+    )

@@ -24,7 +24,7 @@ from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
 from controlplane.scenario import default_config
-from controlplane.simulation import DEFAULT_CONTROLLER_VERSION, NAMESPACE_INDEX, REPLICATION_MANAGER_COMMIT, SYNC_STAGES
+from controlplane.simulation import CONTROLLER_REGISTRY, DEFAULT_CONTROLLER_VERSION, K15, NAMESPACE_INDEX
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation
@@ -33,59 +33,22 @@ Obj = dict[str, Any]
 
 ALWAYS = ("informers", "faults", "clients", "breakpoints", "timers")
 ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
-# v1.36 (today's controller, the default): each sync stage links to the line of the upstream
-# function it follows, or of the call in syncReplicaSet it narrates, at a pinned commit (like
-# K15's below). No stored copy of these files at the v1.36.0 tag could be read here, so each file
-# is pinned to the commit the spec (upstream-spec.md §0 "Sources read") read it at, which is the
-# code ctrlscope implements. Every line below was counted in that commit's text and re-read:
-# * replica_set.go at pohly/kubernetes bf9daf44 (the spec's [M]: a snapshot of upstream master
-#   carried by that contributor fork; 970 lines): processNextWorkItem L601 (AddRateLimited L615),
-#   manageReplicas L623, its getPodsToDelete call L684 (podControl.DeletePod L700),
-#   syncReplicaSet L729: rsLister.Get L752, SatisfiedExpectations L763,
-#   LabelSelectorAsSelector L764, FilterPodsByOwner L771 (FilterActivePods L778),
-#   calculateStatus L798 (updateReplicaSetStatus L801), the requeue decision
-#   `if manageReplicasErr != nil` L813 (queue.AddAfter L828); claimPods L833 (its
-#   cm.ClaimPods L847), slowStartBatch L861.
-# * consistency.go at kubernetes/kubernetes d7ce957d (the spec's read; 217 lines):
-#   RealConsistencyStore.EnsureReady L123.
-# controller_utils.go, controller_ref_manager.go and replica_set_utils.go are not linked: the
-# stored copies that could be read at a known commit are older revisions than the [M] code (e.g.
-# replica_set_utils.go at kubernetes/kubernetes f0116bf3 is v1.5-era), so the stages of their
-# functions link to the call in syncReplicaSet (or manageReplicas) at RS_COMMIT instead.
-RS_COMMIT = "bf9daf44a97ad65b76745a63fbaa302200b4d492"
-CONSISTENCY_COMMIT = "d7ce957d8a8729e0e9c2e365288277d742491a5b"
-RS_GO = f"https://github.com/pohly/kubernetes/blob/{RS_COMMIT}/pkg/controller/replicaset/replica_set.go"
-_CONSISTENCY_GO = (
-    f"https://github.com/kubernetes/kubernetes/blob/{CONSISTENCY_COMMIT}/pkg/controller/util/consistency/consistency.go"
-)
-# The worker's loop the inspector's first and last rows tell (not a stage of its own).
-PROCESS_NEXT_WORK_ITEM = f"{RS_GO}#L601"
-# Each sync stage: the upstream function it follows and its line.
-STAGES = {
-    "consistency": ("consistencyStore.EnsureReady", f"{_CONSISTENCY_GO}#L123"),
-    "get": ("syncReplicaSet: rsLister.Get", f"{RS_GO}#L752"),
-    "expectations": ("expectations.SatisfiedExpectations", f"{RS_GO}#L763"),
-    "selector": ("metav1.LabelSelectorAsSelector", f"{RS_GO}#L764"),
-    "list": ("controller.FilterPodsByOwner + FilterActivePods", f"{RS_GO}#L771"),
-    "claim": ("claimPods → PodControllerRefManager.ClaimPods", f"{RS_GO}#L833"),
-    "manage": ("manageReplicas", f"{RS_GO}#L623"),
-    "batch": ("slowStartBatch", f"{RS_GO}#L861"),
-    "delete": ("getPodsToDelete + podControl.DeletePod", f"{RS_GO}#L684"),
-    "status": ("calculateStatus + updateReplicaSetStatus", f"{RS_GO}#L798"),
-    "requeue": ("syncReplicaSet: queue.AddAfter / AddRateLimited", f"{RS_GO}#L813"),
-}
-# The v1.5 ReplicationManager (config.controllerVersion.replicationcontroller: v1.5): its stages
-# as the engine names them (controlplane.replication.STAGES, each with its upstream line), and
-# the lines within a sync its narration links to besides, at the pinned commit K15 (the
+# Each controller version's sync stages, with the upstream line each links to, and the line of
+# its worker loop (the inspector's first and last rows): the controller registry's
+# (controlplane.controllers, through the facade).
+_VERSIONS = {version.version: version for spec in CONTROLLER_REGISTRY for version in spec.versions}
+STAGES = {stage.name: stage for stage in _VERSIONS[DEFAULT_CONTROLLER_VERSION].stages}
+PROCESS_NEXT_WORK_ITEM = _VERSIONS[DEFAULT_CONTROLLER_VERSION].worker_source
+# The v1.5 ReplicationManager (config.controllerVersion.replicationcontroller: v1.5): the lines
+# within a sync its narration links to besides its stages, at the pinned commit K15 (the
 # verified anchors docs/versions.md cites).
-K15 = f"https://github.com/kubernetes/kubernetes/blob/{REPLICATION_MANAGER_COMMIT}/"
 _K15_RC = K15 + "pkg/controller/replication/replication_controller.go"
 _K15_RC_UTILS = K15 + "pkg/controller/replication/replication_controller_utils.go"
 _K15_UTILS = K15 + "pkg/controller/controller_utils.go"
 _K15_REF = K15 + "pkg/controller/controller_ref_manager.go"
 _K15_CACHE = K15 + "pkg/controller/lookup_cache.go"
 K15_LINES = {
-    "worker": f"{_K15_RC}#L461",
+    "worker": _VERSIONS["v1.5"].worker_source,
     "forget": f"{_K15_RC}#L471",
     "add_rate_limited": f"{_K15_RC}#L475",
     "sleep": f"{_K15_RC}#L624",
@@ -616,11 +579,19 @@ def inspector(hosted: HostedSimulation, controller: str | None, key: str | None)
 
 def stage_groups() -> list[Obj]:
     """The sync stages of each controller version, for the breakpoint form (the page shows the
-    groups of the versions that run): `versions` (space-separated), `stages` [(name, function)]."""
-    v15 = [v for v, stages in SYNC_STAGES.items() if stages is SYNC_STAGES["v1.5"]]
+    groups of the versions that run): `versions` (space-separated: the versions that share one
+    stage table, in the registry's order), `stages` [(name, function)]."""
+    groups: list[tuple[Any, list[str]]] = []
+    for version in _VERSIONS.values():
+        for stages, versions in groups:
+            if stages is version.stages:
+                versions.append(version.version)
+                break
+        else:
+            groups.append((version.stages, [version.version]))
     return [
-        {"versions": DEFAULT_CONTROLLER_VERSION, "stages": [(name, fn) for name, (fn, _) in STAGES.items()]},
-        {"versions": " ".join(v15), "stages": [(stage.name, stage.function) for stage in SYNC_STAGES["v1.5"]]},
+        {"versions": " ".join(versions), "stages": [(stage.name, stage.function) for stage in stages]}
+        for stages, versions in groups
     ]
 
 
@@ -630,13 +601,12 @@ def stage_names() -> tuple[str, ...]:
 
 
 def narration_tables() -> Obj:
-    """What the inspector links each version's stages to: v1.36's (function, pinned line) by
-    stage and its processNextWorkItem line, v1.5's `Stage`s by name and the K15 lines within a
-    v1.5 sync."""
+    """What the inspector links each version's stages to: v1.36's `SyncStage`s by name and its
+    processNextWorkItem line, v1.5's `SyncStage`s by name and the K15 lines within a v1.5 sync."""
     return {
         "stages": STAGES,
         "process_next_work_item": PROCESS_NEXT_WORK_ITEM,
-        "stages15": {stage.name: stage for stage in SYNC_STAGES["v1.5"]},
+        "stages15": {stage.name: stage for stage in _VERSIONS["v1.5"].stages},
         "k15": K15_LINES,
     }
 

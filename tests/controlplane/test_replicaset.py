@@ -3,10 +3,11 @@
 import pytest
 
 from controlplane.apiserver import ApiError, APIServer, Client
+from controlplane.controllers.config import ControllerConfig
 from controlplane.informers import DeletedFinalStateUnknown
 from controlplane.kernel import Kernel, rfc3339
 from controlplane.labels import selector_from_set
-from controlplane.replicaset import REPLICATION_CONTROLLER, ControllerConfig, ReplicaSetController
+from controlplane.replicaset import REPLICATION_CONTROLLER, ReplicaSetController
 from controlplane.replicaset.replica_set import SyncContext
 from controlplane.replicaset.replica_set_utils import calculate_status, update_replica_set_status
 from tests.controlplane.factories import rc_manifest, rs_manifest

@@ -13,16 +13,17 @@ import random
 import pytest
 
 from controlplane.apiserver import ApiError, APIServer, Client
+from controlplane.controllers import registry
+from controlplane.controllers.config import ControllerConfig
 from controlplane.kernel import Kernel, rfc3339
 from controlplane.pod_control import PodControlError
-from controlplane.replicaset import ControllerConfig
 from controlplane.replicaset.replica_set_utils import (
     REPLICA_FAILURE,
     get_condition,
     remove_condition,
     set_condition,
 )
-from controlplane.replication import FULL_CONTROLLER_RESYNC_PERIOD, STAGE_NAMES, ReplicationManager
+from controlplane.replication import FULL_CONTROLLER_RESYNC_PERIOD, ReplicationManager
 from controlplane.replication.controller_utils import (
     CREATED_BY_ANNOTATION,
     get_pod_from_template,
@@ -908,7 +909,7 @@ def test_sync_stages_are_the_documented_ones_and_sync_start_names_the_version():
     starts = [r for r in w.records if r["kind"] == "sync.start"]
     assert starts and all(r["version"] == "v1.5" for r in starts)
     stages = [r["stage"] for r in w.records if r["kind"] == "sync.stage"]
-    assert set(stages) <= set(STAGE_NAMES)
+    assert set(stages) <= set(registry.REPLICATION_CONTROLLER.version("v1.5").stage_names)
     first_sync = stages[: stages.index("status") + 1]
     assert first_sync == [
         *("podStoreSynced", "get", "expectations", "list", "classify", "adopt", "release"),

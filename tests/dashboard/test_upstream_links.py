@@ -21,7 +21,7 @@ def pinned(url: str) -> bool:
 
 def test_every_v1_36_stage_links_a_line_at_a_pinned_ref():
     tables = panels.narration_tables()
-    urls = {stage: url for stage, (_, url) in tables["stages"].items()}
+    urls = {name: stage.source for name, stage in tables["stages"].items()}
     urls["processNextWorkItem"] = tables["process_next_work_item"]
     assert set(urls) >= {"consistency", "get", "expectations", "list", "claim", "manage", "status", "requeue"}
     assert {stage: url for stage, url in urls.items() if not pinned(url)} == {}
@@ -37,7 +37,7 @@ def test_the_v1_36_lines_are_the_ones_read_at_the_pinned_commits():
         "https://github.com/kubernetes/kubernetes/blob/d7ce957d8a8729e0e9c2e365288277d742491a5b/"
         "pkg/controller/util/consistency/consistency.go"
     )
-    lines = {stage: url for stage, (_, url) in panels.STAGES.items()}
+    lines = {name: stage.source for name, stage in panels.STAGES.items()}
     assert lines == {
         "consistency": f"{consistency_go}#L123",
         "get": f"{rs_go}#L752",

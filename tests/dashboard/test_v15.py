@@ -12,6 +12,7 @@ import re
 import pytest
 from django.template.loader import render_to_string
 
+from controlplane.controllers.stages import RS_COMMIT
 from controlplane.scenario import load_file
 from controlplane.simulation import Simulation, configured
 from dashboard.host import panels
@@ -84,14 +85,14 @@ def test_a_v1_5_sync_is_told_in_v1_5_stages_each_linked_to_its_line_at_k15():
         K15 + "pkg/controller/replication/replication_controller_utils.go#L33"
     )
     assert f"{RC_GO}#L622" in markup and f"{RC_GO}#L510" in markup and f"{RC_GO}#L514" in markup
-    assert panels.RS_COMMIT not in markup and "slow-start" not in markup
+    assert RS_COMMIT not in markup and "slow-start" not in markup
 
 
 def test_a_v1_36_sync_of_the_same_controller_keeps_the_v1_36_narration():
     h = hosted()
     run_until(h, 1.0)
     markup = inspector(h)
-    assert "processNextWorkItem" in markup and panels.RS_COMMIT in markup
+    assert "processNextWorkItem" in markup and RS_COMMIT in markup
     assert K15 not in markup and "v1.36" in text(markup)
 
 
@@ -171,7 +172,7 @@ def test_the_lookup_cache_is_a_live_panel_only_while_v1_5_runs():
     assert f"size {snap['size']} / 4096" in said and f"hits {snap['hits']}" in said
     assert f"misses {snap['misses']}" in said and "invalidations 0" in said
     assert "app=legacy legacy" in said
-    assert 'hidden' in render(h, "lookupcache-replicaset")
+    assert "hidden" in render(h, "lookupcache-replicaset")
     # Back to v1.36 at run time: the panel empties and hides, the status line says so.
     h.command({"op": "act", "action": {"config": {"controllerVersion": {"replicationcontroller": "v1.36"}}}})
     run_until(h, 2.5)

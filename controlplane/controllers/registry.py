@@ -1,0 +1,257 @@
+"""The controller registry: every controller the simulation can run, declared once.
+
+A `ControllerSpec` says what a controller is called (`name`, the word reports, faults and
+`config.controllers` / `config.controllerVersion` use), which API kind it controls (`kind`,
+`resource`, `group`, `api_version`), how it shows itself (`queue_name`, `component`: the Event
+source and the client's user agent), which kinds it creates and owns (`owns`), and which versions
+of it exist (`versions`: each with its factory and the stages of its sync). Every other module
+that needs to know "which controllers are there" reads `CONTROLLERS` or one of the lookups below
+instead of spelling a kind.
+
+Nothing in a spec assumes pods: `owns` lists the children's kinds, so a controller that owns
+ReplicaSets (the Deployment controller) is declared like the two below::
+
+    DEPLOYMENT = ControllerSpec(
+        name="deployment",
+        kind="Deployment",
+        resource="deployments",
+        group="apps",
+        api_version="apps/v1",
+        queue_name="deployment",
+        component="deployment-controller",
+        owns=(OwnedKind("ReplicaSet", "replicasets", "apps/v1"),),
+        versions=(ControllerVersion("v1.36", "controlplane.deployment.deployment_controller:new_controller",
+                                    DEPLOYMENT_STAGES, DEPLOYMENT_WORKER),),
+    )
+
+and appended to `CONTROLLERS` (docs/architecture.md, "How to add a controller").
+
+Guarantees
+----------
+* `CONTROLLERS` is ordered, and every list derived from it keeps that order (the garbage
+  collector's informers start in it, the fault swarm draws from it): a new controller goes at the
+  end, so the worlds of today's scenarios stay byte-identical.
+* Names, kinds, resources and queue names are unique across `CONTROLLERS` (the lookups are maps).
+* A spec is pure data: this module imports no controller. A version's factory is named by
+  `"module:attribute"` and imported when first called, so a controller's own modules may read
+  the registry without an import circle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controlplane.controllers.stages import (
+    REPLICA_SET_STAGES,
+    REPLICA_SET_WORKER,
+    REPLICATION_MANAGER_STAGES,
+    REPLICATION_MANAGER_WORKER,
+    SyncStage,
+)
+
+
+@dataclass(frozen=True)
+class OwnedKind:
+    """A kind of object a controller creates and owns (its ControllerRef points at the owner)."""
+
+    kind: str  # "Pod"
+    resource: str  # "pods"
+    api_version: str  # "v1"
+
+
+@dataclass(frozen=True)
+class ControllerVersion:
+    """One `config.controllerVersion` choice of a controller.
+
+    `factory` names (`"module:attribute"`) a callable
+    `(kernel, client, config, *, trace, flags) -> controller`: `config` is the controller's
+    knobs (`controlplane.controllers.config.ControllerConfig`), `flags` the scenario's config mapping
+    (for the flags of that version, e.g. v1.5's `enableGarbageCollector`). The controller it
+    returns is built on `controlplane.controllers.runtime.ControllerRuntime`."""
+
+    version: str  # "v1.36"
+    factory: str  # "controlplane.replicaset.replica_set:new_replica_set_controller"
+    stages: tuple[SyncStage, ...]  # the stages of its sync, in upstream's order
+    worker_source: str  # the upstream line of its worker loop (processNextWorkItem)
+
+    def new(self, kernel: Any, client: Any, config: Any, *, trace: Any, flags: Mapping[str, Any]) -> Any:
+        """A new controller of this version (not started)."""
+        module, _, attribute = self.factory.partition(":")
+        build = getattr(importlib.import_module(module), attribute)
+        return build(kernel, client, config, trace=trace, flags=flags)
+
+    @property
+    def stage_names(self) -> tuple[str, ...]:
+        return tuple(stage.name for stage in self.stages)
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """One controller, declared once (see the module docstring). `versions[0]` is the default."""
+
+    name: str  # in reports, faults and config: "replicaset"
+    kind: str  # the kind it controls: "ReplicaSet"
+    resource: str  # its API resource (plural): "replicasets"
+    group: str  # its API group, "" for the core group
+    api_version: str  # ownerReferences apiVersion of its objects: "apps/v1"
+    queue_name: str  # its workqueue's name (trace records, metrics): "replicaset"
+    component: str  # Event source and client user agent: "replicaset-controller"
+    owns: tuple[OwnedKind, ...]  # the kinds of its children
+    versions: tuple[ControllerVersion, ...]
+
+    @property
+    def group_resource(self) -> str:
+        """`GroupResource.String()`: "replicasets.apps", "replicationcontrollers"."""
+        return f"{self.resource}.{self.group}" if self.group else self.resource
+
+    @property
+    def default_version(self) -> ControllerVersion:
+        return self.versions[0]
+
+    @property
+    def version_names(self) -> tuple[str, ...]:
+        return tuple(v.version for v in self.versions)
+
+    def version(self, name: str) -> ControllerVersion:
+        """The version called `name`; KeyError when this controller has none."""
+        for version in self.versions:
+            if version.version == name:
+                return version
+        raise KeyError(f"{self.name} has no version {name}")
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # A registered spec stays the registry's object through a snapshot (controlplane.snapshot).
+        if any(spec is self for spec in CONTROLLERS):
+            return (by_name, (self.name,))
+        return (ControllerSpec, tuple(getattr(self, f) for f in self.__dataclass_fields__))
+
+
+_PODS = OwnedKind("Pod", "pods", "v1")
+_V1_36_REPLICA_SET = ControllerVersion(
+    "v1.36", "controlplane.replicaset.replica_set:new_replica_set_controller", REPLICA_SET_STAGES, REPLICA_SET_WORKER
+)
+
+REPLICA_SET = ControllerSpec(
+    name="replicaset",
+    kind="ReplicaSet",
+    resource="replicasets",
+    group="apps",
+    api_version="apps/v1",
+    queue_name="replicaset",
+    component="replicaset-controller",
+    owns=(_PODS,),
+    versions=(_V1_36_REPLICA_SET,),
+)
+
+REPLICATION_CONTROLLER = ControllerSpec(
+    name="replicationcontroller",
+    kind="ReplicationController",
+    resource="replicationcontrollers",
+    group="",
+    api_version="v1",
+    queue_name="replicationmanager",  # upstream's name for the RC queue
+    component="replication-controller",
+    owns=(_PODS,),
+    versions=(
+        # v1.36: the ReplicaSet controller through its RC adapter (controlplane.replicaset.kinds).
+        ControllerVersion(
+            "v1.36",
+            "controlplane.replicaset.replica_set:new_replication_controller_adapter",
+            REPLICA_SET_STAGES,
+            REPLICA_SET_WORKER,
+        ),
+        # v1.5: the standalone ReplicationManager; v1.5-late its late-1.5 master variant.
+        ControllerVersion(
+            "v1.5",
+            "controlplane.replication.replication_controller:new_replication_manager",
+            REPLICATION_MANAGER_STAGES,
+            REPLICATION_MANAGER_WORKER,
+        ),
+        ControllerVersion(
+            "v1.5-late",
+            "controlplane.replication.replication_controller:new_late_replication_manager",
+            REPLICATION_MANAGER_STAGES,
+            REPLICATION_MANAGER_WORKER,
+        ),
+    ),
+)
+
+CONTROLLERS: tuple[ControllerSpec, ...] = (REPLICA_SET, REPLICATION_CONTROLLER)
+
+
+class Registry:
+    """Lookups over an ordered set of specs; ValueError when two share a name, kind, resource
+    or queue name. `REGISTRY` is the simulation's; a test may build another with a spec of its own."""
+
+    def __init__(self, specs: tuple[ControllerSpec, ...]) -> None:
+        self.specs = specs
+        self._by_name = _unique(specs, "name")
+        self._by_kind = _unique(specs, "kind")
+        self._by_resource = _unique(specs, "resource")
+        self._by_queue = _unique(specs, "queue_name")
+
+    def by_name(self, name: str) -> ControllerSpec:
+        """The controller called `name` ("replicaset"); KeyError when none is."""
+        return self._by_name[name]
+
+    def by_kind(self, kind: str) -> ControllerSpec:
+        """The controller of the kind `kind` ("ReplicaSet"); KeyError when none is."""
+        return self._by_kind[kind]
+
+    def by_resource(self, resource: str) -> ControllerSpec:
+        """The controller of the API resource `resource` ("replicasets"); KeyError when none is."""
+        return self._by_resource[resource]
+
+    def by_queue(self, queue_name: str) -> ControllerSpec:
+        """The controller whose workqueue is called `queue_name` ("replicationmanager"); KeyError
+        when none is."""
+        return self._by_queue[queue_name]
+
+    def names(self) -> tuple[str, ...]:
+        """Every controller's name, in registry order."""
+        return tuple(self._by_name)
+
+    def managed_resources(self) -> tuple[str, ...]:
+        """Every resource a controller owns objects of or controls, once each, in registry order
+        (each controller's children first, then its own): the owner graph's resources."""
+        return tuple(
+            dict.fromkeys(r for spec in self.specs for r in (*(owned.resource for owned in spec.owns), spec.resource))
+        )
+
+
+def _unique(specs: tuple[ControllerSpec, ...], field: str) -> dict[str, ControllerSpec]:
+    found: dict[str, ControllerSpec] = {}
+    for spec in specs:
+        value = getattr(spec, field)
+        if value in found:
+            raise ValueError(f"controllers {found[value].name} and {spec.name} have the same {field} {value!r}")
+        found[value] = spec
+    return found
+
+
+REGISTRY = Registry(CONTROLLERS)
+
+
+def by_name(name: str) -> ControllerSpec:
+    """The registered controller called `name` ("replicaset"); KeyError when none is."""
+    return REGISTRY.by_name(name)
+
+
+def by_kind(kind: str) -> ControllerSpec:
+    """The registered controller of the kind `kind` ("ReplicaSet"); KeyError when none is."""
+    return REGISTRY.by_kind(kind)
+
+
+def by_resource(resource: str) -> ControllerSpec:
+    """The registered controller of the API resource `resource` ("replicasets"); KeyError when
+    none is."""
+    return REGISTRY.by_resource(resource)
+
+
+def by_queue(queue_name: str) -> ControllerSpec:
+    """The registered controller whose workqueue is `queue_name` ("replicationmanager"); KeyError
+    when none is."""
+    return REGISTRY.by_queue(queue_name)
