@@ -18,8 +18,7 @@ django_asgi_app = get_asgi_application()
 from dashboard.access import InstanceCookiesWebsocket, SameOriginWebsocket  # noqa: E402
 from dashboard.asgi_limits import BodyLimit, StartHost, answer_oversized_websocket_messages  # noqa: E402
 from dashboard.http_limits import bound_http_connections  # noqa: E402
-from dashboard.k8s.api import KubernetesAPI  # noqa: E402
-from dashboard.k8s.endpoints import RefuseWebsocket  # noqa: E402
+from dashboard.k8s.api import KubernetesAPI, RefuseWebsocket  # noqa: E402
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 application = StartHost(

@@ -28,18 +28,16 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from controlplane.scenario import ACTION_VERBS, ScenarioError
 from controlplane.simulation import Replay, Simulation, safeyaml
+from dashboard.host import host as hosting
 from dashboard.host import reads, recording
 from dashboard.host.hosted import MAX_RECORDED_ACTIONS, CommandError, HostedSimulation
-
-if TYPE_CHECKING:
-    from dashboard.host.host import Host
 
 Obj = dict[str, Any]
 
@@ -112,19 +110,17 @@ def _replay(
     return forked
 
 
-async def fork(host: Host, hosted: HostedSimulation, at: Any, change: Any) -> HostedSimulation:
+async def fork(host: hosting.Host, hosted: HostedSimulation, at: Any, change: Any) -> HostedSimulation:
     """Fork `hosted` at `at` (None: now) with `change` (None, or an action), hosted by `host`,
     paused at T and recorded. ForkError (one line) when it cannot be; nothing is created then."""
-    from dashboard.host.host import HOST_ID, MAX_SIMULATIONS, _save_record
-
     if change is not None:
         problem = Simulation.check_action(change)
         if problem is not None:
             raise ForkError(f"change: {problem}")
     if hosted.stopped:
         raise ForkError(f"simulation {hosted.id} has stopped: re-open it to fork it")
-    if len(host.sims) >= MAX_SIMULATIONS:
-        raise ForkError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
+    if len(host.sims) >= hosting.MAX_SIMULATIONS:
+        raise ForkError(f"this server runs at most {hosting.MAX_SIMULATIONS} simulations: stop one first")
     # The past up to T, at one instant on the loop (the original runs on afterwards).
     if hosted.error is None:
         hosted.sim.finish_instant()
@@ -147,18 +143,24 @@ async def fork(host: Host, hosted: HostedSimulation, at: Any, change: Any) -> Ho
         forked = await sync_to_async(_replay, thread_sensitive=False)(
             data, history, change, sim_id, hosted.source, hosted.id
         )
-        if len(host.sims) >= MAX_SIMULATIONS:  # others started while it replayed
-            raise ForkError(f"this server runs at most {MAX_SIMULATIONS} simulations: stop one first")
+        if len(host.sims) >= hosting.MAX_SIMULATIONS:  # others started while it replayed
+            raise ForkError(f"this server runs at most {hosting.MAX_SIMULATIONS} simulations: stop one first")
         try:
-            await recording.create_async(forked, HOST_ID, parent=hosted.id, forked_at=t)
+            await recording.create_async(forked, hosting.HOST_ID, parent=hosted.id, forked_at=t)
         except recording.RecordingError as exc:
             raise ForkError(str(exc)) from None
-        host._host(forked, len(forked.sim.actions))
-    await _save_record(forked)
+        host.host_simulation(forked, len(forked.sim.actions))
+    await hosting.save_record(forked)
     return forked
 
 
-async def answer(host: Host, hosted: HostedSimulation, message: Obj) -> None:
+def op(host: hosting.Host, hosted: HostedSimulation, cmd: Obj, message: Obj) -> None:
+    """The host's `fork` op (`host.HOST_OPS`): fork in a task of its own, which replies once the
+    fork is replayed (`answer`)."""
+    hosting.spawn(answer(host, hosted, message), f"fork {hosted.id}")
+
+
+async def answer(host: hosting.Host, hosted: HostedSimulation, message: Obj) -> None:
     """The `fork` command sent to the original's channel (`{"op": "fork", "at": T | None,
     "change": action | None}`, control right required): fork, then reply with the fork's id."""
     layer = get_channel_layer()

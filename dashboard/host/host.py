@@ -37,7 +37,7 @@ import secrets
 import time
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import yaml
@@ -175,11 +175,11 @@ class Host:
             await recording.create_async(hosted, HOST_ID)
         except recording.RecordingError as exc:
             raise HostError(str(exc)) from None
-        self._host(hosted, len(sim.actions))
-        await _save_record(hosted)
+        self.host_simulation(hosted, len(sim.actions))
+        await save_record(hosted)
         return hosted
 
-    def _host(self, hosted: HostedSimulation, recorded: int) -> None:
+    def host_simulation(self, hosted: HostedSimulation, recorded: int) -> None:
         """Take `hosted` in: its driving and listening tasks, its recorder (`recorded` log
         entries already stored)."""
         sim_id = hosted.id
@@ -188,9 +188,9 @@ class Host:
         self._gc_holds[sim_id] = simulation_gc()
         self._wake[sim_id] = asyncio.Event()
         self._tasks[sim_id] = [
-            _spawn(self._drive(hosted), f"drive {sim_id}"),
-            _spawn(self._listen(hosted), f"listen {sim_id}"),
-            _spawn(self._listen_watches(hosted), f"watches {sim_id}"),
+            spawn(self._drive(hosted), f"drive {sim_id}"),
+            spawn(self._listen(hosted), f"listen {sim_id}"),
+            spawn(self._listen_watches(hosted), f"watches {sim_id}"),
         ]
 
     async def restore_simulation(self, sim_id: str, *, reopened: bool = False) -> HostedSimulation:
@@ -204,9 +204,9 @@ class Host:
             raise HostError(f"simulation {sim_id} is running already")
         started = time.monotonic()
         # The replay is a simulation running: under the GC policy (controlplane.gcpolicy), taken
-        # here on the loop's thread, from before the replay until the session is hosted (`_host`
-        # then takes its own; the release comes first, as a release unfreezes everything).
-        # Without it a restore at start -- nothing else hosted yet -- ran with CPython's default
+        # here on the loop's thread, from before the replay until the session is hosted
+        # (`host_simulation` then takes its own; the release comes first, as a release unfreezes
+        # everything). Without it a restore at start -- nothing else hosted yet -- ran with CPython's default
         # thresholds: full collections over the growing world (bench/time_travel.py: 5.7 s, 3.5 s
         # with the policy).
         with simulation_gc():
@@ -231,8 +231,8 @@ class Host:
                 note += f"; the replay differs from the recording from action {diverged + 1} on"
             hosted.restored(note)
             await recording.rebase_async(hosted, HOST_ID, note)
-        self._host(hosted, len(hosted.sim.actions))
-        await _save_record(hosted)
+        self.host_simulation(hosted, len(hosted.sim.actions))
+        await save_record(hosted)
         log.info("simulation %s %s", sim_id, note)
         return hosted
 
@@ -372,7 +372,7 @@ class Host:
         channel = command_channel(hosted.id)
         queue: asyncio.Queue[Obj] = asyncio.Queue()
         waiting: collections.Counter[str] = collections.Counter()  # queued reads per requester
-        reader = _spawn(self._read(hosted, queue, waiting), f"read {hosted.id}")
+        reader = spawn(self._read(hosted, queue, waiting), f"read {hosted.id}")
         try:
             while (message := await _receive(layer, channel, hosted)) is not None:
                 cmd = message.get("cmd")
@@ -508,18 +508,15 @@ class Host:
         if op == "past":  # a moment of the past, for this viewer: a replay worker answers it later
             await past.handle(hosted, message)
             return
-        if op == "fork":  # a new session from this one's past: replies when replayed (forks.answer)
-            from dashboard.host import forks
-
-            _spawn(forks.answer(self, hosted, message), f"fork {hosted.id}")
-            return
-        if op == "pair":  # the compare page: this simulation as A, `other` as B
-            from dashboard.host import pairs
-
+        host_op = HOST_OPS.get(op) if isinstance(op, str) else None
+        if host_op is not None:  # `fork`, `pair`: ops that need the host itself
             try:
-                reply = pairs.handle(self, hosted, cmd, bool(message.get("control")))
+                maybe = host_op(self, hosted, cmd, message)
             except CommandError as exc:
-                reply = {"ok": False, "error": str(exc)}
+                maybe = {"ok": False, "error": str(exc)}
+            if maybe is None:  # it replies later, itself (a fork, once replayed)
+                return
+            reply = maybe
         elif op in k8s_ops.READS and not message.get("control"):
             # The Kubernetes API's verbs need the token, whichever door they come through.
             reply = {"ok": False, "error": read_only}
@@ -555,7 +552,7 @@ class Host:
 
         from controlplane.scenario import library, load_file
 
-        self._heartbeat = _spawn(self._beat(), "heartbeat")
+        self._heartbeat = spawn(self._beat(), "heartbeat")
         if isinstance(get_channel_layer(), InMemoryChannelLayer):
             # One process serves everything: whatever the registry lists from another process
             # died with it (a restart within the heartbeat window).
@@ -607,11 +604,11 @@ class Host:
             for hosted in list(self.sims.values()):
                 async with self._registry:
                     if not hosted.stopped:  # stopped while an earlier one was written
-                        await _save_record(hosted)
+                        await save_record(hosted)
             reads.trim(if_needed=True)  # what big answers used, once the server wrote them out
 
 
-def _spawn(coro: Any, name: str) -> asyncio.Task[Any]:
+def spawn(coro: Any, name: str) -> asyncio.Task[Any]:
     """A host task in a fresh context: not the request's that started it (asgiref's
     thread-sensitive executor of a finished request must not be inherited)."""
     task = asyncio.get_running_loop().create_task(coro, name=name, context=contextvars.Context())
@@ -729,11 +726,19 @@ READS = {
 }
 
 
+# Ops that need the host itself (its simulations, its tasks), served by the modules above it
+# (`forks.op`, `pairs.op`), which `dashboard/host/__init__.py` registers here: the host never
+# imports them. Each gets the host, the simulation the command came to, the command and the whole
+# message (its `reply_to`, `control`); it returns the reply, or None when it replies later itself.
+HostOp = Callable[[Host, HostedSimulation, Obj, Obj], Obj | None]
+HOST_OPS: dict[str, HostOp] = {}
+
+
 # -- the registry in the database ----------------------------------------------------------------------
 # In a worker thread, not asgiref's one "thread-sensitive" thread: a view awaiting the host holds
 # that thread (sync middleware runs the async view through it), and the host must not wait for it.
 @sync_to_async(thread_sensitive=False)
-def _save_record(hosted: HostedSimulation) -> None:
+def save_record(hosted: HostedSimulation) -> None:
     from django.utils import timezone
 
     from dashboard.models import SimulationRecord
@@ -801,7 +806,7 @@ def ensure_started() -> asyncio.Task[Any]:
     if _start is None or _start.get_loop() is not loop:
         if _start is not None:
             _host = None  # a previous loop's host: its tasks died with that loop
-        _start = _spawn(get_host().start(), "host start")
+        _start = spawn(get_host().start(), "host start")
     return _start
 
 

@@ -7,8 +7,8 @@ Guarantees
   `os.fork()` is safe in it) becomes a *broker*: it reads the host's requests as before, holds
   the recording and the keyframes, and keeps no world itself. Every world lives in a forked
   child: one *current* that serves requests and replays forward, at times a *sweeper*, and the
-  *nearby* keyframe (below). A world only ever moves forward; it is a `Worker` that never
-  rebuilds.
+  *nearby* keyframe (below). A world only ever moves forward; it is a `Worker`
+  (`dashboard.host.past_world`) that never rebuilds.
 * A keyframe is a *snapshot* (`controlplane.snapshot`: the world pickled and compressed, ~1 MB at
   1,000 pods), held by the broker as bytes. A world can be snapshotted only at a quiescent
   moment (every task of the simulation parked: nothing half-done in flight). Each time a
@@ -85,7 +85,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from dashboard.host.replay_worker import PROGRESS_EVERY, Behind, Requests, Superseded, Worker, progress_line
+from dashboard.host.past_world import PROGRESS_EVERY, Behind, Requests, Superseded, Worker, progress_line
 
 Obj = dict[str, Any]
 

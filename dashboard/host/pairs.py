@@ -24,14 +24,12 @@ import asyncio
 import contextlib
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from controlplane.simulation import POD_STATES, describe_block, diff_reports
 from dashboard.host import panels
+from dashboard.host.host import Host, spawn
 from dashboard.host.hosted import SPEEDS, CommandError, HostedSimulation, _speed, _time
-
-if TYPE_CHECKING:
-    from dashboard.host.host import Host
 
 Obj = dict[str, Any]
 
@@ -73,9 +71,7 @@ class Pair:
 
     def ensure_driving(self) -> None:
         if self._task is None or self._task.done():
-            from dashboard.host.host import _spawn
-
-            self._task = _spawn(self._drive(), f"pair {self.a_id} {self.b_id}")
+            self._task = spawn(self._drive(), f"pair {self.a_id} {self.b_id}")
 
     # -- the driver -----------------------------------------------------------------------------------
     async def _drive(self) -> None:
@@ -356,6 +352,11 @@ def pair_of(host: Host, a_id: str, b_id: str) -> Pair:
             raise CommandError(f"this server compares at most {MAX_PAIRS} pairs at once: stop one first")
         pair = pairs[(a_id, b_id)] = Pair(host, a_id, b_id)
     return pair
+
+
+def op(host: Host, hosted: HostedSimulation, cmd: Obj, message: Obj) -> Obj:
+    """The host's `pair` op (`host.HOST_OPS`)."""
+    return handle(host, hosted, cmd, bool(message.get("control")))
 
 
 def handle(host: Host, hosted: HostedSimulation, cmd: Obj, control: bool) -> Obj:

@@ -10,7 +10,7 @@ Guarantees
 * The answer — every panel of that moment, rendered by the worker with the live page's own code
   — goes to the viewer who asked, and to no one else (`{"type": "past", …}`).
 * A replay that takes long says how far it has come: the worker sends a progress line about
-  once a second (`replay_worker.PROGRESS_EVERY`), passed on to the viewer who asked (`{"type":
+  once a second (`past_world.PROGRESS_EVERY`), passed on to the viewer who asked (`{"type":
   "past_progress", "id", "events", "time"}`; the page shows it and waits on), and the answer
   arrives however long the replay is, while it moves. One that fails says why (the worker's
   exit status, the limit it ran into); never silence.

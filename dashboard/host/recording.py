@@ -165,7 +165,7 @@ class Recorder:
             self.writing = False
 
 
-# In a worker thread, not asgiref's one "thread-sensitive" thread (see host._save_record).
+# In a worker thread, not asgiref's one "thread-sensitive" thread (see host.save_record).
 @sync_to_async(thread_sensitive=False)
 def write(sim_id: str, batch: Batch) -> None:
     from dashboard.models import RecordedAction, Recording

@@ -5,17 +5,12 @@ Guarantees
 ----------
 * A plain process, no event loop: it reads requests as JSON lines on stdin and answers each with
   one JSON line on stdout, so the host's event loop never runs a replay.
-* It keeps the last replayed world (`controlplane.replay.Replay`, wrapped in a `HostedSimulation`
-  subscribed before the replay runs, so the sync narrations, the pod table and the timeline fill
-  exactly as they did live): a later moment replays on from there; an earlier one rebuilds from
-  the start. The index of sync records (`Replay.marks`) survives rebuilds. Where `os.fork` is
+* It keeps the last replayed world in its own process (`dashboard.host.past_world.Worker`): a
+  later moment replays on from there; an earlier one rebuilds from the start. Where `os.fork` is
   available, `main` serves through `dashboard.host.keyframes.Broker` instead: the worlds live in
   forked children and an earlier moment replays from the nearest earlier keyframe.
-* The panels of that moment are rendered by the live page's own code (`FrameBuilder.state`, the
-  same templates), so the past looks exactly like the present did.
-* Newer requests supersede older ones of the same viewer: the replay runs in chunks of
-  `CHUNK_EVENTS` and looks for a newer request between chunks; a superseded request gets no
-  answer, and the world it reached so far is kept (a later moment goes on from it).
+* Newer requests supersede older ones of the same viewer (`past_world.Requests` keeps the latest
+  of each); a superseded request gets no answer.
 
 Requests: `{"id", "viewer", "recording"?, "actions"?, "live": position, "focus": [[c, k]…], "owner"?,
 "target": {"at": T} | {"events": n, "time": t, "exact": bool} | {"seq": s, "time": t} |
@@ -23,395 +18,19 @@ Requests: `{"id", "viewer", "recording"?, "actions"?, "live": position, "focus":
 "position"}` then a line of text (the state message of that moment, as the live page gets it) or `{"id", "live": true}`
 (the target is the live moment) or `{"id", "ok": false, "error"}`. While a replay takes long, lines
 `{"id", "viewer", "progress": {"events", "time"}}` come before its answer, one every
-`PROGRESS_EVERY` seconds: how far it has come.
+`past_world.PROGRESS_EVERY` seconds: how far it has come.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import sys
-import time
-from collections import OrderedDict
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:
-    from dashboard.host import keyframes
-
-Obj = dict[str, Any]
-
-CHUNK_EVENTS = 20_000  # events replayed between two looks for a newer request (~40 ms)
-PROGRESS_EVERY = 1.0  # wall seconds between two progress lines of a replay in hand
-STAGE_STEP = frozenset({"sync.start", "sync.stage", "sync.end"})
-SYNC_STEP = frozenset({"sync.end"})
-PAST_PANELS_DROPPED = ("breakpoints",)  # the live session's, not the world's: the page keeps its own
-
-
-class Superseded(Exception):
-    """A newer request of the same viewer came in."""
-
-
-class Behind(Exception):
-    """The world of this process stands past the target and may not rebuild from the start (a
-    keyframe world, `dashboard.host.keyframes`): a world at or before `bounds` must serve
-    `target` instead. `bounds`: `events` (at most), `time` (at most), `seq` (before it)."""
-
-    def __init__(self, target: Obj, bounds: Obj) -> None:
-        super().__init__("behind")
-        self.target = target
-        self.bounds = bounds
-
-
-def _inherit(request: Obj, older: Obj) -> None:
-    """`request` supersedes `older`, never answered: it takes over the recording or the live
-    actions `older` brought (the host sends each only once)."""
-    if "recording" in request:
-        return
-    if "recording" in older:
-        recording = older["recording"]
-        recording["actions"] = list(recording.get("actions") or []) + list(request.pop("actions", None) or [])
-        request["recording"] = recording
-    elif older.get("actions"):
-        request["actions"] = list(older["actions"]) + list(request.get("actions") or [])
-
-
-class Requests:
-    """Lines of stdin, read without blocking between chunks; the latest request per viewer."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.buffer = b""
-        self.waiting: OrderedDict[str, Obj] = OrderedDict()  # viewer -> its latest request
-        self.closed = False
-
-    def poll(self, timeout: float | None) -> None:
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return
-        data = os.read(self.fd, 1 << 20)
-        if not data:
-            self.closed = True
-            return
-        self.buffer += data
-        *lines, self.buffer = self.buffer.split(b"\n")
-        for line in lines:
-            if line.strip():
-                request = json.loads(line)
-                viewer = str(request.get("viewer"))
-                older = self.waiting.pop(viewer, None)
-                if older is not None:
-                    _inherit(request, older)
-                self.waiting[viewer] = request  # the newest of a viewer supersedes its older ones
-
-    def next(self) -> Obj | None:
-        while not self.waiting and not self.closed:
-            self.poll(None)
-        if not self.waiting:
-            return None
-        _, request = self.waiting.popitem(last=False)
-        return request
-
-    def newer(self, viewer: str) -> bool:
-        self.poll(0)
-        return viewer in self.waiting
-
-
-class Inbox(Protocol):
-    def newer(self, viewer: str) -> bool:
-        """True when a newer request of `viewer` came in (the one in hand is superseded)."""
-        ...
-
-
-class Worker:
-    def __init__(self, requests: Inbox) -> None:
-        from controlplane.simulation import Replay
-
-        self.requests = requests
-        self.recording: Obj | None = None
-        self.replay: Replay | None = None
-        self.hosted: Any = None
-        self.marks: list[Any] = []
-        self.chunk_events = CHUNK_EVENTS
-        self.furthest = 0  # the most events any replay of this recording ran: `marks` covers them
-        self.viewer = ""
-        # Keyframes (dashboard.host.keyframes): in a keyframe world this process never rebuilds
-        # (a target behind it raises Behind) and calls `on_keyframe` each time a forward replay
-        # stands on a multiple of `keyframe_every` events. A keyframe is a snapshot, possible
-        # only at a quiescent moment: while `seeking`, the replay goes event by event and calls
-        # `on_quiet` at the first such moment.
-        self.rebuilds = True
-        self.keyframe_every: int | None = None
-        self.on_keyframe: Callable[[bool, bool], None] | None = None  # (periodic, near)
-        self.seeking = False
-        self.on_quiet: Callable[[], None] | None = None
-        # With keyframes: a replay more than 2 * `keyframe_near` events from its target also
-        # looks for a keyframe from `keyframe_near` events before it on (the steps back that
-        # follow land near it: they replay from there, not from an earlier keyframe).
-        self.keyframe_near: int | None = None
-        self.rate = 0.0  # the session's kernel events per virtual second (the live position's average)
-        self.going: Obj = {}  # the target being served (what Behind asks another world to serve)
-        # The clock may stand past the last event run (a time or an exact position was asked):
-        # then this world is not "right after event N" for its N, only for a later moment.
-        self.moved = False
-        # Progress of a long replay: `on_progress({"events", "time"})` between chunks, at most
-        # every `progress_every` wall seconds (the host's time limit counts from the last one,
-        # and the page shows it). Not for a sweep: nobody waits for one.
-        self.on_progress: Callable[[Obj], None] | None = None
-        self.progress_every = PROGRESS_EVERY
-        self._progress_at = 0.0
-
-    # -- the world of the moment -----------------------------------------------------------------
-    def _check(self) -> None:
-        if self.on_progress is not None and self.replay is not None:
-            now = time.monotonic()
-            if now - self._progress_at >= self.progress_every:
-                self._progress_at = now
-                kernel = self.replay.sim.kernel
-                self.on_progress({"events": kernel.events, "time": kernel.now})
-        if self.requests.newer(self.viewer):
-            raise Superseded
-
-    def _rebuild(self) -> None:
-        from controlplane.simulation import Replay
-        from dashboard.host.hosted import HostedSimulation
-
-        assert self.recording is not None
-        self.replay = Replay.from_recording(self.recording, marks=self.marks)
-        scenario = self.recording["scenario"]
-        # No record log: why? and the trace view are the live session's (it keeps every record),
-        # and a keyframe would come to own every page of it the later replay reallocates.
-        self.hosted = HostedSimulation(
-            "past", self.replay.sim, name=str(scenario.get("name")), source="past", keep_records=False
-        )
-
-    def _ready(self, *, events: int | None = None, time: float | None = None, seq: int | None = None) -> Any:
-        """The replay, rebuilt from the start if it already stands past the target (`events`
-        kernel events, the clock at `time`, trace record `seq` written)."""
-        from controlplane.simulation import vtime
-
-        replay = self.replay
-        if replay is not None:
-            here = replay.position()
-            if (
-                (events is not None and events < here.events)
-                or (events is not None and events == here.events and time is None and self.moved)
-                or (time is not None and vtime(time) < here.time)
-                or (seq is not None and here.seq >= seq)
-            ):
-                if not self.rebuilds and here.events > 0:
-                    raise Behind(self.going, {"events": events, "time": time, "seq": seq})
-                replay = None
-        if replay is None:
-            self._rebuild()
-            self.moved = False
-        assert self.replay is not None
-        return self.replay
-
-    def _chunks(self, replay: Any, bound: float, events: int | None = None) -> None:
-        """Replay at full speed towards `bound` (or `events`), a chunk at a time, looking for a
-        newer request between chunks. With keyframes: `on_keyframe(periodic, near)` after each
-        chunk; chunks end at each multiple of `keyframe_every` events (`periodic`), and (`near`) `keyframe_near` events
-        before the target `events`; for a time target, whose event count is known only once
-        reached, from about four times as many events before it (by the rate of this replay so
-        far) and then every `keyframe_near` events (the broker keeps the last before the target)."""
-        from controlplane.simulation import ReplayError, vtime
-
-        kernel = replay.sim.kernel
-        every = self.keyframe_every
-        near = self.keyframe_near
-        before = None  # the event count at which to leave a keyframe, just before `events`
-        soon = None  # for a time target: the moment from which keyframes are left every `near` events
-        tail: int | None = None  # for a time target, from `soon` on: the event count of the next one
-        rate = self.rate  # events per virtual second: the session's average, then this replay's
-        start = (kernel.now, kernel.events)
-        if every and near:
-            if events is not None:
-                if events - kernel.events > 2 * near:
-                    before = events - near
-            elif rate > 0 and (bound - kernel.now) * rate > 8 * near:
-                soon = vtime(bound - 4 * near / rate)
-        while replay.sim.halted is None:
-            if soon is not None and near and kernel.now > start[0] and kernel.events > start[1]:
-                rate = (kernel.events - start[1]) / (kernel.now - start[0])
-                soon = max(vtime(bound - 4 * near / rate), kernel.now)
-            target = kernel.events + self.chunk_events
-            if every:
-                target = min(target, (kernel.events // every + 1) * every)
-            if before is not None and before > kernel.events:
-                target = min(target, before)
-            if tail is not None:
-                target = min(target, tail)
-            if events is not None:
-                target = min(target, events)
-                if target <= kernel.events:
-                    return
-            if self.seeking and self.on_quiet is not None and replay.run_to_quiet(target, bound):
-                self.moved = False
-                self.on_quiet()
-                self._check()
-                continue
-            limit = bound if soon is None else soon
-            try:
-                replay.run_to_events(target, limit)
-            except ReplayError:
-                self.moved = True
-                if soon is None:
-                    return  # the bound came first
-                soon, tail = None, kernel.events + (near or 0)  # near the target time
-                if self.on_keyframe is not None:
-                    self.on_keyframe(False, True)
-                continue
-            self.moved = False
-            if self.on_keyframe is not None and every:  # after every chunk (a snapshot may be due)
-                self.on_keyframe(kernel.events % every == 0, kernel.events in (before, tail))
-            if tail is not None and kernel.events == tail:
-                tail += near or 0
-            self._check()
-
-    def go(self, target: Obj, live: Obj) -> Obj:
-        """Replay to `target`; returns the position reached."""
-        from controlplane.simulation import NANOSECOND, vtime
-
-        live_time = float(live["time"])
-        self.going = target
-        self.rate = int(live["events"]) / live_time if live_time > 0 else 0.0
-        if "at" in target:
-            t = float(target["at"])
-            replay = self._ready(time=t)
-            self._chunks(replay, t)
-            position = replay.run_to_time(t)
-            self.moved = True
-            return self._reached(position)
-        if "seq" in target:
-            seq, t = int(target["seq"]), float(target["time"])
-            replay = self._ready(time=t, seq=seq)
-            self._chunks(replay, vtime(t - NANOSECOND))
-            position = replay.run_to_seq(seq, t)
-            self.moved = False
-            return self._reached(position)
-        if "events" in target:
-            events, t = int(target["events"]), float(target["time"])
-            exact = bool(target.get("exact"))
-            replay = self._ready(events=events, time=t if exact else None)
-            self._chunks(replay, t, events)
-            position = replay.run_to_events(events, t, exact=exact)
-            self.moved = exact
-            return self._reached(position)
-        step = target.get("back") or target.get("forward")
-        if step not in ("event", "stage", "sync"):
-            raise ValueError("step: back or forward must be event, stage or sync")
-        at = _position(target.get("from") or live)
-        if self.furthest < at.events or self.replay is None:
-            # The index of sync records must cover `at`: replay up to it first.
-            replay = self._ready(events=at.events)
-            self._chunks(replay, at.time, at.events)
-            self._reached(replay.run_to_events(at.events, at.time))
-            self.moved = False
-        assert self.replay is not None
-        if "back" in target:
-            finder = {
-                "event": self.replay.previous_event,
-                "stage": self.replay.previous_stage,
-                "sync": self.replay.previous_sync,
-            }[step]
-            return self.go({"events": finder(at), "time": at.time}, live)
-        if step == "event":
-            events = at.events + 1
-        else:
-            replay = self._ready(events=at.events)
-            events = replay.next_mark(at, STAGE_STEP if step == "stage" else SYNC_STEP, live_time)
-            self.furthest = max(self.furthest, replay.position().events)
-        if events >= int(live["events"]):
-            return {"live": True}
-        return self.go({"events": events, "time": live_time}, live)
-
-    def _reached(self, position: Any) -> Obj:
-        self.furthest = max(self.furthest, position.events)
-        return dict(position.to_json())
-
-    def render(self, focus: list[Any], owner: Any = None) -> str:
-        """The state message of the moment, as the live page gets it on (re)connecting."""
-        from dashboard.host.frames import ROWS_IN_STATE
-
-        hosted = self.hosted
-        frames = hosted.frames
-        frames.sent_transitions = len(frames.transitions)
-        frames.sent_spans = len(frames.spans)
-        frames.sent_depth = len(frames.depth)
-        frames.new_names, frames.node_changes = [], []
-        # The logs: the newest rows of the moment, from the simulation's recent records (the
-        # frame builder keeps only a frame's worth between frames, and none are built here).
-        for rows in (frames.trace_rows, frames.api_rows, frames.event_rows):
-            rows.clear()
-        for log in frames.new_rows:
-            frames.new_rows[log] = []
-        recent = list(hosted.sim.recent)
-        for record in recent:
-            kind = record["kind"]
-            if kind == "api.response":
-                frames.api_rows.append(record)
-            elif kind == "event":
-                frames.event_rows.append(record)
-            if kind != "api.request":
-                frames.trace_rows.append(record)
-        for rows in (frames.trace_rows, frames.api_rows, frames.event_rows):
-            while len(rows) > ROWS_IN_STATE:
-                rows.popleft()
-        keys = [(str(c), str(k)) for c, k in focus if isinstance(c, str) and isinstance(k, str)]
-        hosted.focus("past", keys)
-        hosted.focus_owner("past", owner)  # a page focused on one owner: its queue, its expectations
-        frames.seq += 1  # a new moment: never the cached state of another
-        # (JSON text, built once.) Without the timeline's history: the page's timeline keeps the
-        # live session's and marks the moment with a cursor (static/dashboard/past.js).
-        return frames.state(keys, leave_out=PAST_PANELS_DROPPED, timeline=False)
-
-    def drop_world(self) -> None:
-        """Forget the replayed world (the next request rebuilds it)."""
-        self.replay, self.hosted, self.moved = None, None, False
-
-    # -- one request ---------------------------------------------------------------------------------
-    def handle(self, request: Obj) -> Obj:
-        from controlplane.scenario import ScenarioError
-        from controlplane.simulation import ReplayError
-
-        self.viewer = str(request.get("viewer"))
-        self._progress_at = time.monotonic()  # the first progress line a `progress_every` from now
-        if "recording" in request:
-            self.recording = request["recording"]
-            self.replay, self.hosted, self.marks, self.furthest = None, None, [], 0
-        elif self.recording is not None and request.get("actions"):
-            self.recording["actions"].extend(request["actions"])
-            if self.replay is not None:
-                self.replay.extend(request["actions"])
-        if self.recording is None:
-            return {"ok": False, "error": "the worker has no recording yet"}
-        try:
-            position = self.go(request["target"], request["live"])
-        except (ReplayError, ScenarioError, ValueError) as exc:
-            return {"ok": False, "error": str(exc).splitlines()[0]}
-        if position.get("live"):
-            return {"ok": True, "live": True}
-        if request.get("sweep"):  # keyframes on the way were its purpose: nothing to render
-            return {"ok": True, "position": position}
-        text = self.render(request.get("focus") or [], request.get("owner"))
-        return {"ok": True, "position": position, "text": text}
-
-
-def progress_line(request: Obj, progress: Obj) -> None:
-    """Tell the host how far the replay of `request` has come: a line `{"id", "viewer",
-    "progress": {"events", "time"}}` on stdout (no answer: the answer comes later)."""
-    head = {"id": request.get("id"), "viewer": request.get("viewer"), "progress": progress}
-    sys.stdout.write(json.dumps(head, separators=(",", ":"), allow_nan=False, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def _position(value: Obj) -> Any:
-    from controlplane.simulation import Position
-
-    return Position(int(value["events"]), int(value["seq"]), float(value["time"]))
+from dashboard.host import keyframes
+from dashboard.host.keyframes import SWEEP_AFTER
+from dashboard.host.past_world import Requests, Superseded, Worker, progress_line
 
 
 def main() -> None:
@@ -420,7 +39,6 @@ def main() -> None:
 
     django.setup()
     from controlplane.simulation import simulation_gc
-    from dashboard.host import keyframes
 
     simulation_gc()  # for the life of the process: a replay is a simulation running (gcpolicy's why)
 
@@ -439,8 +57,6 @@ def main() -> None:
 
 
 def serve(requests: Requests, worker: Worker | keyframes.Broker) -> None:
-    from dashboard.host.keyframes import SWEEP_AFTER
-
     out = sys.stdout
     while True:
         if not isinstance(worker, Worker) and not requests.waiting and not requests.closed:

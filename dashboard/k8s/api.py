@@ -4,7 +4,12 @@ An ASGI app in front of Django: it answers `/version` (and `/version/`), `/api�
 `/openapi/…` (the demo simulation) and `/sim/<id>/k8s/…` (any simulation), and `/metrics`; every
 other path goes to the dashboard. It never holds a simulation: reads, dry runs and watches are ops
 of the host (`dashboard.host.k8s_ops`), writes are `request` actions (`op: act`), all through the
-channel layer, so several Daphne processes with the Redis layer work as one.
+channel layer, so several Daphne processes with the Redis layer work as one. `RefuseWebsocket`
+turns away a websocket handshake on the same paths.
+
+Imports run one way: this module (the request, `Call`) over `endpoints` (health, reviews, pod
+logs) and `discovery` (the static documents), all three over `wire` (the Status failures, body
+decoding, answers).
 
 Guarantees
 ----------
@@ -39,22 +44,23 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
-from asgiref.sync import sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from controlplane import safeyaml
 from controlplane.apiserver.resources import RESOURCES, ResourceInfo
-from controlplane.simulation import (
-    MAX_CLIENT,
-    MAX_OBJECT_DEPTH,
-    MAX_REQUEST_BYTES,
-    collect_duplicates,
-    nested_deeper_than,
-    read_json,
-)
+from controlplane.simulation import MAX_CLIENT, MAX_REQUEST_BYTES
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy, NoAnswer
 from dashboard.k8s import discovery, endpoints, openapi_v2_proto, protobuf
+from dashboard.k8s.wire import (
+    Failure,
+    decode,
+    ensure_running,
+    not_found,
+    respond,
+    respond_bytes,
+    timed_out,
+    wait_disconnect,
+)
 
 Obj = dict[str, Any]
 Scope = dict[str, Any]
@@ -82,34 +88,6 @@ PATCH_CONTENT_TYPES = {
 BODY_CONTENT_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
 # The kinds a protobuf body may carry, by (resource, subresource) of a POST or PUT.
 PROTOBUF_KINDS = {("namespaces", None): ("Namespace",), ("pods", "eviction"): ("Eviction",)}
-
-
-class Failure(Exception):
-    """An answer that is a Status: raised anywhere while handling a request."""
-
-    def __init__(self, code: int, reason: str, message: str, details: Obj | None = None) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message, self.details = code, reason, message, details
-
-    def status(self) -> Obj:
-        body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message}
-        body["reason"] = self.reason
-        if self.details is not None:
-            body["details"] = self.details
-        body["code"] = self.code
-        return body
-
-
-def not_found(message: str = "the server could not find the requested resource") -> Failure:
-    return Failure(404, "NotFound", message)
-
-
-def timed_out(silent: Exception) -> Failure:
-    """The simulation exists but its host did not answer in time (busy, or its process gone):
-    kube-apiserver's answer to a request that outlived its deadline (apimachinery's
-    NewTimeoutError, from the timeout filter), which clients retry; never a 404 that would say the
-    simulation is not there."""
-    return Failure(504, "Timeout", f"Timeout: request did not complete within requested timeout - {silent}")
 
 
 def route(path: str) -> tuple[str, str, str, str | None] | None:
@@ -160,6 +138,25 @@ def _nosniff(send: Any) -> Any:
         await send(message)
 
     return marked
+
+
+# -- websocket upgrades on API paths ------------------------------------------------------------------
+class RefuseWebsocket:
+    """ASGI: a websocket handshake on a Kubernetes API path (kubectl's exec, attach, port-forward
+    and `logs` over websockets) is refused before it is accepted; Daphne answers it 403, and
+    client-go falls back to SPDY, a plain POST that the API answers with a Status. Everything
+    else goes to `app`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Obj, receive: Any, send: Any) -> Any:
+        if scope["type"] == "websocket" and route(scope["path"]) is not None:
+            message = await receive()
+            if message["type"] == "websocket.connect":
+                await send({"type": "websocket.close", "code": 1008})
+            return None
+        return await self.app(scope, receive, send)
 
 
 # -- one request ------------------------------------------------------------------------------------
@@ -501,7 +498,7 @@ class Call:
             except ValueError:
                 raise Failure(400, "BadRequest", "timeoutSeconds: must be a number") from None
         bookmarks = self.query.get("allowWatchBookmarks") == "true"
-        await _ensure_running(self.sim_id)
+        await ensure_running(self.sim_id)
         try:
             answer = await self.ask_watch(
                 {
@@ -553,7 +550,7 @@ class Call:
         if answer.get("end"):
             await self.chunk("", last=True)
             return
-        disconnected = asyncio.ensure_future(_wait_disconnect(self.receive))
+        disconnected = asyncio.ensure_future(wait_disconnect(self.receive))
         receiving: asyncio.Future[Obj] | None = None
         renewing: asyncio.Future[Obj | None] | None = None
         renew_at = loop.time() + RENEW_EVERY
@@ -621,7 +618,7 @@ class Call:
         else the Status the stream ends with: 404 when the simulation is gone, 410 Expired when
         the host no longer has the watcher or did not answer in time (events may be missing)."""
         try:
-            await _ensure_running(self.sim_id)
+            await ensure_running(self.sim_id)
         except Failure as failure:
             return failure.status()
         from dashboard.host import request_watch
@@ -659,7 +656,7 @@ class Call:
 
     # -- plumbing ---------------------------------------------------------------------------------
     async def ask(self, cmd: Obj) -> Obj:
-        await _ensure_running(self.sim_id)
+        await ensure_running(self.sim_id)
         from dashboard.host import request
 
         cmd = {**cmd, "client": self.client}  # the connected-clients panel counts it (k8s_ops.clients)
@@ -686,7 +683,7 @@ class Call:
 
     async def ask_stream(self, cmd: Obj) -> Answer:
         """An expensive read (a list): its answer comes in parts (`host.request_stream`)."""
-        await _ensure_running(self.sim_id)
+        await ensure_running(self.sim_id)
         from dashboard.host import request_stream
 
         cmd = {**cmd, "client": self.client}
@@ -736,7 +733,7 @@ class Call:
             raise Failure(400, "BadRequest", "the body of the request was empty")
         if protobuf_kinds is None:
             yaml_ok = yaml_ok or "yaml" in self.headers.get("content-type", "")
-            return _decode(self.limited(raw), yaml_ok=yaml_ok, duplicates=self.duplicates)
+            return decode(self.limited(raw), yaml_ok=yaml_ok, duplicates=self.duplicates)
         return self.decode_body(raw, protobuf_kinds=protobuf_kinds, yaml_ok=True, duplicates=self.duplicates)
 
     def limited(self, raw: bytes) -> bytes:
@@ -753,9 +750,9 @@ class Call:
         raw = self.limited(raw)
         media_type = self.headers.get("content-type", "").split(";")[0].strip().lower()
         if media_type in ("", "application/json", "*/*"):
-            return _decode(raw, yaml_ok=False, duplicates=duplicates)
+            return decode(raw, yaml_ok=False, duplicates=duplicates)
         if media_type == "application/yaml" and yaml_ok:
-            return _decode(raw, yaml_ok=True, duplicates=duplicates)
+            return decode(raw, yaml_ok=True, duplicates=duplicates)
         if media_type == protobuf.MEDIA_TYPE:
             if not protobuf_kinds:
                 raise Failure(
@@ -805,46 +802,6 @@ def _wants_table(accept: str) -> bool:
     return "as=Table" in accept
 
 
-def _decode(raw: bytes, *, yaml_ok: bool, duplicates: list[Obj] | None = None) -> Any:
-    """JSON (or YAML when `yaml_ok`) data; the objects read with a repeated key are added to
-    `duplicates` (the last value of a repeated key is the one kept)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Failure(400, "BadRequest", "the body of the request is not UTF-8") from None
-    found: list[Obj]
-    try:
-        # NaN and Infinity are not JSON (Python's parser takes them unless told not to).
-        value, found = read_json(text, parse_constant=_not_json)
-    except RecursionError:
-        raise Failure(400, "BadRequest", TOO_DEEP) from None
-    except ValueError as exc:
-        if not yaml_ok:
-            raise Failure(400, "BadRequest", f"the body of the request was in an unknown format: {exc}") from None
-    else:
-        if nested_deeper_than(value):
-            raise Failure(400, "BadRequest", TOO_DEEP)
-        if duplicates is not None:
-            duplicates.extend(found)
-        return value
-    try:
-        # Within limits and iteratively: libyaml's composer recurses in C (deep nesting crashes
-        # the process) and alias expansion is counted before anything expands.
-        value, found = collect_duplicates(safeyaml.load(text, duplicates=True))
-    except safeyaml.YAMLInputError as exc:
-        raise Failure(400, "BadRequest", f"error decoding YAML: {exc}") from None
-    if duplicates is not None:
-        duplicates.extend(found)
-    return value
-
-
-TOO_DEEP = f"the body of the request is nested deeper than {MAX_OBJECT_DEPTH} levels"
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
 LOST_WATCHER = "the watch was ended by the server; list again and watch from the list's resourceVersion"
 MISSED = (
     "the watcher fell behind: events waited for it longer than the server keeps them; "
@@ -873,41 +830,6 @@ def _authorized(headers: dict[str, str]) -> bool:
     value = headers.get("authorization", "")
     scheme, _, token = value.partition(" ")
     return scheme.lower() == "bearer" and token_matches(token.strip())
-
-
-async def respond(
-    send: Any,
-    code: int,
-    body: Any,
-    content_type: str = "application/json",
-    headers: tuple[tuple[bytes, bytes], ...] = (),
-) -> None:
-    data = (body if isinstance(body, str) else json.dumps(body, separators=(",", ":"))).encode()
-    await respond_bytes(send, code, data, content_type, headers)
-
-
-async def respond_bytes(
-    send: Any, code: int, data: bytes, content_type: str, headers: tuple[tuple[bytes, bytes], ...] = ()
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": code,
-            "headers": [
-                (b"content-type", content_type.encode()),
-                (b"content-length", str(len(data)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
-
-
-async def _wait_disconnect(receive: Any) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 async def _watcher_channel(layer: Any) -> str:
@@ -944,23 +866,6 @@ async def _unwatch_later(sim_id: str, cmd: Obj) -> None:
 
 
 _UNWATCHING: set[asyncio.Future[None]] = set()  # the unwatches waiting for room (kept referenced)
-
-
-async def _ensure_running(sim_id: str) -> None:
-    """404 at once for a simulation nobody hosts (rather than waiting for an answer that never comes)."""
-    from dashboard.host import get_host
-
-    if sim_id in get_host().sims:
-        return
-    if not await _alive(sim_id):
-        raise not_found(f'simulation "{sim_id}" is not running')
-
-
-@sync_to_async(thread_sensitive=False)
-def _alive(sim_id: str) -> bool:
-    from dashboard.models import SimulationRecord
-
-    return SimulationRecord.alive().filter(id=sim_id).exists()
 
 
 # -- /metrics -----------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from typing import Any
 from controlplane.apiserver.resources import RESOURCES, VERBS, ResourceInfo
 from controlplane.simulation import VERSION_INFO, openapi_v2_document, openapi_v3_documents
 from dashboard.k8s import openapi_v2_proto
+from dashboard.k8s.endpoints import review_aggregated_groups, review_group_versions
 
 Obj = dict[str, Any]
 
@@ -101,8 +102,6 @@ def api_versions(server_address: str) -> Obj:
 
 
 def api_group_list() -> Obj:
-    from dashboard.k8s.endpoints import review_group_versions
-
     version = {"groupVersion": "apps/v1", "version": "v1"}
     return {
         "kind": "APIGroupList",
@@ -168,8 +167,6 @@ def aggregated(group: str, accept: str) -> tuple[str, Obj] | None:
 
 def _review_groups() -> list[Obj]:
     """`/apis` also lists the review groups (authorization.k8s.io, authentication.k8s.io)."""
-    from dashboard.k8s.endpoints import review_aggregated_groups
-
     return review_aggregated_groups()
 
 

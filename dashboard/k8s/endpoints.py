@@ -2,7 +2,8 @@
 simulation's URL, who-am-I and can-I reviews, container logs, and a plain refusal of the streams a
 simulated pod cannot serve (exec, attach, port-forward).
 
-`dashboard.k8s.api` routes here; the answers follow kube-apiserver's (issue #18 §3).
+`dashboard.k8s.api` routes here (a handler gets its `wire.Request`); the answers follow
+kube-apiserver's (issue #18 §3).
 
 Guarantees
 ----------
@@ -30,7 +31,7 @@ Guarantees
   pod or the simulation goes, the client leaves, or `FOLLOW_LIMIT` seconds pass.
 * `pods/exec`, `pods/attach`, `pods/portforward` (and `kubectl cp`, which execs `tar`): 404 for an
   unknown pod, else a 400 Status saying that the simulated pod runs no process. A websocket
-  upgrade on any Kubernetes API path is refused before it is accepted (`RefuseWebsocket`), so
+  upgrade on any Kubernetes API path is refused before it is accepted (`api.RefuseWebsocket`), so
   kubectl falls back to SPDY, whose plain POST gets that Status and prints its message.
 """
 
@@ -41,13 +42,11 @@ import contextlib
 import datetime
 import logging
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, unquote
 
 from controlplane.simulation import EPOCH, MAX_REQUEST_BYTES, parse_rfc3339
-
-if TYPE_CHECKING:
-    from dashboard.k8s.api import Call
+from dashboard.k8s.wire import Failure, Request, decode, ensure_running, not_found, wait_disconnect
 
 Obj = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -69,14 +68,13 @@ def is_health_path(path: str) -> bool:
     return is_health([s for s in path.split("/") if s]) and not path.endswith("/")
 
 
-async def _check(call: Call, name: str) -> bool:
+async def _check(call: Request, name: str) -> bool:
     if name == "ping":
         return True
     from dashboard.host import request
-    from dashboard.k8s.api import Failure, _ensure_running
 
     try:
-        await _ensure_running(call.sim_id)
+        await ensure_running(call.sim_id)
         answer = await request(call.sim_id, {"op": "k8s_health"}, control=True, timeout=HEALTH_TIMEOUT)
     except (Failure, LookupError):
         return False
@@ -86,12 +84,8 @@ async def _check(call: Call, name: str) -> bool:
     return answer.get("code") == 200
 
 
-async def health(call: Call, segs: list[str]) -> None:
-    from dashboard.k8s.api import not_found
-
+async def health(call: Request, segs: list[str]) -> None:
     if call.method != "GET":
-        from dashboard.k8s.api import Failure
-
         raise Failure(405, "MethodNotAllowed", f"{call.method} is not supported on this path")
     name, checks = segs[0], HEALTH[segs[0]]
     if len(segs) == 2:  # one check: `ok`, or 500 with its error (healthz.adaptCheckToHandler)
@@ -129,13 +123,12 @@ async def health(call: Call, segs: list[str]) -> None:
 
 
 # -- /metrics of one simulation -------------------------------------------------------------------------
-async def metrics(call: Call) -> None:
-    from dashboard.k8s.api import Failure, _ensure_running
+async def metrics(call: Request) -> None:
     from dashboard.k8s.metrics import exposition
 
     if call.method != "GET":
         raise Failure(405, "MethodNotAllowed", f"{call.method} is not supported on this path")
-    await _ensure_running(call.sim_id)
+    await ensure_running(call.sim_id)
     content_type, text = await exposition(only=call.sim_id)
     await call.reply(text, content_type=content_type)
 
@@ -155,15 +148,13 @@ IMPERSONATE = "impersonate"
 IMPERSONATE_EXTRA = "impersonate-extra-"
 
 
-def refuse_impersonation(call: Call, authenticated: bool) -> None:
+def refuse_impersonation(call: Request, authenticated: bool) -> None:
     """Refuse a request that asks to act as someone else (`Impersonate-User`, `-Group`, `-Uid`,
     `-Extra-<key>`, as kubectl's `--as`, `--as-group`, `--as-uid` send them) with the 403 that
     kube-apiserver's impersonation filter answers a user without the `impersonate` verb
     (`staging/src/k8s.io/apiserver/pkg/endpoints/filters/impersonation.go`, the message of
     `responsewriters.Forbidden`): the first thing asked for is checked, and refused. Before this,
     the headers were ignored and `--as=bob` wrote as the token's identity."""
-    from dashboard.k8s.api import Failure
-
     asked: tuple[str, str, str, str] | None = None  # (resource, subresource, namespace, name)
     for raw_name, raw_value in call.scope.get("headers", ()):
         name, value = raw_name.decode("latin-1").lower(), raw_value.decode("latin-1").strip()
@@ -249,10 +240,8 @@ def review_group_versions() -> list[Obj]:
     return groups
 
 
-async def reviews(call: Call, segs: list[str]) -> None:
+async def reviews(call: Request, segs: list[str]) -> None:
     """`/apis/<review group>...`: its discovery documents (GET) or a review (POST)."""
-    from dashboard.k8s.api import Failure, not_found
-
     group = segs[1]
     version, kinds = REVIEWS[group]
     if len(segs) == 2 and call.method == "GET":
@@ -310,12 +299,10 @@ async def reviews(call: Call, segs: list[str]) -> None:
     await call.reply(review, 201)
 
 
-async def _review_spec(call: Call, api_version: str, kind: str) -> Obj:
+async def _review_spec(call: Request, api_version: str, kind: str) -> Obj:
     """The review's spec from a JSON body, or a protobuf SelfSubjectAccessReview's (the answer
     depends on its verb); {} from another protobuf review, whose envelope is checked but whose
     spec is not decoded: no answer depends on it (the token is all or nothing)."""
-    from dashboard.k8s.api import Failure, _decode
-
     raw = await call.read_body()
     if len(raw) > MAX_REQUEST_BYTES:
         raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
@@ -334,7 +321,7 @@ async def _review_spec(call: Call, api_version: str, kind: str) -> Obj:
         return {}
     if not raw.strip():
         raise Failure(400, "BadRequest", "the body of the request was empty")
-    body = _decode(raw, yaml_ok=False)
+    body = decode(raw, yaml_ok=False)
     if not isinstance(body, dict):
         raise Failure(400, "BadRequest", f"the body of the request must be a {kind} object")
     for field, expected in (("apiVersion", api_version), ("kind", kind)):
@@ -358,8 +345,6 @@ POD_SUBRESOURCES = frozenset({"log", *STREAMS})
 
 
 def _int_option(query: dict[str, str], key: str, minimum: int) -> int | None:
-    from dashboard.k8s.api import Failure
-
     value = query.get(key)
     if value is None or value == "":
         return None
@@ -373,8 +358,6 @@ def _int_option(query: dict[str, str], key: str, minimum: int) -> int | None:
 
 
 def _bool_option(query: dict[str, str], key: str) -> bool:
-    from dashboard.k8s.api import Failure
-
     value = query.get(key, "").lower()
     if value in ("", "false", "0"):
         return False
@@ -387,8 +370,6 @@ class LogOptions:
     """The PodLogOptions of a request (validated: every number bounded)."""
 
     def __init__(self, query: dict[str, str]) -> None:
-        from dashboard.k8s.api import Failure
-
         self.container = query.get("container") or None
         self.previous = _bool_option(query, "previous")
         self.follow = _bool_option(query, "follow")
@@ -432,9 +413,7 @@ def _nano(t: float) -> str:
     return f"{stamp}.{nanos:09d}Z"
 
 
-async def pod_subresource(call: Call, namespace: str | None, name: str | None, subresource: str) -> None:
-    from dashboard.k8s.api import Failure
-
+async def pod_subresource(call: Request, namespace: str | None, name: str | None, subresource: str) -> None:
     if namespace is None or not name:
         raise Failure(404, "NotFound", "the server could not find the requested resource")
     if subresource == "log":
@@ -452,7 +431,7 @@ async def pod_subresource(call: Call, namespace: str | None, name: str | None, s
     raise Failure(400, "BadRequest", NO_PROCESS.format(name=name, what=STREAMS[subresource]))
 
 
-async def _ask_log(call: Call, namespace: str, name: str, options: LogOptions, previous: bool) -> Obj:
+async def _ask_log(call: Request, namespace: str, name: str, options: LogOptions, previous: bool) -> Obj:
     cmd = {
         "op": "k8s_log",
         "namespace": namespace,
@@ -463,7 +442,7 @@ async def _ask_log(call: Call, namespace: str, name: str, options: LogOptions, p
     return await call.ask(cmd)
 
 
-async def _log(call: Call, namespace: str, name: str, options: LogOptions) -> None:
+async def _log(call: Request, namespace: str, name: str, options: LogOptions) -> None:
     answer = await _ask_log(call, namespace, name, options, options.previous)
     if "lines" not in answer:
         await call.reply_text(answer)
@@ -494,13 +473,11 @@ async def _log(call: Call, namespace: str, name: str, options: LogOptions) -> No
 
 
 async def _follow(
-    call: Call, namespace: str, name: str, options: LogOptions, container_id: str, sent: int, budget: int | None
+    call: Request, namespace: str, name: str, options: LogOptions, container_id: str, sent: int, budget: int | None
 ) -> None:
-    from dashboard.k8s.api import Failure, _wait_disconnect
-
     loop = asyncio.get_running_loop()
     deadline = loop.time() + FOLLOW_LIMIT
-    disconnected = asyncio.ensure_future(_wait_disconnect(call.receive))
+    disconnected = asyncio.ensure_future(wait_disconnect(call.receive))
     try:
         while loop.time() < deadline and (budget is None or budget > 0):
             done, _ = await asyncio.wait({disconnected}, timeout=FOLLOW_POLL)
@@ -536,24 +513,3 @@ def _cut(text: str, budget: int | None) -> str:
     if budget is None:
         return text
     return text.encode()[: max(budget, 0)].decode(errors="ignore")
-
-
-# -- websocket upgrades on API paths ------------------------------------------------------------------
-class RefuseWebsocket:
-    """ASGI: a websocket handshake on a Kubernetes API path (kubectl's exec, attach, port-forward
-    and `logs` over websockets) is refused before it is accepted; Daphne answers it 403, and
-    client-go falls back to SPDY, a plain POST that the API answers with a Status. Everything
-    else goes to `app`."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Obj, receive: Any, send: Any) -> Any:
-        from dashboard.k8s.api import route
-
-        if scope["type"] == "websocket" and route(scope["path"]) is not None:
-            message = await receive()
-            if message["type"] == "websocket.connect":
-                await send({"type": "websocket.close", "code": 1008})
-            return None
-        return await self.app(scope, receive, send)

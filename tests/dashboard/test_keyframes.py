@@ -417,7 +417,7 @@ import os, secrets, sys
 sys.path.insert(0, os.getcwd())
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 from dashboard.host.keyframes import _World
-from dashboard.host.replay_worker import Worker
+from dashboard.host.past_world import Worker
 
 class Nothing:
     def newer(self, viewer):

@@ -15,7 +15,7 @@ import pytest
 from controlplane.scenario import load_file
 from controlplane.simulation import Simulation
 from dashboard.host.hosted import HostedSimulation
-from dashboard.host.replay_worker import Requests, Superseded, Worker
+from dashboard.host.past_world import Requests, Superseded, Worker
 
 from .test_consumers import command, connect, receive
 
