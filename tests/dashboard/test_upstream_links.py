@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from controlplane.session import stages
 from dashboard.host import panels
 
 from .test_v15 import hosted, inspector, run_until
@@ -37,7 +38,7 @@ def test_the_v1_36_lines_are_the_ones_read_at_the_pinned_commits():
         "https://github.com/kubernetes/kubernetes/blob/d7ce957d8a8729e0e9c2e365288277d742491a5b/"
         "pkg/controller/util/consistency/consistency.go"
     )
-    lines = {stage: url for stage, (_, url) in panels.STAGES.items()}
+    lines = {stage: url for stage, (_, url) in stages.STAGES.items()}
     assert lines == {
         "consistency": f"{consistency_go}#L123",
         "get": f"{rs_go}#L752",
@@ -51,7 +52,7 @@ def test_the_v1_36_lines_are_the_ones_read_at_the_pinned_commits():
         "status": f"{rs_go}#L798",
         "requeue": f"{rs_go}#L813",
     }
-    assert f"{rs_go}#L601" == panels.PROCESS_NEXT_WORK_ITEM
+    assert f"{rs_go}#L601" == stages.PROCESS_NEXT_WORK_ITEM
 
 
 def test_the_v1_5_links_stay_pinned_lines_too():
@@ -66,6 +67,6 @@ def test_a_rendered_v1_36_sync_links_only_pinned_lines():
     markup = inspector(h)
     assert "processNextWorkItem" in markup
     hrefs = re.findall(r'<a href="(https://github\.com/[^"]+)"', markup)
-    assert panels.PROCESS_NEXT_WORK_ITEM in hrefs
+    assert stages.PROCESS_NEXT_WORK_ITEM in hrefs
     assert len(hrefs) > 3
     assert [url for url in hrefs if not pinned(url)] == []

@@ -13,9 +13,11 @@ import pytest
 from django.template.loader import render_to_string
 
 from controlplane.scenario import load_file
+from controlplane.session import stages
+from controlplane.session.commands import CommandError
 from controlplane.simulation import Simulation, configured
 from dashboard.host import panels
-from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.hosted import HostedSimulation
 
 from .conftest import controlling_client
 from .test_hosted import drive, frames_until_quiet, run_until
@@ -84,14 +86,14 @@ def test_a_v1_5_sync_is_told_in_v1_5_stages_each_linked_to_its_line_at_k15():
         K15 + "pkg/controller/replication/replication_controller_utils.go#L33"
     )
     assert f"{RC_GO}#L622" in markup and f"{RC_GO}#L510" in markup and f"{RC_GO}#L514" in markup
-    assert panels.RS_COMMIT not in markup and "slow-start" not in markup
+    assert stages.RS_COMMIT not in markup and "slow-start" not in markup
 
 
 def test_a_v1_36_sync_of_the_same_controller_keeps_the_v1_36_narration():
     h = hosted()
     run_until(h, 1.0)
     markup = inspector(h)
-    assert "processNextWorkItem" in markup and panels.RS_COMMIT in markup
+    assert "processNextWorkItem" in markup and stages.RS_COMMIT in markup
     assert K15 not in markup and "v1.36" in text(markup)
 
 
@@ -265,7 +267,7 @@ def test_a_stage_breakpoint_names_the_field_of_a_bad_stage():
 
 
 def test_the_stage_groups_are_each_versions_stages():
-    groups = {g["versions"]: [name for name, _ in g["stages"]] for g in panels.stage_groups()}
+    groups = {g["versions"]: [name for name, _ in g["stages"]] for g in stages.stage_groups()}
     assert groups["v1.36"][:3] == ["consistency", "get", "expectations"]
     assert groups["v1.5 v1.5-late"][0] == "podStoreSynced" and "classify" in groups["v1.5 v1.5-late"]
 

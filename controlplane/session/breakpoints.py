@@ -1,4 +1,4 @@
-"""Breakpoints: pause a hosted simulation after the event that matched, and say which and why.
+"""Breakpoints: pause a session after the event that matched, and say which and why.
 
 A breakpoint is a spec (plain data, as the page sends it) matched against trace records — the
 same records the panels draw from — except `informerLag`, which is a condition on the informers
@@ -25,9 +25,9 @@ from typing import Any
 
 from controlplane.nodes import POD_STATES
 from controlplane.scenario import CONTROLLERS
+from controlplane.session.stages import stage_names
+from controlplane.session.timefmt import vtime
 from controlplane.simulation import EXPECTATIONS_TIMEOUT
-from dashboard.host.panels import stage_names
-from dashboard.timefmt import vtime
 
 Obj = dict[str, Any]
 
