@@ -33,6 +33,7 @@ from controlplane.compare import diff_reports as diff_reports
 from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
 from controlplane.controllers.registry import CONTROLLERS as CONTROLLER_REGISTRY  # noqa: F401 - the inspector's links
+from controlplane.controllers.registry import REGISTRY as _REGISTRY
 from controlplane.controllers.stages import K15 as K15
 from controlplane.duplicate_keys import collect_duplicates as collect_duplicates
 from controlplane.duplicate_keys import read_json as read_json
@@ -71,3 +72,4 @@ from controlplane.world import configured as configured
 from controlplane.world import cut_scenario as cut_scenario
 from controlplane.world import request_of as request_of
 
+CONTROLLER_STAGE_GROUPS = _REGISTRY.stage_groups  # the breakpoint form's stage lists

@@ -22,10 +22,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from controlplane.scenario import SCENARIO_DIR, Scenario, ScenarioError, library, load_file, load_scenario
-from controlplane.simulation import CONTROLLER_VERSIONS, configured
+from controlplane.simulation import CONTROLLER_STAGE_GROUPS, CONTROLLER_VERSIONS, configured
 from dashboard import host
 from dashboard.access import can_control, has_token
-from dashboard.host import panels, reads, recording
+from dashboard.host import reads, recording
 from dashboard.models import Recording, SimulationRecord
 
 MAX_SCENARIO_BYTES = 1024 * 1024  # an uploaded scenario file
@@ -248,7 +248,7 @@ async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
         # The version switch and the breakpoint form's stages (the page shows those of the
         # versions that run, from the status line's `versions`).
         "controller_versions": CONTROLLER_VERSIONS,
-        "stage_groups": panels.stage_groups(),
+        "stage_groups": CONTROLLER_STAGE_GROUPS(),
     }
     return await sync_to_async(render)(request, "dashboard/sim.html", context)
 

@@ -214,6 +214,29 @@ class Registry:
         """Every controller's name, in registry order."""
         return tuple(self._by_name)
 
+    def stage_groups(self) -> list[dict[str, Any]]:
+        """The sync stages of every controller version, grouped by stage table (the breakpoint
+        form shows the groups of the versions that run): `versions` (space-separated: the
+        versions that share one stage table, in registry order), `stages` [(name, function)]."""
+        groups: list[tuple[Any, list[str]]] = []
+        for spec in self.specs:
+            for version in spec.versions:
+                for stages, versions in groups:
+                    if stages is version.stages:
+                        if version.version not in versions:
+                            versions.append(version.version)
+                        break
+                else:
+                    groups.append((version.stages, [version.version]))
+        return [
+            {"versions": " ".join(versions), "stages": [(stage.name, stage.function) for stage in stages]}
+            for stages, versions in groups
+        ]
+
+    def stage_names(self) -> tuple[str, ...]:
+        """Every stage name a `sync.stage` record may carry, in the versions' order, once each."""
+        return tuple(dict.fromkeys(name for group in self.stage_groups() for name, _ in group["stages"]))
+
     def managed_resources(self) -> tuple[str, ...]:
         """Every resource a controller owns objects of or controls, once each, in registry order
         (each controller's children first, then its own): the owner graph's resources."""

@@ -34,10 +34,12 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
 from controlplane.scenario import ACTION_VERBS, ScenarioError
+from controlplane.session.commands import CommandError
+from controlplane.session.session import MAX_RECORDED_ACTIONS
 from controlplane.simulation import Replay, Simulation, safeyaml
 from dashboard.host import host as hosting
 from dashboard.host import reads, recording
-from dashboard.host.hosted import MAX_RECORDED_ACTIONS, CommandError, HostedSimulation
+from dashboard.host.hosted import HostedSimulation
 
 Obj = dict[str, Any]
 

@@ -1,7 +1,8 @@
-"""Frames: what changed in a hosted simulation since the last frame, folded from the trace.
+"""Frames: what changed in a hosted session since the last frame, folded from what it publishes.
 
-The builder subscribes to the simulation's trace (through the hosted simulation) and keeps, from
-records only, what the browser needs that a panel snapshot cannot give cheaply:
+The builder subscribes to the session (`controlplane.session.session.SessionListener`: its trace
+records, what its viewers focus on, its actions) and keeps, from records only, what the browser
+needs that a panel snapshot cannot give cheaply:
 
 * the pod table (id, owner, state, node) and every state transition, as compact arrays for the
   two canvas views (pod tiles, timeline);
@@ -27,12 +28,13 @@ from typing import TYPE_CHECKING, Any
 from django.template.loader import render_to_string
 
 from controlplane.nodes import POD_STATES
+from controlplane.session.session import SessionListener
 from controlplane.simulation import CONTROLLER_OF_QUEUE, trace_row
 from dashboard.host import panels
 from dashboard.host import rows as log_rows
 
 if TYPE_CHECKING:
-    from dashboard.host.hosted import HostedSimulation
+    from dashboard.host.panels import Hosted
 
 Obj = dict[str, Any]
 
@@ -114,8 +116,10 @@ class Narration:
         return None if self.end is None else self.end - self.start
 
 
-class FrameBuilder:
-    def __init__(self, hosted: HostedSimulation) -> None:
+class FrameBuilder(SessionListener):
+    """Subscribes to `hosted` as it is built: build it before the session starts."""
+
+    def __init__(self, hosted: Hosted) -> None:
         self.hosted = hosted
         self.sim = hosted.sim
         self.seq = 0
@@ -181,6 +185,40 @@ class FrameBuilder:
         # A frame left something out (an urgent frame's ages, a panel over the budget): the host
         # owes the viewers a complete frame once the simulation holds still (`frame(complete=True)`).
         self.owed = False
+        hosted.subscribe(self)
+
+    # -- what the session publishes -----------------------------------------------------------
+    def record(self, record: Obj) -> None:
+        self.fold(record)
+        if record["kind"] == "sync.start":
+            self.dirty.add("inspector-latest")
+
+    def focused(self, keys: set[tuple[str, str]]) -> None:
+        for controller, key in keys:
+            self.dirty.update((panels.inspector_id(controller, key), panels.truth_id(controller, key)))
+
+    def pod_opened(self, key: str) -> None:
+        self.dirty.add(panels.pod_id(key))
+
+    def owners_focused(self, owners: set[tuple[str, str]], new: tuple[str, str] | None) -> None:
+        if new is not None:
+            self.dirty.update(panels.owner_panel_ids(*new))
+        self.set_owner_focus(owners)
+
+    def acted(self, action: Obj, result: Obj) -> None:
+        self.dirty.update(("actions", "faults", "owners"))
+
+    def focused_panel_ids(self) -> list[str]:
+        """The focused panels some viewer looks at now: the inspector and cache-vs-truth of each
+        focused key, each open Pod tab's pod, the queue and expectations of each focused owner."""
+        hosted = self.hosted
+        ids = []
+        for controller, key in sorted(hosted.focused()):
+            ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
+        ids += [panels.pod_id(key) for key in sorted(hosted.open_pods)]
+        for controller, key in sorted(hosted.focused_owners()):
+            ids += panels.owner_panel_ids(controller, key)
+        return ids
 
     # -- folding records ----------------------------------------------------------------------
     def fold(self, record: Obj) -> None:
@@ -520,7 +558,7 @@ class FrameBuilder:
         carries everything the step changed (issue #19 §4)."""
         self._refresh_owners()
         changed: dict[str, str] = {}
-        focused = set(self.hosted.focused_panel_ids())
+        focused = set(self.focused_panel_ids())
         for panel_id in [p for p in self.dirty if panels.is_focused_panel(p) and p not in focused]:
             self.dirty.discard(panel_id)  # nobody looks at that key any more
         for panel_id in focused:
@@ -811,11 +849,11 @@ class FrameBuilder:
         """Everything, for a viewer that (re)connects: every panel (but those in `leave_out`),
         the last rows of each log, the whole pod table and (`timeline`) the timeline's history.
         The next frame continues from it (same `seq`)."""
-        key = (self.seq, tuple(sorted(focus or [])), tuple(self.hosted.focused_panel_ids()), leave_out, timeline)
+        key = (self.seq, tuple(sorted(focus or [])), tuple(self.focused_panel_ids()), leave_out, timeline)
         if self._state_cache is not None and self._state_cache[0] == key:
             return self._state_cache[1]  # several viewers (re)connecting between two frames
         self._refresh_owners()
-        ids = self._panel_ids() + list(panels.ON_CHANGE) + self.hosted.focused_panel_ids()
+        ids = self._panel_ids() + list(panels.ON_CHANGE) + self.focused_panel_ids()
         for controller, key in focus or []:
             ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
         rendered = {}

@@ -46,9 +46,11 @@ from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from controlplane.scenario import Scenario
+from controlplane.session import edit
+from controlplane.session.commands import CommandError
 from controlplane.simulation import RECORD_FILTERS, GcHold, Simulation, simulation_gc
-from dashboard.host import edit, k8s_ops, past, reads, recording, search
-from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host import k8s_ops, past, reads, recording, search
+from dashboard.host.hosted import HostedSimulation
 
 log = logging.getLogger(__name__)
 

@@ -74,14 +74,15 @@ from channels.layers import get_channel_layer
 from controlplane.apiserver import ApiError, Request, bad_request
 from controlplane.apiserver.resources import ResourceInfo, lookup
 from controlplane.apiserver.server import selection_predicate
+from controlplane.session.commands import CommandError
+from controlplane.session.keyindex import KeyIndex, key_of
+from controlplane.session.session import Session
 from controlplane.simulation import (
     request_of,
     resource_expired,
     too_large_resource_version,
     too_many_requests,
 )
-from dashboard.host.hosted import CommandError, HostedSimulation
-from dashboard.host.keyindex import KeyIndex, key_of
 from dashboard.k8s import tables
 
 Obj = dict[str, Any]
@@ -138,7 +139,7 @@ def _include_object(cmd: Obj) -> str:
 
 
 # -- get and list -----------------------------------------------------------------------------------
-def _get(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _get(hosted: Session, cmd: Obj) -> Obj:
     sim = hosted.sim
     try:
         req = Request(
@@ -175,10 +176,10 @@ def _encode_continue(rv: str, start: str) -> str:
     )
 
 
-_INDEXES: weakref.WeakKeyDictionary[HostedSimulation, dict[str, KeyIndex]] = weakref.WeakKeyDictionary()
+_INDEXES: weakref.WeakKeyDictionary[Session, dict[str, KeyIndex]] = weakref.WeakKeyDictionary()
 
 
-def key_index(hosted: HostedSimulation, info: ResourceInfo) -> KeyIndex:
+def key_index(hosted: Session, info: ResourceInfo) -> KeyIndex:
     """The simulation's sorted key index of one resource, up to date (see `keyindex`)."""
     indexes = _INDEXES.get(hosted)
     if indexes is None:
@@ -190,7 +191,7 @@ def key_index(hosted: HostedSimulation, info: ResourceInfo) -> KeyIndex:
     return index
 
 
-def _list(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _list(hosted: Session, cmd: Obj) -> Obj:
     """A list, as `APIServer.read` lists (key order, the current revision, the same errors), one
     page at a time: the sorted key index finds where a page starts, so a page costs its own rows,
     not a walk of every object."""
@@ -224,7 +225,7 @@ def _list(hosted: HostedSimulation, cmd: Obj) -> Obj:
     return {"code": 200, "body": dumps(body)}
 
 
-def _dry_run(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _dry_run(hosted: Session, cmd: Obj) -> Obj:
     """A write with dryRun=All: answered, not recorded, nothing changed (not an action)."""
     request = cmd.get("request")
     problem = hosted.sim.check_action({"request": request})
@@ -366,10 +367,10 @@ class WatchHub:
         self.closed = False  # the simulation stopped: `close_watches` sends the last messages
 
 
-_HUBS: weakref.WeakKeyDictionary[HostedSimulation, WatchHub] = weakref.WeakKeyDictionary()
+_HUBS: weakref.WeakKeyDictionary[Session, WatchHub] = weakref.WeakKeyDictionary()
 
 
-def _hub(hosted: HostedSimulation) -> WatchHub:
+def _hub(hosted: Session) -> WatchHub:
     hub = _HUBS.get(hosted)
     if hub is None:
         hub = _HUBS[hosted] = WatchHub(hosted.sim.server.revision)
@@ -411,7 +412,7 @@ def scoped(cmd: Obj, viewer: str | None) -> Obj:
     return {**cmd, "channel": viewer, "key": f"{viewer}|{watch_id}", "viewer": viewer, "watch_id": str(watch_id)}
 
 
-def forget_viewer(hosted: HostedSimulation, viewer: str) -> None:
+def forget_viewer(hosted: Session, viewer: str) -> None:
     """The viewer left: its watches end (nobody reads their channel any more)."""
     hub = _HUBS.get(hosted)
     if hub is not None:
@@ -423,7 +424,7 @@ def _key(cmd: Obj) -> str:
     return str(cmd.get("key") or cmd.get("channel"))
 
 
-def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _watch(hosted: Session, cmd: Obj) -> Obj:
     sim = hosted.sim
     server = sim.server
     channel = cmd.get("channel")
@@ -489,14 +490,14 @@ def _watch(hosted: HostedSimulation, cmd: Obj) -> Obj:
     }
 
 
-def _unwatch(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _unwatch(hosted: Session, cmd: Obj) -> Obj:
     hub = _HUBS.get(hosted)
     if hub is not None:
         hub.watchers.pop(_key(cmd), None)
     return {}
 
 
-def _renew(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _renew(hosted: Session, cmd: Obj) -> Obj:
     hub = _HUBS.get(hosted)
     watcher = hub.watchers.get(_key(cmd)) if hub is not None else None
     if watcher is None:
@@ -528,7 +529,7 @@ def _note_pause(hub: WatchHub, entry: Obj) -> None:
         hub.paused = {(c, r) for c, r in hub.paused if not (c == key[0] and key[1] in ("*", r))}
 
 
-def _apply_client_faults(hosted: HostedSimulation, hub: WatchHub) -> None:
+def _apply_client_faults(hosted: Session, hub: WatchHub) -> None:
     """Apply the `watchFault {client}` entries logged since the last publish (module doc)."""
     entries = hosted.sim.client_watch_faults(hub.client_faults)
     if not entries:
@@ -557,7 +558,7 @@ def _apply_client_faults(hosted: HostedSimulation, hub: WatchHub) -> None:
                 watcher.paused = True
 
 
-def collect(hosted: HostedSimulation, hub: WatchHub) -> None:
+def collect(hosted: Session, hub: WatchHub) -> None:
     """Queue on every watcher the lines of the events committed since the last publish, in one
     step (no await): concurrent publishes cannot split or reorder a watcher's events. A paused
     watcher gets none: its `since` stays where the pause found it."""
@@ -585,7 +586,7 @@ def collect(hosted: HostedSimulation, hub: WatchHub) -> None:
             watcher.since = revision
 
 
-async def publish(hosted: HostedSimulation) -> None:
+async def publish(hosted: Session) -> None:
     """Send every watcher the events committed since the last publish (see the module doc).
 
     One publish at a time sends. A publish that finds another sending only queues its events:
@@ -704,7 +705,7 @@ async def _drain(layer: Any, watcher: Watcher, hub: WatchHub | None, shared: _Sh
 CLOSE_WAIT = 1.0  # seconds a stopping simulation keeps trying to hand watchers their last events
 
 
-async def close_watches(hosted: HostedSimulation) -> None:
+async def close_watches(hosted: Session) -> None:
     """The simulation stops: every watch stream ends, cleanly once it has every event (a stream
     whose channel stays full learns at its next renewal that the simulation is gone)."""
     hub = _HUBS.pop(hosted, None)
@@ -763,7 +764,7 @@ async def _send(
 
 
 # -- connected clients -----------------------------------------------------------------------------
-def note_request(hosted: HostedSimulation, cmd: Obj, code: int) -> None:
+def note_request(hosted: Session, cmd: Obj, code: int) -> None:
     """Count one Kubernetes API request of the client `cmd` names (its `client`, the User-Agent
     the HTTP side passes along): `code` is its answer's HTTP status."""
     client = cmd.get("client")
@@ -785,13 +786,13 @@ def note_request(hosted: HostedSimulation, cmd: Obj, code: int) -> None:
     stats.note(code, what, time.monotonic())
 
 
-def paused_clients(hosted: HostedSimulation) -> list[Obj]:
+def paused_clients(hosted: Session) -> list[Obj]:
     """The `watchFault {client} pause`s in force: [{client, resource}], sorted."""
     hub = _HUBS.get(hosted)
     return [{"client": c, "resource": r} for c, r in sorted(hub.paused)] if hub is not None else []
 
 
-def clients(hosted: HostedSimulation) -> list[Obj]:
+def clients(hosted: Session) -> list[Obj]:
     """The connected clients, most recently seen first: each with its request rate (per second,
     over the last CLIENT_WINDOW seconds), requests and errors so far, and its open watches with
     how far each is behind the store (resourceVersions, and wall seconds since it fell behind)."""
@@ -848,12 +849,12 @@ def _histogram(h: Any) -> Obj:
     return {"buckets": [[bound, n] for bound, n in h.cumulative()], "sum": h.sum, "count": h.count}
 
 
-_REQUEST_COUNTS: weakref.WeakKeyDictionary[HostedSimulation, tuple[int, dict[tuple[str, str, str, int], int]]] = (
+_REQUEST_COUNTS: weakref.WeakKeyDictionary[Session, tuple[int, dict[tuple[str, str, str, int], int]]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _metrics(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _metrics(hosted: Session, cmd: Obj) -> Obj:
     """The figures `/metrics` exposes, read from the simulation's own counters (nothing changes)."""
     sim = hosted.sim
     queues = []
@@ -890,7 +891,7 @@ def _metrics(hosted: HostedSimulation, cmd: Obj) -> Obj:
     }
 
 
-def _log(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _log(hosted: Session, cmd: Obj) -> Obj:
     """A container's log (`Simulation.container_log`): `lines` of [virtual time, text], the
     instance's `containerID`, `finished` once it stopped, and the virtual `now`."""
     try:
@@ -911,12 +912,12 @@ def _log(hosted: HostedSimulation, cmd: Obj) -> Obj:
     }
 
 
-def _health(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def _health(hosted: Session, cmd: Obj) -> Obj:
     """The `etcd` health check: the simulation's store answers (this op reached its host)."""
     return {"code": 200, "now": hosted.sim.now}
 
 
-READS: dict[str, Callable[[HostedSimulation, Obj], Obj]] = {
+READS: dict[str, Callable[[Session, Obj], Obj]] = {
     "k8s_get": _get,
     "k8s_list": _list,
     "k8s_dryrun": _dry_run,

@@ -26,10 +26,11 @@ import math
 import time
 from typing import Any
 
+from controlplane.session.commands import SPEEDS, CommandError, _speed, _time
 from controlplane.simulation import POD_STATES, describe_block, diff_reports
 from dashboard.host import panels
 from dashboard.host.host import Host, spawn
-from dashboard.host.hosted import SPEEDS, CommandError, HostedSimulation, _speed, _time
+from dashboard.host.hosted import HostedSimulation
 
 Obj = dict[str, Any]
 

@@ -16,7 +16,9 @@ Three refresh rules:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+import yaml
 
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.labels import selector_from_label_selector, selector_from_set
@@ -26,10 +28,35 @@ from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_contro
 from controlplane.scenario import default_config
 from controlplane.simulation import CONTROLLER_REGISTRY, DEFAULT_CONTROLLER_VERSION, K15, NAMESPACE_INDEX
 
-if TYPE_CHECKING:
-    from dashboard.host.hosted import HostedSimulation
-
 Obj = dict[str, Any]
+
+
+class Folds(Protocol):
+    """What the panels read of the records a frame builder folded (`dashboard.host.frames`)."""
+
+    pods: dict[str, list[Any]]  # "ns/name" -> [id, owner index, state index, node index]
+    pod_ids: dict[str, int]
+    owners: list[str]
+    owner_index: dict[str, int]
+    tiles: dict[int, dict[int, int]]
+    nodes: list[str]
+    node_index: dict[str, int]
+    node_pods: dict[int, dict[int, int]]
+    node_states: dict[str, str]
+    transitions: list[list[Any]]
+    narrations: dict[tuple[str, str], Any]
+    latest: Any
+    logs: dict[str, Any]
+
+
+if TYPE_CHECKING:
+    from controlplane.session.session import Session
+
+    class Hosted(Session):
+        """A session as the dashboard hosts it (`dashboard.host.hosted.HostedSimulation`): the
+        panels read the session's state and the folds of its frame builder."""
+
+        frames: Folds
 
 ALWAYS = ("informers", "faults", "clients", "breakpoints", "timers")
 ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
@@ -161,7 +188,7 @@ def template_of(panel_id: str) -> str:
     return f"dashboard/_{base}.html"
 
 
-def context(hosted: HostedSimulation, panel_id: str) -> Obj:
+def context(hosted: Hosted, panel_id: str) -> Obj:
     base, _, rest = panel_id.partition(":")
     if base.startswith(("queue-", "expectations-")):
         # `queue-replicaset` or, for a page focused on a key, `queue-replicaset:default/web`:
@@ -186,17 +213,15 @@ def context(hosted: HostedSimulation, panel_id: str) -> Obj:
         builder = inspector if base == "inspector" else truth
         return {"panel_id": panel_id, "sim": hosted, **builder(hosted, controller, key)}
     if base == "pod":
-        from dashboard.host import details  # details reads panels' tables: imported when used
-
         namespace, name = rest.split("/", 1)
-        return {"panel_id": panel_id, "sim": hosted, **details.pod_context(hosted, namespace, name)}
+        return {"panel_id": panel_id, "sim": hosted, **pod_context(hosted, namespace, name)}
     if base == "inspector-latest":
         return {"panel_id": panel_id, "sim": hosted, **inspector(hosted, None, None)}
     return {"panel_id": panel_id, "sim": hosted, **_PANELS[base](hosted)}
 
 
 # -- status (JSON, every frame) -------------------------------------------------------------------
-def status(hosted: HostedSimulation) -> Obj:
+def status(hosted: Hosted) -> Obj:
     sim = hosted.sim
     nxt = sim.next_event() if sim.started else None
     return {
@@ -229,14 +254,14 @@ def status(hosted: HostedSimulation) -> Obj:
     }
 
 
-def version(hosted: HostedSimulation, name: str) -> Obj:
+def version(hosted: Hosted, name: str) -> Obj:
     """What every controller panel's heading says of the version the controller runs."""
     running = hosted.sim.controllers[name].version
     return {"version": running, "v15": running != DEFAULT_CONTROLLER_VERSION}
 
 
 # -- the controller side --------------------------------------------------------------------------
-def queue(hosted: HostedSimulation, name: str, only: str | None = None) -> Obj:
+def queue(hosted: Hosted, name: str, only: str | None = None) -> Obj:
     """The workqueue; with `only` (a key), only that key's entries, each list filtered before it
     is capped (and where the key stands in the queue)."""
     c = hosted.sim.controllers[name]
@@ -286,7 +311,7 @@ def queue(hosted: HostedSimulation, name: str, only: str | None = None) -> Obj:
     }
 
 
-def workers(hosted: HostedSimulation, name: str) -> Obj:
+def workers(hosted: Hosted, name: str) -> Obj:
     c = hosted.sim.controllers[name]
     now = hosted.sim.now
     rows = [
@@ -310,7 +335,7 @@ def workers(hosted: HostedSimulation, name: str) -> Obj:
     }
 
 
-def expectations(hosted: HostedSimulation, name: str, only: str | None = None) -> Obj:
+def expectations(hosted: Hosted, name: str, only: str | None = None) -> Obj:
     """Every key's expectations record; with `only`, that key's (and its consistency rows)."""
     c = hosted.sim.controllers[name]
     rows = []
@@ -367,7 +392,7 @@ def expectations(hosted: HostedSimulation, name: str, only: str | None = None) -
     }
 
 
-def lookupcache(hosted: HostedSimulation, name: str) -> Obj:
+def lookupcache(hosted: Hosted, name: str) -> Obj:
     """The v1.5 ReplicationManager's MatchingCache (pod labels → RC): its newest entries and
     counters, with the controller's last `controller.log` lines (overlapping RCs). Empty for a
     version without one (the page then hides the panel)."""
@@ -396,7 +421,7 @@ def _rv_gt(a: str, b: str) -> bool:
         return False
 
 
-def informers(hosted: HostedSimulation) -> Obj:
+def informers(hosted: Hosted) -> Obj:
     sim = hosted.sim
     revision = sim.server.revision
     rows = []
@@ -410,7 +435,7 @@ def informers(hosted: HostedSimulation) -> Obj:
 
 
 # -- the cluster side -----------------------------------------------------------------------------
-def owners(hosted: HostedSimulation) -> Obj:
+def owners(hosted: Hosted) -> Obj:
     sim = hosted.sim
     tiles = hosted.frames.tiles
     versions = {name: c.version for name, c in sim.controllers.items()}
@@ -457,7 +482,7 @@ def owners(hosted: HostedSimulation) -> Obj:
     return {"rows": rows, "orphans": orphans}
 
 
-def nodes(hosted: HostedSimulation) -> Obj:
+def nodes(hosted: Hosted) -> Obj:
     """From the frame builder's running counts (no pass over the pods): each node's Ready
     state, whether its kubelet runs, its taints, and its pods by state."""
     sim, frames = hosted.sim, hosted.frames
@@ -480,7 +505,7 @@ def nodes(hosted: HostedSimulation) -> Obj:
     return {"rows": rows, "unscheduled": unscheduled, "compact": len(rows) > 12}
 
 
-def faults(hosted: HostedSimulation) -> Obj:
+def faults(hosted: Hosted) -> Obj:
     sim = hosted.sim
     defaults = default_config()
     rules = [rule.describe() for rule in sim.faults.api_rules]
@@ -524,7 +549,7 @@ def faults(hosted: HostedSimulation) -> Obj:
     }
 
 
-def clients(hosted: HostedSimulation) -> Obj:
+def clients(hosted: Hosted) -> Obj:
     """The Kubernetes API clients of this simulation (`k8s_ops.clients`: the host's bookkeeping,
     live; empty for a moment of the past, which no client watched)."""
     from dashboard.host import k8s_ops
@@ -537,11 +562,11 @@ def _node_order(name: str) -> tuple[int, str]:
     return (int(number), name) if number.isdigit() else (0, name)
 
 
-def breakpoints(hosted: HostedSimulation) -> Obj:
+def breakpoints(hosted: Hosted) -> Obj:
     return {"items": [{**vars(bp), "description": bp.describe()} for bp in hosted.breakpoints.items], "hit": hosted.hit}
 
 
-def timers(hosted: HostedSimulation) -> Obj:
+def timers(hosted: Hosted) -> Obj:
     sim = hosted.sim
     upcoming = sim.upcoming(6) if sim.started else []
     return {"timers": [{**t, "in": t["time"] - sim.now} for t in upcoming]}
@@ -550,7 +575,7 @@ def timers(hosted: HostedSimulation) -> Obj:
 ACTIONS_SHOWN = 100
 
 
-def actions(hosted: HostedSimulation) -> Obj:
+def actions(hosted: Hosted) -> Obj:
     """The newest ACTIONS_SHOWN actions, oldest first: the one order of every log on the page
     (Events, Trace and API calls grow at the bottom too; docs/dashboard.md)."""
     entries = hosted.sim.actions[-ACTIONS_SHOWN:]
@@ -558,7 +583,7 @@ def actions(hosted: HostedSimulation) -> Obj:
 
 
 # -- one key: the inspector and cache vs truth ------------------------------------------------------
-def inspector(hosted: HostedSimulation, controller: str | None, key: str | None) -> Obj:
+def inspector(hosted: Hosted, controller: str | None, key: str | None) -> Obj:
     frames = hosted.frames
     if controller is None or key is None:
         narration = frames.latest
@@ -577,29 +602,6 @@ def inspector(hosted: HostedSimulation, controller: str | None, key: str | None)
     }
 
 
-def stage_groups() -> list[Obj]:
-    """The sync stages of each controller version, for the breakpoint form (the page shows the
-    groups of the versions that run): `versions` (space-separated: the versions that share one
-    stage table, in the registry's order), `stages` [(name, function)]."""
-    groups: list[tuple[Any, list[str]]] = []
-    for version in _VERSIONS.values():
-        for stages, versions in groups:
-            if stages is version.stages:
-                versions.append(version.version)
-                break
-        else:
-            groups.append((version.stages, [version.version]))
-    return [
-        {"versions": " ".join(versions), "stages": [(stage.name, stage.function) for stage in stages]}
-        for stages, versions in groups
-    ]
-
-
-def stage_names() -> tuple[str, ...]:
-    """Every stage name a `sync.stage` record may carry, in the versions' order, once each."""
-    return tuple(dict.fromkeys(name for group in stage_groups() for name, _ in group["stages"]))
-
-
 def narration_tables() -> Obj:
     """What the inspector links each version's stages to: v1.36's `SyncStage`s by name and its
     processNextWorkItem line, v1.5's `SyncStage`s by name and the K15 lines within a v1.5 sync."""
@@ -611,7 +613,65 @@ def narration_tables() -> Obj:
     }
 
 
-def truth(hosted: HostedSimulation, controller: str, key: str) -> Obj:
+REQUEST_SCAN = 200_000  # the API call log is searched back this far for a pod's calls
+REQUESTS_SHOWN = 30
+MAX_TRANSITIONS_SHOWN = 200  # a pod's transitions in its detail (a crash-looping pod has many)
+
+
+def pod_context(hosted: Hosted, namespace: str, name: str) -> Obj:
+    """What the Pod tab shows of one pod, now: the one-off read above and the live panel
+    (`pod_id`) the frames rebuild when a record touches the pod."""
+    sim, frames = hosted.sim, hosted.frames
+    obj = sim.server.peek("pods", namespace, name)
+    key = f"{namespace}/{name}"
+    pod_id = frames.pod_ids.get(key)
+    history = []
+    if sim.record_log is not None:
+        # From the kept records, so that each transition has its seq: its why? and its moment.
+        page = sim.records({"kind": "pod.transition", "key": key}, 0, MAX_TRANSITIONS_SHOWN)
+        for row in page["rows"]:
+            if row["subject"] == key:
+                record = sim.record_log.get(row["seq"]) or {}
+                owner_of = record.get("owner") or ""
+                history.append({"time": row["time"], "owner": owner_of, "state": record.get("to"), "seq": row["seq"]})
+    elif pod_id is not None:
+        for t, pid, owner, state in frames.transitions:
+            if pid == pod_id:
+                history.append({"time": t, "owner": frames.owners[owner], "state": frames_states[state]})
+    calls = []
+    requests = sim.server.requests
+    for index in range(len(requests) - 1, max(-1, len(requests) - 1 - REQUEST_SCAN), -1):
+        record = requests[index]
+        if (
+            record["name"] == name
+            and record["namespace"] == namespace
+            and (record["resource"] or "").startswith("pods")
+        ):
+            calls.append(record.to_dict())
+            if len(calls) >= REQUESTS_SHOWN:
+                break
+    calls.reverse()  # the newest REQUESTS_SHOWN, oldest first: the page's one order
+    owner = None
+    if obj is not None:
+        for ref in obj["metadata"].get("ownerReferences") or ():
+            if ref.get("controller"):
+                owner = ref
+    return {
+        "namespace": namespace,
+        "name": name,
+        "pod": obj,
+        "yaml": yaml.safe_dump(obj, sort_keys=False, default_flow_style=False) if obj is not None else "",
+        "owner": owner,
+        # The page's name for it (a focus target; "Kind/namespace/name" outside the default one).
+        "owner_label": owner_label(str(owner.get("kind")), namespace, str(owner.get("name"))) if owner else "",
+        "state": sim.nodes.pod_state(namespace, name),
+        "node": (obj.get("spec") or {}).get("nodeName") if obj is not None else None,
+        "history": history,
+        "calls": calls,
+    }
+
+
+def truth(hosted: Hosted, controller: str, key: str) -> Obj:
     """Three columns for one controller key: the pods the API server has, the pods the
     controller's informer cache has, the pods its last sync counted — with the differences."""
     sim = hosted.sim

@@ -45,9 +45,10 @@ from typing import Any
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
+from controlplane.session.commands import CommandError
 from controlplane.simulation import Position
 from dashboard.host import reads
-from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.hosted import HostedSimulation
 
 log = logging.getLogger(__name__)
 

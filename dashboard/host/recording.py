@@ -45,8 +45,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from controlplane.scenario import ScenarioError
+from controlplane.session.session import MAX_RECORDED_ACTIONS, MAX_RECORDED_BYTES
 from controlplane.simulation import Replay, cut_scenario
-from dashboard.host.hosted import MAX_RECORDED_ACTIONS, MAX_RECORDED_BYTES
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation

@@ -13,12 +13,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from controlplane.session.commands import CommandError
 from controlplane.simulation import POD_STATES, parse_label_selector
 from dashboard.host import panels
-from dashboard.host.hosted import CommandError
 
 if TYPE_CHECKING:
-    from dashboard.host.hosted import HostedSimulation
+    from dashboard.host.panels import Hosted
 
 Obj = dict[str, Any]
 
@@ -35,7 +35,7 @@ def is_selector(query: str) -> bool:
     return bool(_SELECTOR.search(query))
 
 
-def search(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def search(hosted: Hosted, cmd: Obj) -> Obj:
     query = cmd.get("q")
     if not isinstance(query, str) or len(query) > MAX_QUERY:
         raise CommandError(f"q: must be a text of at most {MAX_QUERY} characters")

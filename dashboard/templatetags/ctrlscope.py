@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 
 from controlplane.nodes import POD_STATES
-from dashboard.timefmt import vtime
+from controlplane.session.timefmt import vtime
 
 register = template.Library()
 

@@ -1,4 +1,4 @@
-// ctrlscope: Edit an object as `kubectl edit` does (dashboard/host/edit.py). "edit" on an owner
+// ctrlscope: Edit an object as `kubectl edit` does (controlplane/session/edit.py). "edit" on an owner
 // card or a pod (or the YAML tab's "Edit … open" form) opens the stored object in the YAML tab;
 // "Review changes" asks the server for a dry run of the update and shows its diff; Apply sends
 // the update (an action of the recording), refused with a 409 if the object changed since it was

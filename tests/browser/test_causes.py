@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from dashboard.timefmt import vtime
+from controlplane.session.timefmt import vtime
 
 from .conftest import PATIENCE_MS, shot
 from .test_dashboard import errors, run_to, start, stop  # noqa: F401

@@ -5,7 +5,7 @@ import time
 
 from playwright.sync_api import Page, expect
 
-from dashboard.timefmt import vtime
+from controlplane.session.timefmt import vtime
 
 from .conftest import PATIENCE_S, TOKEN, shot
 

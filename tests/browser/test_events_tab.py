@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from dashboard.timefmt import vtime
+from controlplane.session.timefmt import vtime
 
 from .conftest import shot
 from .test_dashboard import command, errors, run_to, start, stop  # noqa: F401 - the errors fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from dashboard.timefmt import vtime
+from controlplane.session.timefmt import vtime
 
 from .conftest import PATIENCE_MS, shot
 from .test_dashboard import command, errors, pod_states, run_to, start, stop, wait_pods  # noqa: F401

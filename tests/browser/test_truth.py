@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from dashboard.timefmt import vtime
+from controlplane.session.timefmt import vtime
 
 from .test_dashboard import command, pod_states, run_to, start, stop
 

@@ -14,8 +14,8 @@ import yaml
 
 from controlplane.replication import ReplicationManager
 from controlplane.scenario import ScenarioError, load_scenario
+from controlplane.session.breakpoints import Breakpoints
 from controlplane.simulation import SYNC_STAGES, Simulation
-from dashboard.host.breakpoints import Breakpoints
 
 RC = """
   - apiVersion: v1

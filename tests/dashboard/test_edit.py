@@ -8,9 +8,9 @@ import json
 import pytest
 import yaml
 
+from controlplane.session import edit
+from controlplane.session.commands import CommandError
 from controlplane.simulation import run_scenario
-from dashboard.host import edit
-from dashboard.host.hosted import CommandError
 from tests.dashboard.test_hosted import hosted, run_until
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from controlplane.scenario import load_file
+from controlplane.session.commands import CommandError
 from controlplane.simulation import Simulation
-from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.hosted import HostedSimulation
 
 MANIFEST = """apiVersion: apps/v1
 kind: ReplicaSet

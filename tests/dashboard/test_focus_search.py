@@ -9,8 +9,9 @@ import json
 import pytest
 
 from controlplane.scenario import parse_scenario
+from controlplane.session.commands import CommandError
 from controlplane.simulation import Simulation
-from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.hosted import HostedSimulation
 from dashboard.host.search import search
 from tests.controlplane.factories import fleet_objects
 
@@ -29,7 +30,7 @@ def test_a_focused_queue_lists_the_keys_entry_even_past_the_first_fifty():
     h.viewers.add("viewer")
     run_until(h, 1.0)
     assert h.command({"op": "focus", "owner": ["replicaset", "default/rs-059"]}, viewer="viewer")["ok"]
-    ids = h.focused_panel_ids()
+    ids = h.frames.focused_panel_ids()
     assert "queue-replicaset:default/rs-059" in ids and "expectations-replicaset:default/rs-059" in ids
     sent: dict[str, str] = {}
     for frame in frames_until_quiet(h):
@@ -42,7 +43,7 @@ def test_a_focused_queue_lists_the_keys_entry_even_past_the_first_fifty():
     state = json.loads(h.frames.state())
     assert "queue-replicaset:default/rs-059" in state["panels"]
     assert h.command({"op": "focus", "owner": None}, viewer="viewer")["ok"]
-    assert not any(p.startswith("queue-replicaset:") for p in h.focused_panel_ids())
+    assert not any(p.startswith("queue-replicaset:") for p in h.frames.focused_panel_ids())
 
 
 def test_the_expectations_panel_lists_fifty_keys_blocking_first_and_a_focused_one_its_own():
@@ -85,7 +86,7 @@ def test_a_bad_focus_owner_is_refused_and_changes_nothing(owner, error):
     h = fleet(1, 1)
     with pytest.raises(CommandError, match=error.replace("[", r"\[").replace("]", r"\]")):
         h.command({"op": "focus", "owner": owner}, viewer="viewer")
-    assert h.focused_panel_ids() == []
+    assert h.frames.focused_panel_ids() == []
 
 
 def test_search_by_name_and_by_label_selector():

@@ -9,8 +9,10 @@ import pytest
 import yaml
 
 from controlplane.scenario import load_file, load_scenario
+from controlplane.session import goals
+from controlplane.session.commands import CommandError
 from controlplane.simulation import Simulation, run_scenario
-from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.hosted import HostedSimulation
 
 
 def unpack_transitions(packed):
@@ -98,12 +100,12 @@ def test_an_open_pod_is_a_live_panel_rebuilt_when_a_record_touches_that_pod():
     assert "CrashLoopBackOff" in html and f'id="{panel}"' in html
     # Keys left out keep their value; null closes the pod; a bad pod is refused by name.
     h.command({"op": "focus", "keys": [["replicaset", "default/web"]]}, viewer="viewer")
-    assert panel in h.focused_panel_ids()
+    assert panel in h.frames.focused_panel_ids()
     with pytest.raises(CommandError, match="focus: pod"):
         h.command({"op": "focus", "pod": "no-slash"}, viewer="viewer")
-    assert panel in h.focused_panel_ids()
+    assert panel in h.frames.focused_panel_ids()
     h.command({"op": "focus", "pod": None}, viewer="viewer")
-    assert panel not in h.focused_panel_ids() and h.open_pods == set()
+    assert panel not in h.frames.focused_panel_ids() and h.open_pods == set()
 
 
 def test_a_frame_builds_only_what_fits_its_time_budget(monkeypatch):
@@ -540,7 +542,7 @@ def test_max_on_an_idle_demo_stops_once_the_world_is_at_rest():
     drive(h)
     assert h.mode == "paused" and "idle" in h.hit["why"], h.hit
     assert h.sim.now < 600, h.sim.now  # not 212 days of heartbeats
-    assert h.sim.settling() is None and h._idle()
+    assert h.sim.settling() is None and goals.idle(h.sim)
 
 
 def test_idle_waits_for_pods_still_starting():
@@ -564,7 +566,7 @@ objects:
     run_until(h, 5.0)
     # The controller is done (every create answered), the pods are not.
     assert "starting, becoming ready or stopping" in (h.sim.settling() or "")
-    assert not h._idle()
+    assert not goals.idle(h.sim)
     h.command({"op": "step", "what": "idle"})
     drive(h)
     assert h.sim.now >= 30.0 and h.sim.settling() is None
@@ -670,7 +672,7 @@ def manual_key_waiting():
     h = hosted()
     h.command({"op": "run", "speed": "max"})
     drive(h)
-    assert not h.sim.timeline_pending and h._idle(), h.hit
+    assert not h.sim.timeline_pending and goals.idle(h.sim), h.hit
     h.command({"op": "act", "action": {"config": {"manualWorkers": ["replicaset"]}}})
     h.command({"op": "act", "action": {"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 7}}})
     run_until(h, h.sim.now + 2.0)

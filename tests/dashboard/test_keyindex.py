@@ -13,10 +13,10 @@ import pytest
 from controlplane.apiserver import Request
 from controlplane.apiserver.resources import lookup
 from controlplane.scenario import parse_scenario
+from controlplane.session.keyindex import KeyIndex, key_of
 from controlplane.simulation import Simulation
 from dashboard.host import k8s_ops
 from dashboard.host.hosted import HostedSimulation
-from dashboard.host.keyindex import KeyIndex, key_of
 
 # Names and namespaces whose keys sort differently from a naive (namespace, name) order would
 # if "/" were not the separator: "a-b" < "a" < "a0" < "ab" as keys, since "-" and "." sort before "/".

@@ -12,8 +12,8 @@ import time
 import pytest
 from django.test import AsyncClient
 
+from controlplane.session import session as session_module
 from dashboard import host as host_package
-from dashboard.host import hosted as hosted_module
 from dashboard.host import recording
 from dashboard.models import RecordedAction, Recording
 from tests.patience import PATIENCE_S
@@ -216,7 +216,7 @@ async def test_the_server_keeps_a_bounded_number_of_recordings(running_host, mon
 async def test_a_session_holds_a_bounded_number_of_actions(running_host, monkeypatch):
     client = await controlling_client()
     sim_id = await start(client)
-    monkeypatch.setattr(hosted_module, "MAX_RECORDED_ACTIONS", len(running_host.sims[sim_id].sim.actions) + 1)
+    monkeypatch.setattr(session_module, "MAX_RECORDED_ACTIONS", len(running_host.sims[sim_id].sim.actions) + 1)
     await command(sim_id, {"op": "act", "action": {"config": {"workers": 2}}})
     refused = await host_package.request(sim_id, {"op": "act", "action": {"config": {"workers": 3}}}, control=True)
     assert not refused["ok"] and "the most a recording keeps" in refused["error"]
@@ -229,7 +229,7 @@ async def test_refused_writes_fill_a_recording_only_up_to_its_byte_bound(running
     client = await controlling_client()
     sim_id = await start(client)
     bound = 4 * 2**20
-    monkeypatch.setattr(hosted_module, "MAX_RECORDED_BYTES", bound, raising=False)
+    monkeypatch.setattr(session_module, "MAX_RECORDED_BYTES", bound, raising=False)
     big = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "Not_A_Name", "annotations": {"k": "x" * 2**20}}}
     write = {"request": {"client": "kubectl", "verb": "create", "resource": "pods", "namespace": "default"}}
     write["request"]["body"] = big

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
+from controlplane.session.timefmt import vtime
 from dashboard.templatetags.ctrlscope import clock, secs
-from dashboard.timefmt import vtime
 
 
 @pytest.mark.parametrize(

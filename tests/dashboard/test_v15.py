@@ -12,11 +12,13 @@ import re
 import pytest
 from django.template.loader import render_to_string
 
+from controlplane.controllers.registry import REGISTRY
 from controlplane.controllers.stages import RS_COMMIT
 from controlplane.scenario import load_file
+from controlplane.session.commands import CommandError
 from controlplane.simulation import Simulation, configured
 from dashboard.host import panels
-from dashboard.host.hosted import CommandError, HostedSimulation
+from dashboard.host.hosted import HostedSimulation
 
 from .conftest import controlling_client
 from .test_hosted import drive, frames_until_quiet, run_until
@@ -266,7 +268,7 @@ def test_a_stage_breakpoint_names_the_field_of_a_bad_stage():
 
 
 def test_the_stage_groups_are_each_versions_stages():
-    groups = {g["versions"]: [name for name, _ in g["stages"]] for g in panels.stage_groups()}
+    groups = {g["versions"]: [name for name, _ in g["stages"]] for g in REGISTRY.stage_groups()}
     assert groups["v1.36"][:3] == ["consistency", "get", "expectations"]
     assert groups["v1.5 v1.5-late"][0] == "podStoreSynced" and "classify" in groups["v1.5 v1.5-late"]
 

@@ -1,4 +1,4 @@
-"""Breakpoints: pause a hosted simulation after the event that matched, and say which and why.
+"""Breakpoints: pause a session after the event that matched, and say which and why.
 
 A breakpoint is a spec (plain data, as the page sends it) matched against trace records — the
 same records the panels draw from — except `informerLag`, which is a condition on the informers
@@ -23,11 +23,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlplane.controllers.registry import REGISTRY
+from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.nodes import POD_STATES
 from controlplane.scenario import CONTROLLERS
-from controlplane.simulation import EXPECTATIONS_TIMEOUT
-from dashboard.host.panels import stage_names
-from dashboard.timefmt import vtime
+from controlplane.session.timefmt import vtime
 
 Obj = dict[str, Any]
 
@@ -141,7 +141,7 @@ def parse(spec: Any, next_id: int) -> Breakpoint:
         clean["above"] = _count(spec, "above", 0, required=True)
     elif kind == "stage":
         stage = spec.get("stage")
-        names = stage_names()
+        names = REGISTRY.stage_names()
         if stage not in names:
             raise BreakpointError(f"stage: must be one of {', '.join(names)}")
         clean["stage"] = stage

@@ -1,6 +1,6 @@
 """Edit an object as `kubectl edit` does, with a server dry run that shows the diff first.
 
-Three steps, each a command of the host:
+Three steps, each a command of the session (`controlplane.session.session`):
 
 * `edit` (a read): the object as the API server stores it now, as YAML (without
   `metadata.managedFields`, as `kubectl edit` shows it), with the resourceVersion it was read at.
@@ -21,17 +21,23 @@ changed"), and a text that differs from what was opened ("Edit cancelled, no cha
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import yaml
 
-from controlplane.simulation import CLUSTER_SCOPED, KIND_RESOURCES, ApiError, request_of
-from dashboard.host.hosted import CommandError, parse_manifests
-
-if TYPE_CHECKING:
-    from dashboard.host.hosted import HostedSimulation
+from controlplane.apiserver import ApiError
+from controlplane.session.commands import CommandError, parse_manifests
+from controlplane.vocabulary import KIND_RESOURCES
+from controlplane.world import CLUSTER_SCOPED, Simulation, request_of
 
 Obj = dict[str, Any]
+
+
+class Hosted(Protocol):
+    """What an edit reads of a session (`controlplane.session.session.Session`): its world."""
+
+    sim: Simulation
+
 
 EDIT_CLIENT = "ctrlscope-dashboard (edit)"
 MAX_DIFF_LINES = 2000  # a diff longer than this is cut, and says how many lines it left out
@@ -65,7 +71,7 @@ def _yaml(obj: Obj) -> str:
     return yaml.safe_dump(_shown(obj), sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
-def _stored(hosted: HostedSimulation, resource: str, namespace: str | None, name: str) -> Obj:
+def _stored(hosted: Hosted, resource: str, namespace: str | None, name: str) -> Obj:
     obj = hosted.sim.server.peek(resource, namespace, name)
     if obj is None:
         where = f' in namespace "{namespace}"' if namespace else ""
@@ -73,7 +79,7 @@ def _stored(hosted: HostedSimulation, resource: str, namespace: str | None, name
     return obj
 
 
-def open_edit(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def open_edit(hosted: Hosted, cmd: Obj) -> Obj:
     """The `edit` read: the stored object as YAML, and what the edit is of."""
     kind, resource, namespace, name = _target(cmd)
     obj = _stored(hosted, resource, namespace, name)
@@ -128,7 +134,7 @@ def _request(resource: str, namespace: str | None, name: str, body: Obj) -> Obj:
     return request
 
 
-def preview(hosted: HostedSimulation, cmd: Obj) -> Obj:
+def preview(hosted: Hosted, cmd: Obj) -> Obj:
     """The `edit_preview` read: the update as a server dry run, and the diff it would make."""
     kind, resource, namespace, name, obj = _edited(cmd)
     current = _stored(hosted, resource, namespace, name)

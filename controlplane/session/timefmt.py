@@ -1,6 +1,7 @@
-"""The dashboard's one way to write virtual time (issue #19 §2): `42.105 s` below a minute,
-`3:04.567` below an hour, `1:03:04.567` below a day, `2d 03:04:05.678` beyond. The `secs`
-template filter, the host's status messages and static/dashboard/time.js all write this."""
+"""The one way to write virtual time (issue #19 §2): `42.105 s` below a minute, `3:04.567` below
+an hour, `1:03:04.567` below a day, `2d 03:04:05.678` beyond. The session's messages (why a run
+stopped, what a breakpoint saw), the dashboard's `secs` template filter and
+static/dashboard/time.js all write this."""
 
 from __future__ import annotations
 
