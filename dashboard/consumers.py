@@ -23,10 +23,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from autobahn.exception import Disconnected
 from channels.consumer import get_handler_name
 from channels.exceptions import ChannelFull
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -85,6 +87,15 @@ class SimulationConsumer(AsyncWebsocketConsumer):
         if hasattr(self, "sim_id"):
             await self.channel_layer.group_discard(viewers_group(self.sim_id), self.channel_name)
             await self._to_host({"op": "bye"})
+
+    async def send(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool | int = False
+    ) -> None:
+        """Send, unless the browser has already gone: a host message that was queued for this
+        consumer before its disconnect was dispatched finds Daphne's protocol closed. That is the
+        viewer leaving, not an error (nothing to send to, nothing to log)."""
+        with contextlib.suppress(Disconnected):
+            await super().send(text_data=text_data, bytes_data=bytes_data, close=close)
 
     async def send_json(self, content: dict[str, Any]) -> None:
         await self.send(text_data=json.dumps(content, separators=(",", ":")))

@@ -15,6 +15,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from tests.patience import PATIENCE_S
+
 from .test_instance import TOKEN, _serving, env  # noqa: F401 - `env` is a fixture
 from .test_restore import _browser, _get
 
@@ -25,7 +27,7 @@ def _new(opener: urllib.request.OpenerDirector, port: int, csrf: str, db: str) -
     form = {"scenario": "scale-up-and-down", "seed": "4", "pause_before": "1", "csrfmiddlewaretoken": csrf}
     opener.open(f"http://127.0.0.1:{port}/sim/new", data=urllib.parse.urlencode(form).encode(), timeout=30)
     (sim_id,) = {row[0] for row in sqlite3.connect(db).execute("SELECT id FROM dashboard_recording")} - before
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PATIENCE_S
     while json.loads(_get(port, f"/sim/{sim_id}/status.json"))["t"] < 0.999:
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -49,7 +51,7 @@ def _scale(port: int, sim_id: str, replicas: int) -> int:
 
 def _written(db: str, sim_id: str, actions: int) -> None:
     """Wait until the recording holds `actions` entries (written off the loop)."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + PATIENCE_S
     while True:
         with sqlite3.connect(db) as conn:
             (count,) = conn.execute("SELECT actions FROM dashboard_recording WHERE id = ?", (sim_id,)).fetchone()

@@ -10,6 +10,8 @@ import sqlite3
 import time
 import urllib.parse
 
+from tests.patience import PATIENCE_S
+
 from .test_instance import _serving, env  # noqa: F401 - `env` is a fixture
 from .test_restore import _browser, _get
 
@@ -22,7 +24,7 @@ def test_a_fork_is_back_after_kill_9_at_its_time_with_its_history(env, tmp_path)
         opener.open(f"http://127.0.0.1:{port}/sim/new", data=urllib.parse.urlencode(form).encode(), timeout=30)
         sim_id = next(row[0] for row in sqlite3.connect(db).execute("SELECT id FROM dashboard_recording")
                       if row[0].startswith("scale-up-and-down-"))
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE_S
         while json.loads(_get(port, f"/sim/{sim_id}/status.json"))["t"] < 11.999:
             assert time.monotonic() < deadline
             time.sleep(0.1)

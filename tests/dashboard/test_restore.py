@@ -13,6 +13,8 @@ import time
 import urllib.parse
 import urllib.request
 
+from tests.patience import PATIENCE_S
+
 from .test_instance import TOKEN, _serving, env  # noqa: F401 - `env` is a fixture
 
 SCALE = {"spec": {"replicas": 6}}
@@ -64,7 +66,7 @@ def test_after_kill_9_the_session_is_back_paused_with_its_history_and_the_same_r
         opener.open(f"http://127.0.0.1:{port}/sim/new", data=form.encode(), timeout=30)
         sim_id = next(row[0] for row in sqlite3.connect(db).execute("SELECT id FROM dashboard_recording")
                       if row[0].startswith("scale-up-and-down-"))
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE_S
         while json.loads(_get(port, f"/sim/{sim_id}/status.json"))["t"] < 2.999:
             assert time.monotonic() < deadline
             time.sleep(0.1)
@@ -73,7 +75,7 @@ def test_after_kill_9_the_session_is_back_paused_with_its_history_and_the_same_r
         assert status["mode"] == "paused" and status["t"] == 2.999
         report = _get(port, f"/sim/{sim_id}/report.json")
         scenario = _get(port, f"/sim/{sim_id}/scenario.yaml")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + PATIENCE_S
         while _saved(db, sim_id)[:2] != (2.999, status["actions"]):  # written through, off the loop
             assert time.monotonic() < deadline, _saved(db, sim_id)
             time.sleep(0.05)
