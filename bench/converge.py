@@ -58,7 +58,7 @@ from _machine import machine
 from controlplane import gcpolicy
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.scenario import Scenario, default_config
-from controlplane.simulation import Simulation
+from controlplane.simulation import CONTROLLER_VERSIONS, Simulation
 
 FLOOR_RUNS = 5
 
@@ -265,7 +265,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2, help="simulation runs; the best wall time counts")
     parser.add_argument("--gc", choices=("policy", "default"), default="policy")
     parser.add_argument("--breakdown", action="store_true", help="measure where the memory is (slow)")
-    parser.add_argument("--kind", choices=("replicaset", "replicationcontroller"), default="replicaset")
+    # --kind: one of the registered controllers.
+    parser.add_argument("--kind", choices=tuple(CONTROLLER_VERSIONS), default="replicaset")
     parser.add_argument("--version", choices=("v1.36", "v1.5", "both"), default="v1.36")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

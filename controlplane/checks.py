@@ -35,6 +35,7 @@ from typing import Any
 
 import controlplane.oracles  # noqa: F401 - registers the built-in oracles
 from controlplane import labels
+from controlplane.controllers.registry import REGISTRY
 from controlplane.podutil import controller_ref, is_pod_active
 from controlplane.running import ORACLES, RunningWorld
 from controlplane.running import OracleVerdict as OracleVerdict  # an oracle's author writes with
@@ -47,7 +48,7 @@ Obj = dict[str, Any]
 SUBJECTS = ("object", "count", "calls", "condition", "event", "sync", "syncs", "expectations", "oracle")
 COMPARATORS = ("equals", "atLeast", "atMost", "matches", "absent", "present")
 CLUSTER_KINDS = ("Node", "Namespace")
-CONTROLLERS = ("replicaset", "replicationcontroller")
+CONTROLLERS = REGISTRY.names()
 COUNTING = ("count", "calls", "event", "syncs")  # subjects whose value is a number of things
 WRITES = frozenset({"create", "update", "patch", "delete"})
 _MISSING = object()  # a path that does not resolve

@@ -44,8 +44,8 @@ status
     terminatingReplicas, and the types of the conditions that are True) with the time each began:
     the report's status writes folded one after the other, a write that leaves the tuple as it was
     adds nothing. A field a report never wrote is null (v1.5 has no terminatingReplicas). The
-    controller name maps to the kind (`replicaset` → ReplicaSet, any other name with
-    `replication` → ReplicationController).
+    controller name maps to the kind it controls (the controller registry: `replicaset` →
+    ReplicaSet, `replicationcontroller` → ReplicationController); an unknown name stays as it is.
 divergences
     The moments where the two worlds start to differ. Time is cut into buckets of `bucket` seconds
     (default 1.0), compared over the time both reports have reached (0 to the earlier `time`):
@@ -78,6 +78,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from controlplane import safeyaml
+from controlplane.controllers.registry import CONTROLLERS, REPLICATION_CONTROLLER
 from controlplane.runner import run
 from controlplane.scenario import Scenario, ScenarioError, check_config, load_file
 
@@ -86,8 +87,8 @@ Obj = dict[str, Any]
 # The default pair of the CLI and the compare page: the ReplicationControllers of the scenario
 # under the v1.5 ReplicationManager (A) and under today's controller (B), docs/versions.md.
 DEFAULT_PAIR: tuple[Obj, Obj] = (
-    {"controllerVersion": {"replicationcontroller": "v1.5"}},
-    {"controllerVersion": {"replicationcontroller": "v1.36"}},
+    {"controllerVersion": {REPLICATION_CONTROLLER.name: "v1.5"}},
+    {"controllerVersion": {REPLICATION_CONTROLLER.name: REPLICATION_CONTROLLER.default_version.version}},
 )
 
 DEFAULT_BUCKET = 1.0
@@ -101,7 +102,11 @@ MAX_CONFIG_TEXT = 64 * 1024  # a --a/--b text (a YAML flow mapping)
 # Upstream's maxGeneratedNameLength (63 - 5): the part of a generateName the API server keeps.
 MAX_GENERATED_PREFIX = 58
 GENERATED_SUFFIX = 5
-CLIENT_KINDS = {"replicaset-controller": "ReplicaSet", "replication-controller": "ReplicationController"}
+# A controller's client (its component) -> the kind it controls; its name -> that kind; its
+# resource -> its kind (the registry's, in its order).
+CLIENT_KINDS = {spec.component: spec.kind for spec in CONTROLLERS}
+CONTROLLER_KINDS = {spec.name: spec.kind for spec in CONTROLLERS}
+RESOURCE_KINDS = {spec.resource: spec.kind for spec in CONTROLLERS}
 KIND_ORDER = ("calls", "events", "pods", "status")
 STATUS_FIELDS = ("replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "terminatingReplicas")
 
@@ -237,11 +242,7 @@ def _ok(code: Any) -> bool:
 
 
 def _owner_kind(controller: str) -> str:
-    if "replicaset" in controller:
-        return "ReplicaSet"
-    if "replication" in controller:
-        return "ReplicationController"
-    return controller
+    return CONTROLLER_KINDS.get(controller, controller)
 
 
 class _Owners:
@@ -258,13 +259,12 @@ class _Owners:
                     break
         # (kind, namespace) -> {generated-name prefix: owner name}
         self.prefixes: dict[tuple[str, str], dict[str, str]] = {}
-        for kind in ("ReplicaSet", "ReplicationController"):
+        for kind in CONTROLLER_KINDS.values():
             for owner in _objects(report, kind):
                 meta = owner.get("metadata") or {}
                 self._add(kind, meta.get("namespace") or "", meta.get("name"))
-        resources = {"replicasets": "ReplicaSet", "replicationcontrollers": "ReplicationController"}
         for call in _calls(report):
-            created = resources.get(call.get("resource") or "")
+            created = RESOURCE_KINDS.get(call.get("resource") or "")
             if created is not None and call.get("verb") == "create" and _ok(call.get("code")):
                 self._add(created, call.get("namespace") or "", call.get("name"))
 

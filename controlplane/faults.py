@@ -314,7 +314,7 @@ class FaultInjector:
         for name, controller in self.sim.controllers.items():
             if spec.get("controller") not in (None, name):
                 continue
-            for informer in (controller.pod_informer, controller.rs_informer):
+            for informer in controller.informers:
                 if informer.resource != resource:
                     continue
                 touched.append(informer.name)

@@ -50,6 +50,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from controlplane.controllers.registry import REGISTRY
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.informers.store import NAMESPACE_INDEX, meta_namespace_key
 from controlplane.labels import Selector, selector_from_set
@@ -76,7 +77,8 @@ SAFETY = (
 LIVENESS = ("esr-replicas", "esr-status", "esr-ownership", "esr-quiescent")
 ORACLES = (*SAFETY, *LIVENESS, "determinism", "no-crash")
 MAX_VIOLATIONS_PER_ORACLE = 20
-STORED = ("pods", "replicasets", "replicationcontrollers", "nodes")
+# What the oracles watch in the store: the controllers' children and their own objects, and nodes.
+STORED = (*REGISTRY.managed_resources(), "nodes")
 
 
 @dataclass

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import limits, safeyaml
+from controlplane.controllers.registry import REGISTRY
 from controlplane.duplicate_keys import collect_duplicates
 from controlplane.vocabulary import KINDS, type_name
 from controlplane.vocabulary import ScenarioError as ScenarioError  # the error of an invalid file
@@ -44,16 +45,13 @@ FEATURE_GATES = {
     "PodDeletionCost": True,
 }
 WHAT_IF = {"expectations": True, "slowStart": True}
-# config.controllerVersion: the versions each controller can run (DESIGN §2.3). v1.36 is the
-# ReplicaSet controller (and its RC adapter); v1.5 the standalone ReplicationManager
-# (controlplane.replication); v1.5-late its late-1.5 master variant (spec v1.5 §13).
-CONTROLLER_VERSIONS: dict[str, tuple[str, ...]] = {
-    "replicaset": ("v1.36",),
-    "replicationcontroller": ("v1.36", "v1.5", "v1.5-late"),
-}
+# config.controllerVersion: the versions each controller can run (DESIGN §2.3), as the controller
+# registry declares them (controlplane/controllers/registry.py).
+CONTROLLER_VERSIONS: dict[str, tuple[str, ...]] = {spec.name: spec.version_names for spec in REGISTRY.specs}
+# Today's version: every controller's default (its registry entry's versions[0]).
 DEFAULT_CONTROLLER_VERSION = "v1.36"
 # The versions that have a lookup cache (config.lookupCacheSize).
-LOOKUP_CACHE_VERSIONS = ("v1.5", "v1.5-late")
+LOOKUP_CACHE_VERSIONS = REGISTRY.versions_reading("lookupCacheSize")
 
 # key: (kind, default, minimum)  — kind "int", "number", "bool"
 CONFIG_SCALARS: dict[str, tuple[str, Any, float | None]] = {
@@ -104,9 +102,12 @@ CONFIG_MAXIMA: dict[str, float] = {
 QPS_KEYS = ("kubeApiQPS", "kubeletQPS", "schedulerQPS")
 # Config keys a `config` action may not change: they shape what the simulation is built from.
 STARTUP_ONLY_CONFIG = ("controllers",)
-CONTROLLERS = ("replicaset", "replicationcontroller")
+CONTROLLERS = REGISTRY.names()
 # What an external client may watch (the served resources): a `watchFault {client}` names one.
-WATCHED_RESOURCES = ("pods", "replicasets", "replicationcontrollers", "events", "nodes", "namespaces")
+WATCHED_RESOURCES = ("pods", *REGISTRY.resources(), "events", "nodes", "namespaces")
+# What the controllers' informers watch (their children's and their own resources): a
+# `watchFault` without a client names one.
+INFORMER_RESOURCES = REGISTRY.managed_resources()
 POD_FAULTS = ("crash", "fail", "succeed", "evict", "notReady", "ready", "delete")
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "*")
 PROPAGATION = ("Background", "Foreground", "Orphan")
@@ -118,7 +119,7 @@ def default_config() -> dict[str, Any]:
     config["whatIf"] = dict(WHAT_IF)
     config["controllers"] = list(CONTROLLERS)
     config["manualWorkers"] = []
-    config["controllerVersion"] = {name: DEFAULT_CONTROLLER_VERSION for name in CONTROLLERS}
+    config["controllerVersion"] = {spec.name: spec.default_version.version for spec in REGISTRY.specs}
     config["enableGarbageCollector"] = True  # --enable-garbage-collector
     return config
 
@@ -305,15 +306,18 @@ def _controller_versions(raw: Any, path: str) -> dict[str, str]:
 
 
 def check_config_versions(config: dict[str, Any], path: str = "config") -> None:
-    """What one key cannot say alone: a v1.5-only key given a non-default value while the
-    ReplicationController runs a version without it (ScenarioError naming the key)."""
-    version = config["controllerVersion"]["replicationcontroller"]
-    size = config["lookupCacheSize"]
-    if version not in LOOKUP_CACHE_VERSIONS and size != CONFIG_SCALARS["lookupCacheSize"][1]:
+    """What one key cannot say alone: a v1.5-only key given a non-default value while no
+    controller runs a version that reads it (ScenarioError naming the key and the version of the
+    controller that has such versions: the ReplicationController)."""
+    if config["lookupCacheSize"] == CONFIG_SCALARS["lookupCacheSize"][1]:
+        return
+    having = [spec.name for spec in REGISTRY.specs if set(spec.version_names) & set(LOOKUP_CACHE_VERSIONS)]
+    versions = config["controllerVersion"]
+    if not any(versions[name] in LOOKUP_CACHE_VERSIONS for name in having):
         raise _fail(
             f"{path}.lookupCacheSize",
             "only the v1.5 ReplicationManager has a lookup cache "
-            f"({path}.controllerVersion.replicationcontroller is {version})",
+            f"({path}.controllerVersion.{having[0]} is {versions[having[0]]})",
         )
 
 
@@ -438,7 +442,7 @@ def check_verb(verb: str, body: Any, path: str) -> None:
                 raise _fail(f"{path}.client", f"must be at most {limits.MAX_CLIENT} characters")
             _string(value["resource"], f"{path}.resource", ("*", *WATCHED_RESOURCES))
         else:
-            _string(value["resource"], f"{path}.resource", ("pods", "replicasets", "replicationcontrollers"))
+            _string(value["resource"], f"{path}.resource", INFORMER_RESOURCES)
         _string(value["fault"], f"{path}.fault", ("pause", "resume", "drop"))
         if "delay" in value:
             _seconds(value["delay"], f"{path}.delay")
@@ -659,7 +663,7 @@ def for_side(scenario: Scenario, side: str) -> Scenario:
 
 
 CLUSTER_SCOPED_KINDS = ("Node", "Namespace")
-OWNER_KINDS = ("ReplicaSet", "ReplicationController")
+OWNER_KINDS = REGISTRY.kinds()  # the controllers' kinds: a manifest of one asks for spec.replicas pods
 
 
 def _object_key(manifest: dict[str, Any], namespace: Any = None) -> tuple[str, str, str] | None:

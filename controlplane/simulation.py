@@ -34,7 +34,9 @@ from controlplane.compare import parse_block as parse_block
 from controlplane.compare import with_config as with_config
 from controlplane.controllers.registry import CONTROLLERS as CONTROLLER_REGISTRY  # noqa: F401 - the inspector's links
 from controlplane.controllers.registry import REGISTRY as _REGISTRY
+from controlplane.controllers.registry import SYNC_STAGES as SYNC_STAGES
 from controlplane.controllers.stages import K15 as K15
+from controlplane.controllers.stages import UPSTREAM_COMMIT as REPLICATION_MANAGER_COMMIT  # noqa: F401 - v1.5's links
 from controlplane.duplicate_keys import collect_duplicates as collect_duplicates
 from controlplane.duplicate_keys import read_json as read_json
 from controlplane.expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
@@ -63,8 +65,6 @@ from controlplane.version import VERSION_INFO as VERSION_INFO
 from controlplane.vocabulary import KIND_RESOURCES as KIND_RESOURCES
 from controlplane.world import CLUSTER_SCOPED as CLUSTER_SCOPED
 from controlplane.world import RECORD_FILTERS as RECORD_FILTERS
-from controlplane.world import REPLICATION_MANAGER_COMMIT as REPLICATION_MANAGER_COMMIT
-from controlplane.world import SYNC_STAGES as SYNC_STAGES
 from controlplane.world import LimitError as LimitError
 from controlplane.world import Position as Position
 from controlplane.world import Simulation as Simulation

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from controlplane.controllers.registry import CONTROLLERS, REGISTRY, by_kind
+from controlplane.controllers.registry import CONTROLLERS, REGISTRY, REPLICA_SET, REPLICATION_CONTROLLER, by_kind
 from controlplane.gcpolicy import simulation_gc
 from controlplane.kernel import Rng, seeded_rng
 from controlplane.oracles import OracleReport, SafetyMonitor, TraceDigest, Violation, check_liveness, liveness_bound
@@ -55,15 +55,22 @@ NAMESPACE_MANIFEST: Obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": 
 JOB_OWNER_UID = "0b5e5a7e-0000-4000-8000-00000000{:04d}"
 API_CODES = (409, 422, 429, 500, 403, 404, 0)
 API_VERBS = ("create", "update", "patch", "delete", "get", "list", "watch", "*")
+# The rng draws from these tuples: their order is part of every swarm case. Each controller's
+# resource and its status subresource, in the registry's order; the ReplicaSet's scale
+# subresource too (drawn since the swarm was written; the RC's scale never was).
 API_RESOURCES = (
     "pods",
     "pods/status",
     "pods/binding",
-    "replicasets",
-    "replicasets/status",
-    "replicasets/scale",
-    "replicationcontrollers",
-    "replicationcontrollers/status",
+    *(
+        resource
+        for spec in CONTROLLERS
+        for resource in (
+            spec.resource,
+            f"{spec.resource}/status",
+            *((f"{spec.resource}/scale",) if spec is REPLICA_SET else ()),
+        )
+    ),
     "events",
     "nodes",
     "*",
@@ -72,10 +79,8 @@ FOCUSED_FAULTS = (
     ("create", "pods"),
     ("delete", "pods"),
     ("patch", "pods"),
-    ("update", "replicasets/status"),
-    ("update", "replicationcontrollers/status"),
-    ("get", "replicasets"),
-    ("get", "replicationcontrollers"),
+    *(("update", f"{resource}/status") for resource in REGISTRY.resources()),
+    *(("get", resource) for resource in REGISTRY.resources()),
     ("list", "pods"),
     ("watch", "pods"),
 )
@@ -254,22 +259,22 @@ class _Generator:
             "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
         }
         spec: Obj
-        if ctl.kind == "ReplicaSet":
+        owner = by_kind(ctl.kind)
+        if owner is REPLICA_SET:  # apps/v1: a LabelSelector
             selector: Obj = {"matchLabels": {"app": ctl.app}}
             if ctl.tier is not None:
                 selector["matchExpressions"] = [{"key": "tier", "operator": "In", "values": [ctl.tier]}]
             spec = {"replicas": replicas, "selector": selector, "template": template}
-            manifest = {"apiVersion": "apps/v1", "kind": "ReplicaSet"}
-        else:
+        else:  # core/v1: a map of labels
             spec = {"replicas": replicas, "selector": dict(ctl.labels), "template": template}
-            manifest = {"apiVersion": "v1", "kind": "ReplicationController"}
+        manifest = {"apiVersion": owner.api_version, "kind": owner.kind}
         if min_ready:
             spec["minReadySeconds"] = min_ready
         return {**manifest, "metadata": {"name": ctl.name, "namespace": ctl.namespace}, "spec": spec}
 
     def new_controller(self, namespace: str = "default") -> _Controller:
-        kind = "ReplicaSet" if self.chance(0.65) else "ReplicationController"
-        prefix = "rs" if kind == "ReplicaSet" else "rc"
+        kind = REPLICA_SET.kind if self.chance(0.65) else REPLICATION_CONTROLLER.kind
+        prefix = "rs" if kind == REPLICA_SET.kind else "rc"
         ctl = _Controller(
             kind, f"{prefix}-{len(self.controllers)}", self.rng.choice(APPS), self.rng.choice((None, *TIERS)), namespace
         )
@@ -421,7 +426,7 @@ class _Generator:
             # A selector edit: an RC's pods are released and others adopted; a ReplicaSet's
             # selector is immutable (apps/v1), so the API server answers 422.
             app = self.rng.choice(APPS)
-            if ctl.kind == "ReplicaSet":
+            if ctl.kind == REPLICA_SET.kind:
                 patch = {"spec": {"selector": {"matchLabels": {"app": app}}}}
             else:
                 patch = {"spec": {"selector": {"app": app}, "template": {"metadata": {"labels": {"app": app}}}}}

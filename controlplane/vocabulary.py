@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.controllers.registry import CONTROLLERS
+
 
 class ScenarioError(ValueError):
     """An invalid scenario: the message is one line naming the field."""
 
 
-# The kinds a scenario's objects, actions and checks name -> their API resource.
+# The kinds a scenario's objects, actions and checks name -> their API resource: the controllers'
+# kinds (the registry's, in its order), then the others.
 KIND_RESOURCES = {
-    "ReplicaSet": "replicasets",
-    "ReplicationController": "replicationcontrollers",
+    **{spec.kind: spec.resource for spec in CONTROLLERS},
     "Pod": "pods",
     "Node": "nodes",
     "Namespace": "namespaces",

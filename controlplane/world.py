@@ -41,8 +41,7 @@ from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
 from controlplane.causes import FILTER_FIELDS, MAX_RECORDS, RecordLog
 from controlplane.containerlog import ContainerLog, container_log
 from controlplane.controllers.config import ControllerConfig
-from controlplane.controllers.stages import REPLICATION_MANAGER_STAGES, UPSTREAM_COMMIT
-from controlplane.controllers.stages import SyncStage as Stage
+from controlplane.controllers.registry import REGISTRY, by_name
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -52,12 +51,8 @@ from controlplane.kubelet import Kubelet
 from controlplane.limits import DEFAULT_RUN_LIMITS, MAX_ACTIONS, RunLimits
 from controlplane.namespace import NamespaceController
 from controlplane.nodes import NodeSimulator
-from controlplane.replicaset import (
-    REPLICA_SET,
-    REPLICATION_CONTROLLER,
-    ReplicaSetController,
-)
-from controlplane.replication import LateReplicationManager, ReplicationManager
+from controlplane.replicaset import ReplicaSetController
+from controlplane.replication import ReplicationManager
 from controlplane.scenario import (
     ACTION_VERBS,
     PodDemand,
@@ -78,22 +73,10 @@ from controlplane.workqueue import DelayingQueue
 Obj = dict[str, Any]
 
 CLUSTER_SCOPED = {"nodes", "namespaces"}
-REPORT_KINDS = ("ReplicaSet", "ReplicationController", "Pod", "Node", "Event")
-CONTROLLER_KINDS = {"replicaset": REPLICA_SET, "replicationcontroller": REPLICATION_CONTROLLER}
-# config.controllerVersion.replicationcontroller -> the ReplicationManager class of that version
-# (any other version, v1.36, is the ReplicaSet controller through its RC adapter).
-REPLICATION_MANAGERS: dict[str, type[ReplicationManager]] = {
-    "v1.5": ReplicationManager,
-    "v1.5-late": LateReplicationManager,
-}
-# The stages of each version's sync, as its `sync.stage` records name them (for the sync
-# inspector and breakpoints): upstream function, file at the pinned commit, spec rule.
-SYNC_STAGES: dict[str, tuple[Stage, ...]] = {
-    "v1.5": REPLICATION_MANAGER_STAGES,
-    "v1.5-late": REPLICATION_MANAGER_STAGES,
-}
-# The upstream commit those stages' links point at (v1.5.0, the spec's K15).
-REPLICATION_MANAGER_COMMIT = UPSTREAM_COMMIT
+# The kinds the controllers control, in the registry's order: the snapshot's owners.
+OWNER_KINDS = REGISTRY.kinds()
+# The report's `objects`, in this order (docs/scenarios.md): the controllers' kinds, then the rest.
+REPORT_KINDS = (*OWNER_KINDS, "Pod", "Node", "Event")
 NODE_CONFIG_KEYS = (
     "nodes",
     "podStartup",
@@ -224,20 +207,13 @@ class Simulation:
     def _new_controller(self, name: str) -> ReplicaSetController | ReplicationManager:
         """The controller `name` of the version config.controllerVersion names, with the flags
         of that version (kube-controller-manager's, DESIGN §2.3)."""
-        kind = CONTROLLER_KINDS[name]
-        client = self._client(kind.component)
-        version = self.config["controllerVersion"][name]
-        manager = REPLICATION_MANAGERS.get(version) if kind is REPLICATION_CONTROLLER else None
-        if manager is not None:
-            return manager(
-                self.kernel,
-                client,
-                self._controller_config(name),
-                trace=self.trace,
-                garbage_collector_enabled=self.config["enableGarbageCollector"],
-                lookup_cache_size=self.config["lookupCacheSize"],
-            )
-        return ReplicaSetController(self.kernel, client, kind, self._controller_config(name), trace=self.trace)
+        spec = by_name(name)
+        client = self._client(spec.component)
+        version = spec.version(self.config["controllerVersion"][name])
+        controller: ReplicaSetController | ReplicationManager = version.new(
+            self.kernel, client, self._controller_config(name), trace=self.trace, flags=self.config
+        )
+        return controller
 
     def _controller_flags_changed(self, name: str, controller: ReplicaSetController | ReplicationManager) -> bool:
         """Whether the running controller `name` was built with other flags than the config
@@ -995,9 +971,7 @@ class Simulation:
     # -- views ------------------------------------------------------------------------------
     def snapshot(self, recent: int = 200) -> Obj:
         server = self.server
-        objects = {
-            kind: [o for o in server.objects(KIND_RESOURCES[kind])] for kind in ("ReplicaSet", "ReplicationController")
-        }
+        objects = {kind: [o for o in server.objects(KIND_RESOURCES[kind])] for kind in OWNER_KINDS}
         return {
             "time": self.kernel.now,
             "seed": self.seed,
@@ -1053,10 +1027,7 @@ class Simulation:
         return {
             "time": self.kernel.now,
             "apiCalls": [{k: r[k] for k in keys} for _, r in indexed],
-            "objects": {
-                kind: list(server.objects(KIND_RESOURCES[kind]))
-                for kind in ("ReplicaSet", "ReplicationController", "Pod", "Event")
-            },
+            "objects": {kind: list(server.objects(KIND_RESOURCES[kind])) for kind in (*OWNER_KINDS, "Pod", "Event")},
             "statusHistory": self.history.status_history,
         }
 
@@ -1171,4 +1142,3 @@ def _json_safe_metrics(snapshot: Obj) -> Obj:
             buckets = [["+Inf" if bound == float("inf") else bound, n] for bound, n in value["buckets"]]
             out[name] = {**value, "buckets": buckets}
     return out
-

@@ -6,6 +6,7 @@ its report is run headless in a separate process (`past`), never on the host's e
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import subprocess
@@ -22,13 +23,19 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from controlplane.scenario import SCENARIO_DIR, Scenario, ScenarioError, library, load_file, load_scenario
-from controlplane.simulation import CONTROLLER_STAGE_GROUPS, CONTROLLER_VERSIONS, configured
+from controlplane.simulation import CONTROLLER_REGISTRY, CONTROLLER_STAGE_GROUPS, CONTROLLER_VERSIONS, configured
 from dashboard import host
 from dashboard.access import can_control, has_token
 from dashboard.host import reads, recording
 from dashboard.models import Recording, SimulationRecord
 
 MAX_SCENARIO_BYTES = 1024 * 1024  # an uploaded scenario file
+# The controller whose version the start form and the version switch choose: the one with more
+# than one version in the controller registry (the ReplicationController's).
+VERSIONED_CONTROLLER = next(spec for spec in CONTROLLER_REGISTRY if len(spec.versions) > 1)
+# The controllers the page's forms offer and its scripts read (name -> kind, in the registry's
+# order; sim.html hands it to the scripts as JSON in #app's data-controller-kinds).
+CONTROLLER_KINDS = {spec.name: spec.kind for spec in CONTROLLER_REGISTRY}
 
 
 def scenario_library() -> list[dict[str, str]]:
@@ -138,6 +145,7 @@ def _home(request: HttpRequest, sims: list[SimulationRecord], form: dict[str, An
         "control": can_control(request),
         "form": form,
         "controller_versions": CONTROLLER_VERSIONS,
+        "versioned_controller": VERSIONED_CONTROLLER,
     }
     return render(request, "dashboard/home.html", context, status=status)
 
@@ -201,7 +209,7 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
         # checked as a `config` action is (one validation path: the facade's check_config).
         block: dict[str, Any] = {}
         if form["controller_version"]:
-            block["controllerVersion"] = {"replicationcontroller": form["controller_version"]}
+            block["controllerVersion"] = {VERSIONED_CONTROLLER.name: form["controller_version"]}
         if form["gc_off"]:
             block["enableGarbageCollector"] = False
         try:
@@ -248,6 +256,9 @@ async def sim_page(request: HttpRequest, sim_id: str) -> HttpResponse:
         # The version switch and the breakpoint form's stages (the page shows those of the
         # versions that run, from the status line's `versions`).
         "controller_versions": CONTROLLER_VERSIONS,
+        "versioned_controller": VERSIONED_CONTROLLER,
+        "controllers": CONTROLLER_REGISTRY,
+        "controller_kinds": json.dumps(CONTROLLER_KINDS),
         "stage_groups": CONTROLLER_STAGE_GROUPS(),
     }
     return await sync_to_async(render)(request, "dashboard/sim.html", context)

@@ -76,6 +76,9 @@ class ControllerVersion:
     factory: str  # "controlplane.replicaset.replica_set:new_replica_set_controller"
     stages: tuple[SyncStage, ...]  # the stages of its sync, in upstream's order
     worker_source: str  # the upstream line of its worker loop (processNextWorkItem)
+    # The scenario config keys its factory reads as flags of that version (v1.5's
+    # kube-controller-manager flags): a scenario may set them only while a version reading them runs.
+    flags: tuple[str, ...] = ()
 
     def new(self, kernel: Any, client: Any, config: Any, *, trace: Any, flags: Mapping[str, Any]) -> Any:
         """A new controller of this version (not started)."""
@@ -134,6 +137,10 @@ _V1_36_REPLICA_SET = ControllerVersion(
     "v1.36", "controlplane.replicaset.replica_set:new_replica_set_controller", REPLICA_SET_STAGES, REPLICA_SET_WORKER
 )
 
+# kube-controller-manager v1.5's --enable-garbage-collector and
+# --replication-controller-lookup-cache-size, as the scenario's config spells them.
+_V1_5_FLAGS = ("enableGarbageCollector", "lookupCacheSize")
+
 REPLICA_SET = ControllerSpec(
     name="replicaset",
     kind="ReplicaSet",
@@ -169,12 +176,14 @@ REPLICATION_CONTROLLER = ControllerSpec(
             "controlplane.replication.replication_controller:new_replication_manager",
             REPLICATION_MANAGER_STAGES,
             REPLICATION_MANAGER_WORKER,
+            _V1_5_FLAGS,
         ),
         ControllerVersion(
             "v1.5-late",
             "controlplane.replication.replication_controller:new_late_replication_manager",
             REPLICATION_MANAGER_STAGES,
             REPLICATION_MANAGER_WORKER,
+            _V1_5_FLAGS,
         ),
     ),
 )
@@ -237,6 +246,29 @@ class Registry:
         """Every stage name a `sync.stage` record may carry, in the versions' order, once each."""
         return tuple(dict.fromkeys(name for group in self.stage_groups() for name, _ in group["stages"]))
 
+    def kinds(self) -> tuple[str, ...]:
+        """Every controller's kind, in registry order."""
+        return tuple(self._by_kind)
+
+    def resources(self) -> tuple[str, ...]:
+        """Every controller's API resource, in registry order."""
+        return tuple(self._by_resource)
+
+    def versions_reading(self, flag: str) -> tuple[str, ...]:
+        """The versions (of any controller, once each, in registry order) whose factory reads the
+        scenario config key `flag` (`ControllerVersion.flags`)."""
+        return tuple(dict.fromkeys(v.version for spec in self.specs for v in spec.versions if flag in v.flags))
+
+    def sync_stages(self) -> dict[str, tuple[SyncStage, ...]]:
+        """The stages of each version's sync by its `config.controllerVersion` value, in registry
+        order; a version name two controllers share (v1.36: the ReplicaSet controller and its RC
+        adapter) maps to the first's stages."""
+        stages: dict[str, tuple[SyncStage, ...]] = {}
+        for spec in self.specs:
+            for version in spec.versions:
+                stages.setdefault(version.version, version.stages)
+        return stages
+
     def managed_resources(self) -> tuple[str, ...]:
         """Every resource a controller owns objects of or controls, once each, in registry order
         (each controller's children first, then its own): the owner graph's resources."""
@@ -256,6 +288,9 @@ def _unique(specs: tuple[ControllerSpec, ...], field: str) -> dict[str, Controll
 
 
 REGISTRY = Registry(CONTROLLERS)
+# The stages of each version's sync, as its `sync.stage` records name them (the sync inspector's
+# and the breakpoint form's table): upstream function, file at the pinned commit, spec rule.
+SYNC_STAGES: dict[str, tuple[SyncStage, ...]] = REGISTRY.sync_stages()
 
 
 def by_name(name: str) -> ControllerSpec:

@@ -32,8 +32,15 @@ from controlplane.session.timefmt import vtime
 Obj = dict[str, Any]
 
 KINDS = ("dequeue", "syncError", "expectationsExpired", "podWrite", "informerLag", "podState", "stage")
-QUEUE_NAMES = {"replicaset": "replicaset", "replicationcontroller": "replicationmanager"}
+QUEUE_NAMES = {spec.name: spec.queue_name for spec in REGISTRY.specs}  # controller -> its workqueue's name
+_RESOURCES = REGISTRY.managed_resources()  # what a write breakpoint may name: pods, replicasets, ...
+_OWNER_KINDS = REGISTRY.kinds()
 MAX_BREAKPOINTS = 50
+
+
+def _either(words: list[str] | tuple[str, ...]) -> str:
+    """"a", "a or b", "a, b or c"."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
 class BreakpointError(ValueError):
@@ -135,8 +142,8 @@ def parse(spec: Any, next_id: int) -> Breakpoint:
     elif kind == "informerLag":
         resource = _text(spec, "resource", required=False)
         if resource is not None:
-            if resource not in ("pods", "replicasets", "replicationcontrollers"):
-                raise BreakpointError("resource: must be pods, replicasets or replicationcontrollers")
+            if resource not in _RESOURCES:
+                raise BreakpointError(f"resource: must be {_either(_RESOURCES)}")
             clean["resource"] = resource
         clean["above"] = _count(spec, "above", 0, required=True)
     elif kind == "stage":
@@ -152,9 +159,9 @@ def parse(spec: Any, next_id: int) -> Breakpoint:
         owner = _text(spec, "owner")
         assert owner is not None
         parts = owner.split("/")
-        if len(parts) not in (2, 3) or not all(parts) or parts[0] not in ("ReplicaSet", "ReplicationController"):
+        if len(parts) not in (2, 3) or not all(parts) or parts[0] not in _OWNER_KINDS:
             raise BreakpointError(
-                "owner: must be ReplicaSet/NAME or ReplicationController/NAME (any namespace), "
+                f"owner: must be {_either([f'{kind}/NAME' for kind in _OWNER_KINDS])} (any namespace), "
                 "or KIND/NAMESPACE/NAME (the page's name for an owner outside default)"
             )
         clean["owner"] = owner

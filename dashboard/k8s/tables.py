@@ -18,6 +18,7 @@ from typing import Any
 
 from controlplane import labels
 from controlplane.kernel import parse_rfc3339
+from controlplane.simulation import CONTROLLER_REGISTRY
 
 Obj = dict[str, Any]
 Printer = Callable[[Obj, float], list[Any]]
@@ -337,10 +338,15 @@ def print_namespace(ns: Obj, now: float) -> list[Any]:
     ]
 
 
+def _controller_printer(spec: Any) -> tuple[list[Obj], Printer]:
+    """kubectl's printer of a controller's resource (a spec of the controller registry): an apps/v1
+    kind's selector is a LabelSelector, the core group's (the RC's) a map of labels."""
+    return _controller_columns(spec.kind), print_replicaset if spec.group else print_replication_controller
+
+
 PRINTERS: dict[str, tuple[list[Obj], Printer]] = {
     "pods": (POD_COLUMNS, print_pod),
-    "replicasets": (_controller_columns("ReplicaSet"), print_replicaset),
-    "replicationcontrollers": (_controller_columns("ReplicationController"), print_replication_controller),
+    **{spec.resource: _controller_printer(spec) for spec in CONTROLLER_REGISTRY},
     "nodes": (NODE_COLUMNS, print_node),
     "events": (EVENT_COLUMNS, print_event),
     "namespaces": (NAMESPACE_COLUMNS, print_namespace),

@@ -11,7 +11,8 @@
 (function () {
   const st = window.ctrlscope;
   if (!st) return;
-  const KIND = { replicaset: "ReplicaSet", replicationcontroller: "ReplicationController" };
+  // Each controller's name -> the kind it controls, from the controller registry (sim.html renders it in #app's data-controller-kinds).
+  const KIND = JSON.parse(document.getElementById("app").dataset.controllerKinds);
   const chip = document.getElementById("focus-chip");
   const left = document.getElementById("left");
   let current = null; // {controller, key, owner: "Kind/name", namespace, name}

@@ -15,8 +15,10 @@
     Ready: "#2e9d4a", Running: "#9fd8a8", NotReady: "#f0a85e", Scheduled: "#f7cf7a", Pending: "#f4b740",
     CrashLoopBackOff: "#d93a3a", Unknown: "#7e57c2", Terminating: "#b9c0c9", Failed: "#8f1d1d", Succeeded: "#9aa3ad",
   };
-  const CONTROLLER_KIND = ["ReplicaSet", "ReplicationController"];
-  const CONTROLLER_NAME = ["replicaset", "replicationcontroller"];
+  // The controllers' names and kinds, in the controller registry's order (sim.html renders them in #app's data-controller-kinds).
+  const CONTROLLER_KINDS = JSON.parse(document.getElementById("app").dataset.controllerKinds);
+  const CONTROLLER_KIND = Object.values(CONTROLLER_KINDS);
+  const CONTROLLER_NAME = Object.keys(CONTROLLER_KINDS);
   const LANE = 44, SPANS = 10, AXIS = 18, DEPTH = 30, LEFT = 0;
   const FOLDED = 12; // a folded lane: its stacked area in a thin strip, its syncs as ticks below
   const AUTO_FOLD = 8; // with more lanes than this, lanes start folded
