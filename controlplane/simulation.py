@@ -57,6 +57,7 @@ from controlplane.replay import ReplayError as ReplayError
 from controlplane.runner import run_scenario as run_scenario
 from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
 from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLLER_VERSION
+from controlplane.scenario import check_seed as check_seed
 from controlplane.snapshot import dumps as dump_world  # noqa: F401 - a world's snapshot (the keyframes)
 from controlplane.snapshot import loads as load_world  # noqa: F401
 from controlplane.version import VERSION_INFO as VERSION_INFO
