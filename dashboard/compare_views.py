@@ -19,8 +19,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from controlplane.scenario import ScenarioError, load_file
-from controlplane.simulation import check_seed, default_pair, parse_block, with_config
+from controlplane.simulation import ScenarioError, check_seed, default_pair, load_file, parse_block, with_config
 from dashboard import host
 from dashboard.access import can_control
 from dashboard.models import Recording, SimulationRecord

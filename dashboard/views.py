@@ -21,8 +21,18 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from controlplane.scenario import SCENARIO_DIR, Scenario, ScenarioError, library, load_file, load_scenario
-from controlplane.simulation import CONTROLLER_STAGE_GROUPS, CONTROLLER_VERSIONS, check_seed, configured
+from controlplane.simulation import (
+    CONTROLLER_STAGE_GROUPS,
+    CONTROLLER_VERSIONS,
+    SCENARIO_DIR,
+    Scenario,
+    ScenarioError,
+    check_seed,
+    configured,
+    library,
+    load_file,
+    load_scenario,
+)
 from dashboard import host
 from dashboard.access import can_control, has_token
 from dashboard.host import reads, recording

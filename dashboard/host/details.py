@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from controlplane.session.commands import CommandError
+from controlplane.simulation import CommandError
 from dashboard.host import panels
 
 if TYPE_CHECKING:

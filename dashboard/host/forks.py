@@ -33,10 +33,15 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from controlplane.scenario import ACTION_VERBS, ScenarioError
-from controlplane.session.commands import CommandError
-from controlplane.session.session import MAX_RECORDED_ACTIONS
-from controlplane.simulation import Replay, Simulation, safeyaml
+from controlplane.simulation import (
+    ACTION_VERBS,
+    MAX_RECORDED_ACTIONS,
+    CommandError,
+    Replay,
+    ScenarioError,
+    Simulation,
+    safeyaml,
+)
 from dashboard.host import host as hosting
 from dashboard.host import reads, recording
 from dashboard.host.hosted import HostedSimulation

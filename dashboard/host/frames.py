@@ -27,9 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from controlplane.nodes import POD_STATES
-from controlplane.session.session import SessionListener
-from controlplane.simulation import CONTROLLER_OF_QUEUE, trace_row
+from controlplane.simulation import CONTROLLER_OF_QUEUE, POD_STATES, SessionListener, trace_row
 from dashboard.host import panels
 from dashboard.host import rows as log_rows
 

@@ -26,7 +26,7 @@ from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
 from controlplane.scenario import default_config
-from controlplane.simulation import CONTROLLER_REGISTRY, DEFAULT_CONTROLLER_VERSION, K15, NAMESPACE_INDEX
+from controlplane.simulation import CONTROLLER_REGISTRY, DEFAULT_CONTROLLER_VERSION, K15, NAMESPACE_INDEX, session_state
 
 Obj = dict[str, Any]
 
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         panels read the session's state and the folds of its frame builder."""
 
         frames: Folds
+
 
 ALWAYS = ("informers", "faults", "clients", "breakpoints", "timers")
 ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
@@ -109,17 +110,6 @@ K15_LINES = {
     "invalidate_all": f"{_K15_CACHE}#L88",
     "update_rc": f"{_K15_RC}#L303",
 }
-# The config keys the What-ifs and knobs form shows (templates/dashboard/_inject.html).
-FORM_CONFIG = (
-    "whatIf",
-    "featureGates",
-    "workers",
-    "burstReplicas",
-    "kubeApiQPS",
-    "kubeApiBurst",
-    "watchLatency",
-    "apiLatency",
-)
 LIST_LIMIT = 50  # entries a list panel shows before "+N more"
 TRUTH_LIMIT = 60
 
@@ -222,36 +212,14 @@ def context(hosted: Hosted, panel_id: str) -> Obj:
 
 # -- status (JSON, every frame) -------------------------------------------------------------------
 def status(hosted: Hosted) -> Obj:
-    sim = hosted.sim
-    nxt = sim.next_event() if sim.started else None
-    return {
-        "id": hosted.id,
-        "name": hosted.name,
-        "t": round(sim.now, 3),
-        "events": sim.kernel.events,
-        "seed": sim.seed,
-        "mode": hosted.mode,
-        "speed": hosted.speed,
-        "rate": hosted.rate,
-        "goal": hosted.goal_label,
-        "hit": hosted.hit,
-        "error": hosted.error,
-        "next": {"t": round(nxt["time"], 3), "what": nxt["what"]} if nxt else None,
-        "revision": sim.server.revision,
-        "pods": len(hosted.frames.pods),
-        "actions": len(sim.actions),
-        "marks": hosted.marks,
-        "restored": hosted.restored_note,
-        # Exact, for the page's way back to where a step came from (dashboard/host/past.py).
-        "position": sim.position().to_json(),
-        # Each running controller's version (config.controllerVersion), for the status line,
-        # the controller tabs and the breakpoint form's stage list.
-        "versions": {name: c.version for name, c in sim.controllers.items()},
-        "garbageCollector": bool(sim.config["enableGarbageCollector"]),
-        # What the What-ifs and knobs form shows (#19 §4: controls show the state they control),
-        # live whoever changed it: another viewer, kubectl, a scenario's `config` action.
-        "config": {key: sim.config[key] for key in FORM_CONFIG},
-    }
+    """The session's state (`session_state`, the service's view model), with the pods the frame
+    builder counts."""
+    state: Obj = {}
+    for key, value in session_state(hosted).items():
+        state[key] = value
+        if key == "revision":
+            state["pods"] = len(hosted.frames.pods)
+    return state
 
 
 def version(hosted: Hosted, name: str) -> Obj:

@@ -362,8 +362,7 @@ class Worker:
 
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
-        from controlplane.scenario import ScenarioError
-        from controlplane.simulation import ReplayError
+        from controlplane.simulation import ReplayError, ScenarioError
 
         self.viewer = str(request.get("viewer"))
         self._progress_at = time.monotonic()  # the first progress line a `progress_every` from now

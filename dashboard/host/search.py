@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from controlplane.session.commands import CommandError
-from controlplane.simulation import POD_STATES, parse_label_selector
+from controlplane.simulation import POD_STATES, CommandError, parse_label_selector
 from dashboard.host import panels
 
 if TYPE_CHECKING:
