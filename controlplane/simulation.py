@@ -6,7 +6,10 @@ re-exported from the module that defines it.
 The session service (`controlplane.session.service`): the one interface of the web layer.
 `SessionService` (start, command, state, past, fork, export, kube, subscribe), the sessions it
 hands out (`Session`, to which a `SessionListener` subscribes), its view models and value types
-(`session_state`, `PastOrigin`, `ForkCut`, `Position`), and the vocabulary its commands speak:
+(`session_state`, `PastOrigin`, `ForkCut`, `Position`), the Kubernetes API of a session's world
+(`Kube` with its `Watcher`s in a `WatchHub`, the `TablePrinter` the web side supplies,
+`WATCH_LEASE`, `scoped_watch`, `watch_error_line`; the resources it serves, `RESOURCES`,
+`ResourceInfo`, `VERBS`), and the vocabulary its commands speak:
 `CommandError`, `SPEEDS`, `parse_speed`, `parse_time`, `open_edit` / `edit_preview` (the object
 `kubectl edit` opens and a dry run of its change), the limits of what a session records, the
 page's time format (`format_vtime`), the pod states a page colours (`POD_STATES`),
@@ -40,6 +43,9 @@ from controlplane.apiserver.errors import too_large_resource_version as too_larg
 from controlplane.apiserver.errors import too_many_requests as too_many_requests
 from controlplane.apiserver.openapi import openapi_v2_document as openapi_v2_document
 from controlplane.apiserver.openapi import openapi_v3_documents as openapi_v3_documents
+from controlplane.apiserver.resources import RESOURCES as RESOURCES
+from controlplane.apiserver.resources import VERBS as VERBS
+from controlplane.apiserver.resources import ResourceInfo as ResourceInfo
 from controlplane.causes import CONTROLLER_OF_QUEUE as CONTROLLER_OF_QUEUE
 from controlplane.causes import trace_row as trace_row
 from controlplane.compare import default_pair as default_pair
@@ -87,6 +93,13 @@ from controlplane.session.commands import _speed as parse_speed  # noqa: F401 - 
 from controlplane.session.commands import _time as parse_time  # noqa: F401 - a time a pair runs to
 from controlplane.session.edit import open_edit as open_edit
 from controlplane.session.edit import preview as edit_preview  # noqa: F401
+from controlplane.session.kube import WATCH_LEASE as WATCH_LEASE
+from controlplane.session.kube import Kube as Kube
+from controlplane.session.kube import TablePrinter as TablePrinter
+from controlplane.session.kube import Watcher as Watcher
+from controlplane.session.kube import WatchHub as WatchHub
+from controlplane.session.kube import scoped_watch as scoped_watch
+from controlplane.session.kube import watch_error_line as watch_error_line
 from controlplane.session.service import ForkCut as ForkCut
 from controlplane.session.service import PastOrigin as PastOrigin
 from controlplane.session.service import SessionService as SessionService

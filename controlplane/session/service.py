@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from controlplane.scenario import Scenario
+from controlplane.session.kube import Kube
 from controlplane.session.session import Session, SessionListener
 from controlplane.world import Position, Simulation
 
@@ -154,10 +155,10 @@ class SessionService(Generic[S]):
         its past (CommandError naming `at` when it is not one)."""
         return self.sessions[sim_id].export(at)
 
-    def kube(self, sim_id: str) -> Session:
-        """The session whose world serves the Kubernetes API (the reads, dry runs and watches
-        of `dashboard/host/k8s_ops.py` take it)."""
-        return self.sessions[sim_id]
+    def kube(self, sim_id: str) -> Kube:
+        """The Kubernetes API of the session's world: reads, dry runs, watches, connected
+        clients, metrics (`controlplane.session.kube`)."""
+        return Kube.of(self.sessions[sim_id])
 
     def subscribe(self, sim_id: str, listener: SessionListener) -> None:
         """`listener` hears what the session publishes from now on (`SessionListener`)."""

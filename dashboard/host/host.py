@@ -49,6 +49,7 @@ from controlplane.simulation import (
     RECORD_FILTERS,
     CommandError,
     GcHold,
+    Kube,
     Scenario,
     SessionService,
     Simulation,
@@ -56,6 +57,7 @@ from controlplane.simulation import (
     library,
     load_file,
     open_edit,
+    scoped_watch,
     simulation_gc,
 )
 from dashboard.host import k8s_ops, past, reads, recording, search
@@ -517,7 +519,7 @@ class Host:
         if op == "bye":
             if isinstance(viewer, str):
                 hosted.unfocus(viewer)
-                k8s_ops.forget_viewer(hosted, viewer)
+                Kube.of(hosted).forget_viewer(viewer)
             return
         if op == "past":  # a moment of the past, for this viewer: a replay worker answers it later
             await past.handle(hosted, message)
@@ -537,7 +539,7 @@ class Host:
         elif op in READS:
             try:
                 if op in k8s_ops.READS:
-                    cmd = k8s_ops.scoped(cmd, viewer if isinstance(viewer, str) else None)
+                    cmd = scoped_watch(cmd, viewer if isinstance(viewer, str) else None)
                 reply = {"ok": True, **READS[op](hosted, cmd)}
             except CommandError as exc:
                 reply = {"ok": False, "error": str(exc)}

@@ -26,7 +26,14 @@ from controlplane.nodes import POD_STATES as frames_states
 from controlplane.podutil import is_pod_active
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
 from controlplane.scenario import default_config
-from controlplane.simulation import CONTROLLER_REGISTRY, DEFAULT_CONTROLLER_VERSION, K15, NAMESPACE_INDEX, session_state
+from controlplane.simulation import (
+    CONTROLLER_REGISTRY,
+    DEFAULT_CONTROLLER_VERSION,
+    K15,
+    NAMESPACE_INDEX,
+    Kube,
+    session_state,
+)
 
 Obj = dict[str, Any]
 
@@ -498,10 +505,8 @@ def faults(hosted: Hosted) -> Obj:
     for key in ("workers", "burstReplicas", "kubeApiQPS", "kubeApiBurst", "watchLatency", "apiLatency"):
         if sim.config[key] != defaults[key]:
             tuned.append({"key": key, "value": sim.config[key], "default": defaults[key]})
-    from dashboard.host import k8s_ops
-
     return {
-        "client_paused": k8s_ops.paused_clients(hosted),
+        "client_paused": Kube.of(hosted).paused_clients(),
         "rules": [r for r in rules if r["inForce"]],
         "spent": [r for r in rules if not r["inForce"]][-10:],
         "paused": paused,
