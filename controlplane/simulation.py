@@ -6,13 +6,13 @@ re-exported from the module that defines it.
 The session service (`controlplane.session.service`): the one interface of the web layer.
 `SessionService` (start, command, state, past, fork, export, kube, subscribe), the sessions it
 hands out (`Session`, to which a `SessionListener` subscribes), its view models and value types
-(`session_state`, `PastOrigin`, `ForkCut`, `Position`), the Kubernetes API of a session's world
-(`Kube` with its `Watcher`s in a `WatchHub`, the `TablePrinter` the web side supplies,
-`WATCH_LEASE`, `scoped_watch`, `watch_error_line`; the resources it serves, `RESOURCES`,
-`ResourceInfo`, `VERBS`), and the vocabulary its commands speak:
-`CommandError`, `SPEEDS`, `parse_speed`, `parse_time`, `open_edit` / `edit_preview` (the object
-`kubectl edit` opens and a dry run of its change), the limits of what a session records, the
-page's time format (`format_vtime`), the pod states a page colours (`POD_STATES`),
+(`session_state`; `views`, what the page shows of a world; `PastOrigin`, `ForkCut`, `Position`),
+the Kubernetes API of a session's world (`Kube` with its `Watcher`s in a `WatchHub`, the
+`TablePrinter` the web side supplies, `WATCH_LEASE`, `scoped_watch`, `watch_error_line`; the
+resources it serves, `RESOURCES`, `ResourceInfo`, `VERBS`), and the vocabulary its commands
+speak: `CommandError`, `SPEEDS`, `parse_speed`, `parse_time`, `open_edit` / `edit_preview` (the
+object `kubectl edit` opens and a dry run of its change), the limits of what a session records,
+the page's time format (`format_vtime`), the pod states a page colours (`POD_STATES`),
 `EXPECTATIONS_TIMEOUT` (an expectations record's TTL, which the page draws ages against).
 docs/architecture.md says which module of the web side calls which method.
 
@@ -87,6 +87,7 @@ from controlplane.scenario import check_seed as check_seed
 from controlplane.scenario import library as library
 from controlplane.scenario import load_file as load_file
 from controlplane.scenario import load_scenario as load_scenario
+from controlplane.session import views as views
 from controlplane.session.commands import SPEEDS as SPEEDS
 from controlplane.session.commands import CommandError as CommandError
 from controlplane.session.commands import _speed as parse_speed  # noqa: F401 - a speed a pair runs at
