@@ -17,8 +17,9 @@ Guarantees
   answers "no such simulation" before it asks).
 * `start` builds the world from a scenario and applies its t=0 objects before it returns (a
   starting object the API server rejects is a `ScenarioError`, and nothing is held).
-* `state`, `past`, `fork`, `export` and `kube` read; only `start`, `command`, `adopt` and `stop`
-  change what the service holds or what a session does.
+* `state`, `past`, `fork`, `export` and `kube` read (`fork` and `export` first finish the
+  current instant, as a report does); only `start`, `command`, `adopt` and `stop` change what the
+  service holds or what a session does.
 """
 
 from __future__ import annotations
@@ -64,14 +65,12 @@ class PastOrigin:
 @dataclass(frozen=True)
 class ForkCut:
     """A session cut at `t`, to start a fork from: the scenario data of its past up to `t`
-    (`Simulation.export_scenario(at=t)`), the actions it had taken by then (the fork's log
-    starts with them), and the fork's name and description."""
+    (`Simulation.export_scenario(at=t)`, named and described as the fork of the session), and
+    the actions it had taken by then (the fork's log starts with them)."""
 
     t: float
     scenario: Obj
     history: list[Obj]
-    name: str
-    description: str
 
 
 class SessionService(Generic[S]):
@@ -145,10 +144,12 @@ class SessionService(Generic[S]):
             session.sim.finish_instant()
         data = session.sim.export_scenario(at=at)
         t = float(data["until"])
-        history = [dict(entry) for entry in session.sim.actions if entry["time"] <= t]
-        name = f"fork of {session.name} at t={t:.3f}"[:200]
-        description = f"{session.sim.scenario.description} Forked from session {session.id} at t={t:.3f} s.".strip()
-        return ForkCut(t, data, history, name, description)
+        history = [dict(entry) for entry in session.sim.actions if entry["time"] <= t]  # the cut's first actions
+        data["name"] = f"fork of {session.name} at t={t:.3f}"[:200]
+        data["description"] = (
+            f"{session.sim.scenario.description} Forked from session {session.id} at t={t:.3f} s.".strip()
+        )
+        return ForkCut(t, data, history)
 
     def export(self, sim_id: str, at: Any = None) -> Obj:
         """The session as scenario data (docs/scenarios.md); with `at`, cut at that time of
