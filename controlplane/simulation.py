@@ -39,8 +39,6 @@ from controlplane import safeyaml as safeyaml
 from controlplane.apiserver.decode import duplicate_fields_error as duplicate_fields_error
 from controlplane.apiserver.errors import ApiError as ApiError
 from controlplane.apiserver.errors import resource_expired as resource_expired
-from controlplane.apiserver.errors import too_large_resource_version as too_large_resource_version
-from controlplane.apiserver.errors import too_many_requests as too_many_requests
 from controlplane.apiserver.openapi import openapi_v2_document as openapi_v2_document
 from controlplane.apiserver.openapi import openapi_v3_documents as openapi_v3_documents
 from controlplane.apiserver.resources import RESOURCES as RESOURCES
@@ -61,7 +59,6 @@ from controlplane.duplicate_keys import read_json as read_json
 from controlplane.expectations import EXPECTATIONS_TIMEOUT as EXPECTATIONS_TIMEOUT
 from controlplane.gcpolicy import GcHold as GcHold
 from controlplane.gcpolicy import simulation_gc as simulation_gc
-from controlplane.informers import NAMESPACE_INDEX as NAMESPACE_INDEX
 from controlplane.kernel import EPOCH as EPOCH
 from controlplane.kernel import parse_rfc3339 as parse_rfc3339
 from controlplane.kernel import vtime as vtime
@@ -123,6 +120,5 @@ from controlplane.world import Position as Position
 from controlplane.world import Simulation as Simulation
 from controlplane.world import configured as configured
 from controlplane.world import cut_scenario as cut_scenario
-from controlplane.world import request_of as request_of
 
 CONTROLLER_STAGE_GROUPS = _REGISTRY.stage_groups  # the breakpoint form's stage lists
