@@ -11,7 +11,8 @@
 * `breakpoints.py` — pausing after the event that matched;
 * `commands.py` — `CommandError` and the readers of a command's arguments;
 * `edit.py` — `kubectl edit` with a dry-run diff; `keyindex.py` — sorted keys for paged lists;
-* `stages.py` — the sync stages of each controller version; `timefmt.py` — how times are written.
+* `timefmt.py` — how times are written (the sync stages are the controller registry's,
+  `controlplane/controllers/stages.py`).
 
 The web layer (`dashboard/host/`) hosts sessions through the service: it paces them against the
 wall clock (`dashboard.host.hosted`), renders what they publish and the view models
