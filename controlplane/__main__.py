@@ -30,7 +30,7 @@ import os
 import sys
 
 from controlplane import limits
-from controlplane.scenario import ScenarioError, library
+from controlplane.scenario import ScenarioError, check_seed, library
 
 
 class _Parser(argparse.ArgumentParser):
@@ -212,8 +212,11 @@ def _check_arguments(args: argparse.Namespace) -> str | None:
             return "--until: must be > 0"
         if until > limits.MAX_SECONDS:
             return f"--until: must be <= {int(limits.MAX_SECONDS)} (30 days of virtual time)"
-    if args.seed is not None and not 0 <= args.seed <= limits.MAX_SEED:
-        return f"--seed: must be between 0 and {limits.MAX_SEED}"
+    if args.seed is not None:
+        try:
+            check_seed(args.seed, "--seed")
+        except ScenarioError as exc:
+            return str(exc)
     for flag, value in (
         ("--max-pods", getattr(args, "max_pods", 0)),
         ("--max-nodes", getattr(args, "max_nodes", 0)),

@@ -13,6 +13,7 @@ simulation applies them (a rejection there is also a `ScenarioError`), as are th
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -208,6 +209,27 @@ def _number(
     if maximum is not None and value > maximum:
         raise _fail(path, f"must be <= {_shown(maximum)}")
     return value
+
+
+def check_seed(value: object, path: str = "seed") -> int:
+    """`value` as a seed: a whole number from 0 to `limits.MAX_SEED` (2^63-1, docs/scenarios.md's
+    limits; the sessions' database column is a 64-bit integer), given as an int or, from a form,
+    as its decimal text. ScenarioError (one line naming `path`) otherwise. The one check of a
+    seed: the scenario file's `seed`, `--seed`, the dashboard's start and compare forms."""
+    seed: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        seed = value
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            seed = int(value)
+    if seed is None or not 0 <= seed <= limits.MAX_SEED:
+        shown = repr(value[:40]) if isinstance(value, str) else seed if seed is not None else _value_shown(value)
+        raise _fail(path, f"must be a whole number from 0 to {limits.MAX_SEED}, not {shown}")
+    return seed
+
+
+def _value_shown(value: object) -> str:
+    return _shown(value) if isinstance(value, float) else type_name(value)
 
 
 def _seconds(value: Any, path: str) -> Any:
@@ -592,7 +614,7 @@ def parse_scenario(data: Any) -> Scenario:
     if "description" in value:
         scenario.description = _string(value["description"], "description")
     if "seed" in value:
-        scenario.seed = _number(value["seed"], "seed", 0, integer=True, maximum=limits.MAX_SEED)
+        scenario.seed = check_seed(value["seed"])
     scenario.config = check_config(value.get("config", {}))
     objects = value.get("objects", [])
     if not isinstance(objects, list):

@@ -784,6 +784,11 @@ class Simulation:
     def now(self) -> float:
         return self.kernel.now
 
+    @property
+    def events(self) -> int:
+        """Kernel events run so far (with `now`, where the world stands; see `position`)."""
+        return self.kernel.events
+
     def step(self) -> bool:
         """Run exactly one kernel event (False when none is left, or the simulation halted)."""
         self.start()

@@ -19,8 +19,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from controlplane.scenario import ScenarioError, load_file
-from controlplane.simulation import default_pair, parse_block, with_config
+from controlplane.simulation import ScenarioError, check_seed, default_pair, load_file, parse_block, with_config
 from dashboard import host
 from dashboard.access import can_control
 from dashboard.models import Recording, SimulationRecord
@@ -77,11 +76,9 @@ async def compare_new(request: HttpRequest) -> HttpResponse:
     seed: int | None = None
     if form["seed"].strip():
         try:
-            seed = int(form["seed"])
-            if not 0 <= seed < 2**63:
-                raise ValueError
-        except ValueError:
-            form["errors"].append(f"seed: must be a whole number from 0 to 2^63-1 (got {form['seed'][:40]!r})")
+            seed = check_seed(form["seed"])
+        except ScenarioError as exc:
+            form["errors"].append(str(exc))
     blocks: list[Obj] = []
     for side in ("a", "b"):
         try:

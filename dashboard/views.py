@@ -22,8 +22,19 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from controlplane.scenario import SCENARIO_DIR, Scenario, ScenarioError, library, load_file, load_scenario
-from controlplane.simulation import CONTROLLER_REGISTRY, CONTROLLER_STAGE_GROUPS, CONTROLLER_VERSIONS, configured
+from controlplane.simulation import (
+    CONTROLLER_REGISTRY,
+    CONTROLLER_STAGE_GROUPS,
+    CONTROLLER_VERSIONS,
+    SCENARIO_DIR,
+    Scenario,
+    ScenarioError,
+    check_seed,
+    configured,
+    library,
+    load_file,
+    load_scenario,
+)
 from dashboard import host
 from dashboard.access import can_control, has_token
 from dashboard.host import reads, recording
@@ -190,11 +201,9 @@ async def sim_new(request: HttpRequest) -> HttpResponse:
     seed: int | None = None
     if form["seed"].strip():
         try:
-            seed = int(form["seed"])
-            if not 0 <= seed < 2**63:
-                raise ValueError
-        except ValueError:
-            form["errors"].append(f"seed: must be a whole number from 0 to 2^63-1 (got {form['seed']!r})")
+            seed = check_seed(form["seed"])
+        except ScenarioError as exc:
+            form["errors"].append(str(exc))
     pause_before: float | None = None
     if form["pause_before"].strip():
         try:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from controlplane.session.commands import CommandError
+from controlplane.simulation import CommandError, views
 from dashboard.host import panels
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def pod(hosted: Hosted, cmd: Obj) -> Obj:
 def sync_history(hosted: Hosted, cmd: Obj) -> Obj:
     controller = _name(cmd, "controller")
     key = _name(cmd, "key")
-    if controller not in hosted.sim.controllers:
+    if controller not in views.controller_names(hosted):
         raise CommandError(f"controller: no {controller} in this simulation")
     syncs = list(hosted.frames.narrations.get((controller, key), ()))
     wanted = cmd.get("sync")

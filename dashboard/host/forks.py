@@ -33,10 +33,15 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 
-from controlplane.scenario import ACTION_VERBS, ScenarioError
-from controlplane.session.commands import CommandError
-from controlplane.session.session import MAX_RECORDED_ACTIONS
-from controlplane.simulation import Replay, Simulation, safeyaml
+from controlplane.simulation import (
+    ACTION_VERBS,
+    MAX_RECORDED_ACTIONS,
+    CommandError,
+    Replay,
+    ScenarioError,
+    Simulation,
+    safeyaml,
+)
 from dashboard.host import host as hosting
 from dashboard.host import reads, recording
 from dashboard.host.hosted import HostedSimulation
@@ -124,18 +129,13 @@ async def fork(host: hosting.Host, hosted: HostedSimulation, at: Any, change: An
     if len(host.sims) >= hosting.MAX_SIMULATIONS:
         raise ForkError(f"this server runs at most {hosting.MAX_SIMULATIONS} simulations: stop one first")
     # The past up to T, at one instant on the loop (the original runs on afterwards).
-    if hosted.error is None:
-        hosted.sim.finish_instant()
     try:
-        data = hosted.sim.export_scenario(at=at)
+        cut = host.service.fork(hosted.id, at)
     except ValueError as exc:
         raise ForkError(str(exc)) from None
-    t = float(data["until"])
-    history = [dict(entry) for entry in hosted.sim.actions if entry["time"] <= t]  # the cut's first actions
+    data, history, t = cut.scenario, cut.history, cut.t
     if len(history) + (change is not None) > MAX_RECORDED_ACTIONS:
         raise ForkError(f"the fork would hold more than {MAX_RECORDED_ACTIONS} actions, the most a recording keeps")
-    data["name"] = f"fork of {hosted.name} at t={t:.3f}"[:200]
-    data["description"] = f"{hosted.sim.scenario.description} Forked from session {hosted.id} at t={t:.3f} s.".strip()
     base = re.sub(r"[^a-z0-9-]+", "-", (hosted.source or "sim").lower()).strip("-")[:40] or "sim"
     async with host.fork_lock:
         stored = await recording.stored_ids()

@@ -27,9 +27,14 @@ from typing import TYPE_CHECKING, Any
 
 from django.template.loader import render_to_string
 
-from controlplane.nodes import POD_STATES
-from controlplane.session.session import SessionListener
-from controlplane.simulation import CONTROLLER_OF_QUEUE, trace_row
+from controlplane.simulation import (
+    CONTROLLER_OF_QUEUE,
+    CONTROLLER_REGISTRY,
+    POD_STATES,
+    SessionListener,
+    trace_row,
+    views,
+)
 from dashboard.host import panels
 from dashboard.host import rows as log_rows
 
@@ -57,7 +62,9 @@ CATCHUP_BYTES = 8 * 1024 * 1024  # ... and at most this much of their JSON text
 LOGS_KEPT = 5  # controller.log lines kept per controller (the lookup cache panel shows them)
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
-CONTROLLER_INDEX = {"replicaset": 0, "replicationcontroller": 1}
+CONTROLLER_INDEX = {spec.name: i for i, spec in enumerate(CONTROLLER_REGISTRY)}  # the page's index of each
+OWNER_RESOURCES = frozenset(spec.resource for spec in CONTROLLER_REGISTRY)  # the owners panel's objects
+OBJECT_KINDS = {"pods": "Pod", **{spec.resource: spec.kind for spec in CONTROLLER_REGISTRY}}  # what a focus can name
 
 
 def ms(t: float) -> float:
@@ -233,11 +240,12 @@ class FrameBuilder(SessionListener):
         """The owners some page is focused on ([controller, "ns/name"]): their Events and API
         calls are kept apart from every frame's capped rows (`focusRows`)."""
         self.focus_owners = {}
+        kinds = views.controller_kinds(self.hosted)
         for controller, key in owners:
-            c = self.sim.controllers.get(controller)
-            if c is not None:
+            kind = kinds.get(controller)
+            if kind is not None:
                 namespace, name = key.split("/", 1)
-                self.focus_owners[panels.owner_label(c.kind.kind, namespace, name)] = f"{controller}:{key}"
+                self.focus_owners[panels.owner_label(kind, namespace, name)] = f"{controller}:{key}"
         self.focus_rows = {k: v for k, v in self.focus_rows.items() if k in self.focus_owners.values()}
 
     def _focus_key(self, kind: str, namespace: str, name: str) -> str | None:
@@ -261,11 +269,11 @@ class FrameBuilder(SessionListener):
                 return
             key = self._focus_key(*parts)
         else:
-            request = self.sim.server.requests[record["id"]]
+            request = views.request(self.hosted, record["id"])
             if not request["name"]:
                 return
             base = (request["resource"] or "").split("/", 1)[0]
-            kind = {"pods": "Pod", "replicasets": "ReplicaSet", "replicationcontrollers": "ReplicationController"}
+            kind = OBJECT_KINDS
             if base not in kind:
                 return
             key = self._focus_key(kind[base], request["namespace"] or "", request["name"])
@@ -292,13 +300,12 @@ class FrameBuilder(SessionListener):
         controller = CONTROLLER_OF_QUEUE.get(record["queue"])
         if controller is None:
             return
-        c = self.sim.controllers.get(controller)
+        depth = views.queue_depth(self.hosted, controller)
         # What the queue holds changed: its panel and the workers' are dirty (built before the
         # panels that only tick with the clock).
         self.dirty.update((panels.queue_id(controller), panels.workers_id(controller)))
-        if c is not None:
+        if depth is not None:
             index = CONTROLLER_INDEX[controller]
-            depth = c.queue.metrics.depth
             if self.last_depth.get(index) != depth:
                 self.last_depth[index] = depth
                 t = ms(record["time"])
@@ -428,8 +435,8 @@ class FrameBuilder(SessionListener):
         if not owner:
             return
         kind, namespace, name = panels.owner_parts(owner)
-        for controller, c in self.sim.controllers.items():
-            if c.kind.kind == kind:
+        for controller, owner_kind in views.controller_kinds(self.hosted).items():
+            if owner_kind == kind:
                 for ns_key in self.hosted.focused_keys(controller):
                     if ns_key == f"{namespace}/{name}":
                         self.dirty.add(panels.truth_id(controller, ns_key))
@@ -461,7 +468,7 @@ class FrameBuilder(SessionListener):
         if record["kind"] != "api.response":
             return
         self._log("api", record)
-        request = self.sim.server.requests[record["id"]]
+        request = views.request(self.hosted, record["id"])
         resource = request["resource"] or ""
         if self.hosted.open_pods and resource.startswith("pods") and request["name"]:
             # A call on a pod a Pod tab shows: its object and its call list changed.
@@ -470,7 +477,7 @@ class FrameBuilder(SessionListener):
                 self.dirty.add(panels.pod_id(pod_key))
         if request["verb"] in ("create", "update", "patch", "delete") and record["code"] < 400:
             base = resource.split("/", 1)[0]
-            if base in ("replicasets", "replicationcontrollers"):
+            if base in OWNER_RESOURCES:
                 self.dirty.add("owners")
             elif base == "pods" and request["name"]:
                 self.owner_refresh.add(f"{request['namespace']}/{request['name']}")
@@ -512,13 +519,12 @@ class FrameBuilder(SessionListener):
     # -- building -------------------------------------------------------------------------------
     def _refresh_owners(self) -> None:
         """Pods written by anyone (adoption, release, a relabel): re-read their controller."""
-        server = self.sim.server
         for key in self.owner_refresh:
             entry = self.pods.get(key)
             if entry is None:
                 continue
             namespace, name = key.split("/", 1)
-            pod = server.peek("pods", namespace, name)
+            pod = views.peek(self.hosted, "pods", namespace, name)
             if pod is None:
                 continue
             owner = ""
@@ -540,7 +546,7 @@ class FrameBuilder(SessionListener):
 
     def _panel_ids(self) -> list[str]:
         ids = list(panels.ALWAYS)
-        for controller in self.sim.controllers:
+        for controller in views.controller_names(self.hosted):
             ids += [panels.queue_id(controller), panels.workers_id(controller), panels.expectations_id(controller)]
             ids.append(panels.lookupcache_id(controller))
         return ids
@@ -793,7 +799,7 @@ class FrameBuilder(SessionListener):
         return log_rows.RENDER[log](rows)
 
     def _api_row(self, response: Obj) -> Obj:
-        request = self.sim.server.requests[response["id"]]
+        request = views.request(self.hosted, response["id"])
         return {
             "time": request["time"],
             "client": request["client"],

@@ -45,10 +45,21 @@ from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from controlplane.scenario import Scenario
-from controlplane.session import edit
-from controlplane.session.commands import CommandError
-from controlplane.simulation import RECORD_FILTERS, GcHold, Simulation, simulation_gc
+from controlplane.simulation import (
+    RECORD_FILTERS,
+    CommandError,
+    GcHold,
+    Kube,
+    Scenario,
+    SessionService,
+    Simulation,
+    edit_preview,
+    library,
+    load_file,
+    open_edit,
+    scoped_watch,
+    simulation_gc,
+)
 from dashboard.host import k8s_ops, past, reads, recording, search
 from dashboard.host.hosted import HostedSimulation
 
@@ -120,7 +131,9 @@ class Damaged(HostError):
 
 class Host:
     def __init__(self) -> None:
-        self.sims: dict[str, HostedSimulation] = {}
+        # The sessions this process hosts, by id: the session service holds them (the one
+        # interface to the core, controlplane.session.service); the host drives them.
+        self.service: SessionService[HostedSimulation] = SessionService(_hosted_session)
         self._tasks: dict[str, list[asyncio.Task[Any]]] = {}
         self._wake: dict[str, asyncio.Event] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -139,6 +152,11 @@ class Host:
         self.pairs: dict[tuple[str, str], Any] = {}
         # One fork replays at a time in this process (dashboard.host.forks); others wait their turn.
         self.fork_lock = asyncio.Lock()
+
+    @property
+    def sims(self) -> dict[str, HostedSimulation]:
+        """The hosted sessions by id (the service's; read only: start, adopt and stop change it)."""
+        return self.service.sessions
 
     # -- simulations ------------------------------------------------------------------------------
     async def start_simulation(
@@ -166,18 +184,15 @@ class Host:
                 sim_id = f"{base}-{secrets.token_hex(3)}"
         if not SIM_ID.match(sim_id) or sim_id in self.sims:
             raise HostError(f"simulation id {sim_id!r} is not available")
-        sim = Simulation(scenario, seed=seed)
-        hosted = HostedSimulation(sim_id, sim, name=scenario.name, source=source)
-        if pause_before is not None:
-            hosted.marks.append({"t": pause_before, "label": mark or f"t={pause_before:g}"})
-            hosted.command({"op": "step", "what": "to", "t": round(pause_before - 0.001, 3)})
-        elif running:
-            hosted.command({"op": "run", "speed": 1.0})
+        hosted = self.service.start(
+            sim_id, scenario, seed=seed, source=source, running=running, pause_before=pause_before, mark=mark
+        )
         try:
             await recording.create_async(hosted, HOST_ID)
         except recording.RecordingError as exc:
+            self.service.stop(sim_id)
             raise HostError(str(exc)) from None
-        self.host_simulation(hosted, len(sim.actions))
+        self.host_simulation(hosted, len(hosted.sim.actions))
         await save_record(hosted)
         return hosted
 
@@ -185,7 +200,7 @@ class Host:
         """Take `hosted` in: its driving and listening tasks, its recorder (`recorded` log
         entries already stored)."""
         sim_id = hosted.id
-        self.sims[sim_id] = hosted
+        self.service.adopt(hosted)
         self._recorders[sim_id] = recording.Recorder(hosted, recorded)
         self._gc_holds[sim_id] = simulation_gc()
         self._wake[sim_id] = asyncio.Event()
@@ -239,10 +254,9 @@ class Host:
         return hosted
 
     async def stop_simulation(self, sim_id: str) -> None:
-        hosted = self.sims.pop(sim_id, None)
+        hosted = self.service.stop(sim_id)
         if hosted is None:
             return
-        hosted.stopped = True
         recorder = self._recorders.pop(sim_id, None)
         if recorder is not None:
             await recorder.close()  # what the session did up to its stop, then: stopped, kept
@@ -505,7 +519,7 @@ class Host:
         if op == "bye":
             if isinstance(viewer, str):
                 hosted.unfocus(viewer)
-                k8s_ops.forget_viewer(hosted, viewer)
+                Kube.of(hosted).forget_viewer(viewer)
             return
         if op == "past":  # a moment of the past, for this viewer: a replay worker answers it later
             await past.handle(hosted, message)
@@ -525,7 +539,7 @@ class Host:
         elif op in READS:
             try:
                 if op in k8s_ops.READS:
-                    cmd = k8s_ops.scoped(cmd, viewer if isinstance(viewer, str) else None)
+                    cmd = scoped_watch(cmd, viewer if isinstance(viewer, str) else None)
                 reply = {"ok": True, **READS[op](hosted, cmd)}
             except CommandError as exc:
                 reply = {"ok": False, "error": str(exc)}
@@ -551,8 +565,6 @@ class Host:
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self) -> None:
         from django.conf import settings
-
-        from controlplane.scenario import library, load_file
 
         self._heartbeat = spawn(self._beat(), "heartbeat")
         if isinstance(get_channel_layer(), InMemoryChannelLayer):
@@ -608,6 +620,11 @@ class Host:
                     if not hosted.stopped:  # stopped while an earlier one was written
                         await save_record(hosted)
             reads.trim(if_needed=True)  # what big answers used, once the server wrote them out
+
+
+def _hosted_session(sim_id: str, sim: Simulation, name: str, source: str) -> HostedSimulation:
+    """The sessions the service builds for this host: paced against the wall clock, rendered."""
+    return HostedSimulation(sim_id, sim, name=name, source=source)
 
 
 def spawn(coro: Any, name: str) -> asyncio.Task[Any]:
@@ -721,8 +738,8 @@ READS = {
     "status": _read_status,
     "why": _read_why,
     "records": _read_records,
-    "edit": edit.open_edit,  # the object `kubectl edit` would open
-    "edit_preview": edit.preview,  # a server dry run of the edit, and its diff
+    "edit": open_edit,  # the object `kubectl edit` would open
+    "edit_preview": edit_preview,  # a server dry run of the edit, and its diff
     "search": search.search,  # the page's search box (pods, owners, nodes by name or label selector)
     **k8s_ops.READS,  # the Kubernetes API's reads, dry runs and watches
 }
@@ -832,9 +849,7 @@ async def request(sim_id: str, cmd: Obj, *, control: bool = False, timeout: floa
     return result
 
 
-async def request_stream(
-    sim_id: str, cmd: Obj, *, control: bool = False, timeout: float | None = None
-) -> reads.Answer:
+async def request_stream(sim_id: str, cmd: Obj, *, control: bool = False, timeout: float | None = None) -> reads.Answer:
     """An expensive read (`reads.STREAMED`): its answer's head and its text in parts, each part
     within `timeout` of the one before. Waits for one of this process's slots for such reads
     (`reads.gate`); raises `reads.Busy` when there is none soon, LookupError when nobody

@@ -19,8 +19,7 @@ import math
 import time
 from typing import Any
 
-from controlplane.session.session import Session
-from controlplane.simulation import Simulation
+from controlplane.simulation import Session, Simulation
 from dashboard.host.frames import FrameBuilder
 
 log = logging.getLogger(__name__)

@@ -330,7 +330,7 @@ class _World:
         replay = worker.replay
         if replay is None:
             return
-        events = replay.sim.kernel.events
+        events = replay.sim.events
         every, span = worker.keyframe_every or 0, worker.keyframe_near or 0
         if periodic and every and not any(events <= held < events + every for held in self.have):
             self.due = True
@@ -363,8 +363,8 @@ class _World:
         replay = worker.replay
         if replay is None:
             return
-        self.have.add(replay.sim.kernel.events)
-        self.sent.add(replay.sim.kernel.events)
+        self.have.add(replay.sim.events)
+        self.sent.add(replay.sim.events)
         try:
             pid = os.fork()
         except OSError:

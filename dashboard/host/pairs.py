@@ -26,8 +26,15 @@ import math
 import time
 from typing import Any
 
-from controlplane.session.commands import SPEEDS, CommandError, _speed, _time
-from controlplane.simulation import POD_STATES, describe_block, diff_reports
+from controlplane.simulation import (
+    POD_STATES,
+    SPEEDS,
+    CommandError,
+    describe_block,
+    diff_reports,
+    parse_speed,
+    parse_time,
+)
 from dashboard.host import panels
 from dashboard.host.host import Host, spawn
 from dashboard.host.hosted import HostedSimulation
@@ -149,7 +156,7 @@ class Pair:
             if speed == "max":
                 self.mode = "fast"
             else:
-                self.speed = _speed(speed)
+                self.speed = parse_speed(speed)
                 self.mode = "running"
             self.note = None
             self._anchor = (min(a.sim.now, b.sim.now), time.monotonic())
@@ -165,12 +172,12 @@ class Pair:
                 if self.mode != "paused":
                     self.mode = "fast"
             else:
-                self.speed = _speed(speed)
+                self.speed = parse_speed(speed)
                 if self.mode == "fast":
                     self.mode = "running"
                 self._anchor = (min(a.sim.now, b.sim.now), time.monotonic())
         elif do == "to":
-            target = _time(cmd.get("t"), max(a.sim.now, b.sim.now))
+            target = parse_time(cmd.get("t"), max(a.sim.now, b.sim.now))
             self._pause(None)
             for side in (a, b):
                 self._goal(side, target)

@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import yaml
 
-from controlplane.expectations import EXPECTATIONS_TIMEOUT
-from controlplane.labels import selector_from_label_selector, selector_from_set
-from controlplane.nodes import POD_STATES as frames_states
-from controlplane.podutil import is_pod_active
-from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
-from controlplane.scenario import default_config
-from controlplane.simulation import CONTROLLER_REGISTRY, DEFAULT_CONTROLLER_VERSION, K15, NAMESPACE_INDEX
+from controlplane.simulation import (
+    CONTROLLER_REGISTRY,
+    DEFAULT_CONTROLLER_VERSION,
+    K15,
+    Kube,
+    session_state,
+    views,
+)
+from controlplane.simulation import POD_STATES as frames_states
 
 Obj = dict[str, Any]
 
@@ -50,13 +52,14 @@ class Folds(Protocol):
 
 
 if TYPE_CHECKING:
-    from controlplane.session.session import Session
+    from controlplane.simulation import Session
 
     class Hosted(Session):
         """A session as the dashboard hosts it (`dashboard.host.hosted.HostedSimulation`): the
         panels read the session's state and the folds of its frame builder."""
 
         frames: Folds
+
 
 ALWAYS = ("informers", "faults", "clients", "breakpoints", "timers")
 ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
@@ -109,17 +112,6 @@ K15_LINES = {
     "invalidate_all": f"{_K15_CACHE}#L88",
     "update_rc": f"{_K15_RC}#L303",
 }
-# The config keys the What-ifs and knobs form shows (templates/dashboard/_inject.html).
-FORM_CONFIG = (
-    "whatIf",
-    "featureGates",
-    "workers",
-    "burstReplicas",
-    "kubeApiQPS",
-    "kubeApiBurst",
-    "watchLatency",
-    "apiLatency",
-)
 LIST_LIMIT = 50  # entries a list panel shows before "+N more"
 TRUTH_LIMIT = 60
 
@@ -222,262 +214,65 @@ def context(hosted: Hosted, panel_id: str) -> Obj:
 
 # -- status (JSON, every frame) -------------------------------------------------------------------
 def status(hosted: Hosted) -> Obj:
-    sim = hosted.sim
-    nxt = sim.next_event() if sim.started else None
-    return {
-        "id": hosted.id,
-        "name": hosted.name,
-        "t": round(sim.now, 3),
-        "events": sim.kernel.events,
-        "seed": sim.seed,
-        "mode": hosted.mode,
-        "speed": hosted.speed,
-        "rate": hosted.rate,
-        "goal": hosted.goal_label,
-        "hit": hosted.hit,
-        "error": hosted.error,
-        "next": {"t": round(nxt["time"], 3), "what": nxt["what"]} if nxt else None,
-        "revision": sim.server.revision,
-        "pods": len(hosted.frames.pods),
-        "actions": len(sim.actions),
-        "marks": hosted.marks,
-        "restored": hosted.restored_note,
-        # Exact, for the page's way back to where a step came from (dashboard/host/past.py).
-        "position": sim.position().to_json(),
-        # Each running controller's version (config.controllerVersion), for the status line,
-        # the controller tabs and the breakpoint form's stage list.
-        "versions": {name: c.version for name, c in sim.controllers.items()},
-        "garbageCollector": bool(sim.config["enableGarbageCollector"]),
-        # What the What-ifs and knobs form shows (#19 §4: controls show the state they control),
-        # live whoever changed it: another viewer, kubectl, a scenario's `config` action.
-        "config": {key: sim.config[key] for key in FORM_CONFIG},
-    }
+    """The session's state (`session_state`, the service's view model), with the pods the frame
+    builder counts."""
+    state: Obj = {}
+    for key, value in session_state(hosted).items():
+        state[key] = value
+        if key == "revision":
+            state["pods"] = len(hosted.frames.pods)
+    return state
 
 
 def version(hosted: Hosted, name: str) -> Obj:
     """What every controller panel's heading says of the version the controller runs."""
-    running = hosted.sim.controllers[name].version
+    running = views.controller_version(hosted, name)
     return {"version": running, "v15": running != DEFAULT_CONTROLLER_VERSION}
 
 
 # -- the controller side --------------------------------------------------------------------------
 def queue(hosted: Hosted, name: str, only: str | None = None) -> Obj:
-    """The workqueue; with `only` (a key), only that key's entries, each list filtered before it
-    is capped (and where the key stands in the queue)."""
-    c = hosted.sim.controllers[name]
-    snap = c.queue.snapshot()
-    now = hosted.sim.now
-    workers = {str(w.key): w.id for w in c.workers if w.key is not None}
-
-    def mine(key: Any) -> bool:
-        return only is None or str(key) == only
-
-    waiting = [
-        {"key": w["key"], "readyAt": w["readyAt"], "in": max(0.0, w["readyAt"] - now)}
-        for w in snap["waiting"]
-        if mine(w["key"])
-    ]
-    requeues = [
-        {"key": key, "count": n, "backoff": snap["backoff"].get(key, 0.0)}
-        for key, n in snap["requeues"].items()
-        if mine(key)
-    ]
-    processing = [
-        {"key": p["key"], "for": now - p["startedAt"], "worker": workers.get(str(p["key"]))}
-        for p in snap["processing"]
-        if mine(p["key"])
-    ]
-    everyone = snap["queue"]
-    queued = [k for k in everyone if mine(k)]
-    position = next((i for i, k in enumerate(everyone) if str(k) == only), None) if only is not None else None
-    in_queue = set(everyone)
-    dirty_only = [k for k in snap["dirty"] if k not in in_queue and mine(k)]
-    return {
-        "position": position,
-        "all_queued": len(everyone),
-        "controller": name,
-        "name": snap["name"],
-        "manual": c.config.manual_workers,
-        "queued": queued[:LIST_LIMIT],
-        "queued_more": max(0, len(queued) - LIST_LIMIT),
-        "dirty_processing": dirty_only[:LIST_LIMIT],
-        "processing": processing[:LIST_LIMIT],
-        "waiting": waiting[:LIST_LIMIT],
-        "waiting_more": max(0, len(waiting) - LIST_LIMIT),
-        "requeues": requeues[:LIST_LIMIT],
-        "depth": snap["depth"],
-        "adds": snap["adds"],
-        "retries": snap["retries"],
-    }
+    """The workqueue; with `only` (a key), only that key's entries (`views.queue`)."""
+    return views.queue(hosted, name, only, LIST_LIMIT)
 
 
 def workers(hosted: Hosted, name: str) -> Obj:
-    c = hosted.sim.controllers[name]
-    now = hosted.sim.now
-    rows = [
-        {
-            "id": w.id,
-            "key": w.key,
-            "stage": w.stage,
-            "for": now - w.since,
-            "syncs": w.syncs,
-            "surplus": w.id >= c.config.workers,
-        }
-        for w in c.workers
-    ]
-    return {
-        "controller": name,
-        "manual": c.config.manual_workers,
-        "configured": c.config.workers,
-        "workers": rows,
-        "synced": bool(c.workers),
-        "depth": len(c.queue.snapshot()["queue"]),
-    }
+    return views.workers(hosted, name)
 
 
 def expectations(hosted: Hosted, name: str, only: str | None = None) -> Obj:
-    """Every key's expectations record; with `only`, that key's (and its consistency rows)."""
-    c = hosted.sim.controllers[name]
-    rows = []
-    keys = list(c.expectations.keys())
-    total = len(keys)
-    for key in keys if only is None else [k for k in keys if k == only]:
-        snap = c.expectations.snapshot(key)
-        if snap is None:
-            continue
-        age = snap["age"]
-        satisfied = snap["fulfilled"] or snap["expired"] or not c.expectations.enabled
-        rows.append(
-            {
-                "key": key,
-                "add": snap["add"],
-                "del": snap["del"],
-                "uids": snap.get("uids", [])[:LIST_LIMIT],
-                "uids_more": max(0, len(snap.get("uids", [])) - LIST_LIMIT),
-                "age": age,
-                "ttl_left": max(0.0, EXPECTATIONS_TIMEOUT - age),
-                "ttl_pct": min(100.0, 100.0 * age / EXPECTATIONS_TIMEOUT),
-                "expired": snap["expired"],
-                "fulfilled": snap["fulfilled"],
-                "satisfied": satisfied,
-            }
-        )
-    consistency = []
-    read = {
-        "pods": c.pod_informer.indexer.last_store_sync_resource_version(),
-        c.kind.group_resource: c.rs_informer.indexer.last_store_sync_resource_version(),
-    }
-    for owner, written in c.consistency.snapshot().items():
-        if only is not None and str(owner) != only:
-            continue
-        for resource, rv in written.items():
-            have = read.get(resource, "")
-            consistency.append(
-                {"owner": owner, "resource": resource, "written": rv, "read": have, "stale": _rv_gt(rv, have)}
-            )
-    # At most LIST_LIMIT rows, the blocking ones (the next sync may not create or delete) first;
-    # the consistency store likewise. A page focused on a key sees that key's (`only`).
-    shown = [r for r in rows if not r["satisfied"]] + [r for r in rows if r["satisfied"]]
-    shown_consistency = [r for r in consistency if r["stale"]] + [r for r in consistency if not r["stale"]]
-    return {
-        "controller": name,
-        "enabled": c.expectations.enabled,
-        "rows": shown[:LIST_LIMIT],
-        "rows_more": max(0, len(shown) - LIST_LIMIT),
-        "total": total,
-        "timeout": EXPECTATIONS_TIMEOUT,
-        "gate": c.config.stale_controller_consistency and c.kind.kind == "ReplicaSet",
-        "consistency": shown_consistency[:LIST_LIMIT],
-        "consistency_more": max(0, len(consistency) - LIST_LIMIT),
-    }
+    """Every key's expectations record; with `only`, that key's (`views.expectations`)."""
+    return views.expectations(hosted, name, only, LIST_LIMIT)
 
 
 def lookupcache(hosted: Hosted, name: str) -> Obj:
     """The v1.5 ReplicationManager's MatchingCache (pod labels → RC): its newest entries and
     counters, with the controller's last `controller.log` lines (overlapping RCs). Empty for a
     version without one (the page then hides the panel)."""
-    c = hosted.sim.controllers[name]
-    cache = getattr(c, "lookup_cache", None)
+    cache = views.lookup_cache(hosted, name)
     if cache is None:
         return {"controller": name, "cache": None}
-    snap = cache.snapshot()
-    lookups = snap["hits"] + snap["misses"]
     return {
         "controller": name,
-        "cache": snap,
-        "entries": [{**e, "selector": ",".join(f"{k}={v}" for k, v in e["labels"].items())} for e in snap["entries"]],
-        "entries_more": max(0, snap["size"] - len(snap["entries"])),
-        "hit_pct": 100.0 * snap["hits"] / lookups if lookups else None,
-        "fill_pct": 100.0 * snap["size"] / snap["capacity"],
+        **cache,
         "logs": list(reversed(hosted.frames.logs.get(name, ()))),
         "k15": K15_LINES,
     }
 
 
-def _rv_gt(a: str, b: str) -> bool:
-    try:
-        return bool(b) and int(a) > int(b)
-    except ValueError:
-        return False
-
-
 def informers(hosted: Hosted) -> Obj:
-    sim = hosted.sim
-    revision = sim.server.revision
-    rows = []
-    for name, c in sim.controllers.items():
-        for informer in (c.pod_informer, c.rs_informer):
-            snap = informer.snapshot(revision)
-            snap["controller"] = name
-            snap["store_count"] = sim.server.count(informer.resource)
-            rows.append(snap)
-    return {"rows": rows, "revision": revision}
+    return views.informers(hosted)
 
 
 # -- the cluster side -----------------------------------------------------------------------------
 def owners(hosted: Hosted) -> Obj:
-    sim = hosted.sim
+    """Every owner (`views.owners`) with the page's name for it and its pods' tiles."""
     tiles = hosted.frames.tiles
-    versions = {name: c.version for name, c in sim.controllers.items()}
     rows = []
-    for resource, kind in (("replicasets", "ReplicaSet"), ("replicationcontrollers", "ReplicationController")):
-        controller = "replicaset" if kind == "ReplicaSet" else "replicationcontroller"
-        for obj in sim.server.objects(resource):
-            meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
-            owner = owner_label(kind, meta.get("namespace"), meta["name"])
-            try:
-                if kind == "ReplicaSet":
-                    selector = str(selector_from_label_selector(spec.get("selector")))
-                else:
-                    selector = str(selector_from_set(spec.get("selector") or {}))
-            except ValueError:
-                selector = ""
-            index = hosted.frames.owner_index.get(owner)
-            rows.append(
-                {
-                    "kind": kind,
-                    "short": "rs" if kind == "ReplicaSet" else "rc",
-                    "controller": controller,
-                    "version": versions.get(controller),
-                    "namespace": meta.get("namespace"),
-                    "name": meta["name"],
-                    "key": f"{meta.get('namespace')}/{meta['name']}",
-                    "owner": owner,
-                    "desired": spec.get("replicas", 1),
-                    "current": status.get("replicas", 0),
-                    "ready": status.get("readyReplicas", 0),
-                    "available": status.get("availableReplicas", 0),
-                    "labelled": status.get("fullyLabeledReplicas", 0),
-                    "terminating": status.get("terminatingReplicas"),
-                    "generation": meta.get("generation"),
-                    "observed": status.get("observedGeneration"),
-                    "conditions": status.get("conditions") or [],
-                    "selector": selector,
-                    "deleting": bool(meta.get("deletionTimestamp")),
-                    "min_ready": spec.get("minReadySeconds", 0),
-                    "tiles": tiles.get(index, {}) if index is not None else {},
-                }
-            )
+    for row in views.owners(hosted):
+        owner = owner_label(row["kind"], row["namespace"], row["name"])
+        index = hosted.frames.owner_index.get(owner)
+        rows.append({**row, "owner": owner, "tiles": tiles.get(index, {}) if index is not None else {}})
     orphans = sum(tiles.get(0, {}).values())
     return {"rows": rows, "orphans": orphans}
 
@@ -485,20 +280,20 @@ def owners(hosted: Hosted) -> Obj:
 def nodes(hosted: Hosted) -> Obj:
     """From the frame builder's running counts (no pass over the pods): each node's Ready
     state, whether its kubelet runs, its taints, and its pods by state."""
-    sim, frames = hosted.sim, hosted.frames
+    frames = hosted.frames
     terminal = {frames_states.index("Failed"), frames_states.index("Succeeded")}
     rows = []
-    for name in sorted(sim.nodes.kubelets, key=_node_order):
+    for node in views.nodes(hosted):
+        name = node["name"]
         counts = frames.node_pods.get(frames.node_index.get(name, -1), {})
-        node = sim.server.peek("nodes", None, name) or {}
         rows.append(
             {
                 "name": name,
                 "state": frames.node_states.get(name, "Unknown"),
-                "kubelet": "running" if sim.nodes.kubelets[name].running else "stopped",
+                "kubelet": node["kubelet"],
                 "pods": sum(n for s, n in counts.items() if s not in terminal),
                 "podStates": {frames_states[s]: n for s, n in sorted(counts.items())},
-                "taints": [f"{t.get('key')}:{t.get('effect')}" for t in (node.get("spec") or {}).get("taints") or []],
+                "taints": node["taints"],
             }
         )
     unscheduled = sum(frames.node_pods.get(0, {}).values())
@@ -506,47 +301,7 @@ def nodes(hosted: Hosted) -> Obj:
 
 
 def faults(hosted: Hosted) -> Obj:
-    sim = hosted.sim
-    defaults = default_config()
-    rules = [rule.describe() for rule in sim.faults.api_rules]
-    paused = []
-    for name, c in sim.controllers.items():
-        for informer in (c.pod_informer, c.rs_informer):
-            if informer.reflector.paused:
-                paused.append({"controller": name, "informer": informer.name, "resource": informer.resource})
-    node_names = sorted(sim.nodes.kubelets, key=_node_order)
-    down = [name for name in node_names if not sim.nodes.kubelets[name].running]
-    what_ifs = []
-    for group in ("whatIf", "featureGates"):
-        for key, value in sim.config[group].items():
-            if value != defaults[group][key]:
-                what_ifs.append({"group": group, "key": key, "value": value, "default": defaults[group][key]})
-    versions = [
-        {"controller": name, "value": chosen, "default": defaults["controllerVersion"][name]}
-        for name, chosen in sim.config["controllerVersion"].items()
-        if chosen != defaults["controllerVersion"][name]
-    ]
-    tuned = []
-    for key in ("workers", "burstReplicas", "kubeApiQPS", "kubeApiBurst", "watchLatency", "apiLatency"):
-        if sim.config[key] != defaults[key]:
-            tuned.append({"key": key, "value": sim.config[key], "default": defaults[key]})
-    from dashboard.host import k8s_ops
-
-    return {
-        "client_paused": k8s_ops.paused_clients(hosted),
-        "rules": [r for r in rules if r["inForce"]],
-        "spent": [r for r in rules if not r["inForce"]][-10:],
-        "paused": paused,
-        "down": down,
-        "what_ifs": what_ifs,
-        "tuned": tuned,
-        "versions": versions,
-        "gc_off": not sim.config["enableGarbageCollector"],
-        "manual": list(sim.config["manualWorkers"]),
-        "config": sim.config,
-        "controllers": list(sim.controllers),
-        "nodes": node_names,
-    }
+    return {"client_paused": Kube.of(hosted).paused_clients(), **views.faults(hosted)}
 
 
 def clients(hosted: Hosted) -> Obj:
@@ -555,11 +310,6 @@ def clients(hosted: Hosted) -> Obj:
     from dashboard.host import k8s_ops
 
     return {"rows": k8s_ops.clients(hosted)[:LIST_LIMIT]}
-
-
-def _node_order(name: str) -> tuple[int, str]:
-    number = name.rsplit("-", 1)[-1]
-    return (int(number), name) if number.isdigit() else (0, name)
 
 
 def breakpoints(hosted: Hosted) -> Obj:
@@ -613,7 +363,6 @@ def narration_tables() -> Obj:
     }
 
 
-REQUEST_SCAN = 200_000  # the API call log is searched back this far for a pod's calls
 REQUESTS_SHOWN = 30
 MAX_TRANSITIONS_SHOWN = 200  # a pod's transitions in its detail (a crash-looping pod has many)
 
@@ -621,41 +370,17 @@ MAX_TRANSITIONS_SHOWN = 200  # a pod's transitions in its detail (a crash-loopin
 def pod_context(hosted: Hosted, namespace: str, name: str) -> Obj:
     """What the Pod tab shows of one pod, now: the one-off read above and the live panel
     (`pod_id`) the frames rebuild when a record touches the pod."""
-    sim, frames = hosted.sim, hosted.frames
-    obj = sim.server.peek("pods", namespace, name)
-    key = f"{namespace}/{name}"
-    pod_id = frames.pod_ids.get(key)
-    history = []
-    if sim.record_log is not None:
-        # From the kept records, so that each transition has its seq: its why? and its moment.
-        page = sim.records({"kind": "pod.transition", "key": key}, 0, MAX_TRANSITIONS_SHOWN)
-        for row in page["rows"]:
-            if row["subject"] == key:
-                record = sim.record_log.get(row["seq"]) or {}
-                owner_of = record.get("owner") or ""
-                history.append({"time": row["time"], "owner": owner_of, "state": record.get("to"), "seq": row["seq"]})
-    elif pod_id is not None:
-        for t, pid, owner, state in frames.transitions:
-            if pid == pod_id:
-                history.append({"time": t, "owner": frames.owners[owner], "state": frames_states[state]})
-    calls = []
-    requests = sim.server.requests
-    for index in range(len(requests) - 1, max(-1, len(requests) - 1 - REQUEST_SCAN), -1):
-        record = requests[index]
-        if (
-            record["name"] == name
-            and record["namespace"] == namespace
-            and (record["resource"] or "").startswith("pods")
-        ):
-            calls.append(record.to_dict())
-            if len(calls) >= REQUESTS_SHOWN:
-                break
-    calls.reverse()  # the newest REQUESTS_SHOWN, oldest first: the page's one order
-    owner = None
-    if obj is not None:
-        for ref in obj["metadata"].get("ownerReferences") or ():
-            if ref.get("controller"):
-                owner = ref
+    frames = hosted.frames
+    seen = views.pod(hosted, namespace, name, calls=REQUESTS_SHOWN, transitions=MAX_TRANSITIONS_SHOWN)
+    obj, owner = seen["pod"], seen["owner"]
+    history = seen["history"]
+    if history is None:  # no records kept: the frame builder's folded transitions
+        history = []
+        pod_id = frames.pod_ids.get(f"{namespace}/{name}")
+        if pod_id is not None:
+            for t, pid, owner_index, state in frames.transitions:
+                if pid == pod_id:
+                    history.append({"time": t, "owner": frames.owners[owner_index], "state": frames_states[state]})
     return {
         "namespace": namespace,
         "name": name,
@@ -664,117 +389,17 @@ def pod_context(hosted: Hosted, namespace: str, name: str) -> Obj:
         "owner": owner,
         # The page's name for it (a focus target; "Kind/namespace/name" outside the default one).
         "owner_label": owner_label(str(owner.get("kind")), namespace, str(owner.get("name"))) if owner else "",
-        "state": sim.nodes.pod_state(namespace, name),
-        "node": (obj.get("spec") or {}).get("nodeName") if obj is not None else None,
+        "state": seen["state"],
+        "node": seen["node"],
         "history": history,
-        "calls": calls,
+        "calls": seen["calls"],
     }
 
 
 def truth(hosted: Hosted, controller: str, key: str) -> Obj:
     """Three columns for one controller key: the pods the API server has, the pods the
-    controller's informer cache has, the pods its last sync counted — with the differences."""
-    sim = hosted.sim
-    c = sim.controllers.get(controller)
-    empty = {"controller": controller, "key": key, "found": False}
-    if c is None or key.count("/") != 1:
-        return empty
-    namespace, name = key.split("/", 1)
-    rs = sim.server.peek(c.kind.resource, namespace, name)
-    if rs is None:
-        return empty
-    uid = rs["metadata"].get("uid")
-    try:
-        selector = c.kind.selector(rs)
-    except ValueError:
-        selector = None
-
-    v15 = c.version != DEFAULT_CONTROLLER_VERSION
-    # v1.5 with the garbage collector off lists by selector alone, ownerReferences unread (R7.f).
-    refs_read = not v15 or bool(getattr(c, "garbage_collector_enabled", True))
-
-    def word(pod: Obj, meta: Obj) -> str | None:
-        """The pod's word if this key's controller would consider it (its own, or an orphan
-        its selector matches), else None."""
-        for ref in (meta.get("ownerReferences") or ()) if refs_read else ():
-            if ref.get("controller"):
-                return _pod_word(pod) if ref.get("uid") == uid else None
-        if selector is not None and selector.matches(meta.get("labels")):
-            return _pod_word(pod)
-        return None
-
-    # The truth: every pod of the namespace in the API server's store, read without a request.
-    server: dict[str, str] = {}
-    for pod in sim.server.objects("pods"):
-        meta = pod["metadata"]
-        if meta.get("namespace") == namespace:
-            w = word(pod, meta)
-            if w is not None:
-                server[meta["name"]] = w
-    # The controller's cache, through the index its own sync uses (its pods, and the orphans
-    # of the namespace), so that a 10,000-pod cache is not walked for one key. The v1.5
-    # manager's cache has its own indexes: read its namespace.
-    cache: dict[str, str] = {}
-    indexer = c.pod_informer.indexer
-    own = pod_controller_index_key(namespace, {"kind": c.kind.kind, "name": name, "uid": uid})
-    lookups = [(POD_CONTROLLER_INDEX, own), (POD_CONTROLLER_INDEX, namespace)]
-    if v15:
-        lookups = [(NAMESPACE_INDEX, namespace)]
-    for index_name, index_value in lookups:
-        for pod in indexer.by_index(index_name, index_value):
-            meta = pod["metadata"]
-            w = word(pod, meta)
-            if w is not None:
-                cache[meta["name"]] = w
-    ctx = c.last_syncs.get(key)
-    counted = set(ctx.counted or []) if ctx is not None else set()
-    names = sorted(set(server) | set(cache) | counted)
-    rows = []
-    for pod in names:
-        # A row differs when the cache's word is not the API server's, or when the last sync's
-        # count disagrees with what either side calls active: FilterActivePods counts only
-        # active pods, so a Failed or terminating pod both sides agree on is rightly uncounted.
-        in_count = pod in counted
-        said = server.get(pod), cache.get(pod)
-        miscounted = ctx is not None and any((word == "active") != in_count for word in said)
-        rows.append(
-            {
-                "name": pod,
-                "server": said[0],
-                "cache": said[1],
-                "counted": in_count,
-                "differs": said[0] != said[1] or miscounted,
-            }
-        )
-    differing = [r for r in rows if r["differs"]]
-    shown = differing[:TRUTH_LIMIT] + [r for r in rows if not r["differs"]][: max(0, TRUTH_LIMIT - len(differing))]
-    shown.sort(key=lambda r: r["name"])
-    return {
-        "controller": controller,
-        "key": key,
-        "namespace": namespace,
-        "found": True,
-        "desired": (rs.get("spec") or {}).get("replicas", 1),
-        "server_active": sum(1 for v in server.values() if v == "active"),
-        "server_total": len(server),
-        "cache_active": sum(1 for v in cache.values() if v == "active"),
-        "cache_total": len(cache),
-        "counted": len(counted),
-        "sync_time": ctx.start if ctx is not None else None,
-        "differing": len(differing),
-        "rows": shown,
-        "hidden": len(rows) - len(shown),
-        "cache_rv": c.pod_informer.indexer.last_store_sync_resource_version(),
-        "server_rv": sim.server.revision,
-        "paused": c.pod_informer.reflector.paused,
-        "lag": c.pod_informer.lag(),
-    }
-
-
-def _pod_word(pod: Obj) -> str:
-    if pod["metadata"].get("deletionTimestamp"):
-        return "terminating"
-    return "active" if is_pod_active(pod) else str((pod.get("status") or {}).get("phase", "inactive")).lower()
+    controller's informer cache has, the pods its last sync counted (`views.truth`)."""
+    return views.truth(hosted, controller, key, TRUTH_LIMIT)
 
 
 def fmt_seconds(value: float) -> str:

@@ -45,8 +45,7 @@ from typing import Any
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
-from controlplane.session.commands import CommandError
-from controlplane.simulation import Position
+from controlplane.simulation import CommandError, Position
 from dashboard.host import reads
 from dashboard.host.hosted import HostedSimulation
 

@@ -157,8 +157,8 @@ class Worker:
             now = time.monotonic()
             if now - self._progress_at >= self.progress_every:
                 self._progress_at = now
-                kernel = self.replay.sim.kernel
-                self.on_progress({"events": kernel.events, "time": kernel.now})
+                sim = self.replay.sim
+                self.on_progress({"events": sim.events, "time": sim.now})
         if self.requests.newer(self.viewer):
             raise Superseded
 
@@ -207,34 +207,34 @@ class Worker:
         far) and then every `keyframe_near` events (the broker keeps the last before the target)."""
         from controlplane.simulation import ReplayError, vtime
 
-        kernel = replay.sim.kernel
+        sim = replay.sim
         every = self.keyframe_every
         near = self.keyframe_near
         before = None  # the event count at which to leave a keyframe, just before `events`
         soon = None  # for a time target: the moment from which keyframes are left every `near` events
         tail: int | None = None  # for a time target, from `soon` on: the event count of the next one
         rate = self.rate  # events per virtual second: the session's average, then this replay's
-        start = (kernel.now, kernel.events)
+        start = (sim.now, sim.events)
         if every and near:
             if events is not None:
-                if events - kernel.events > 2 * near:
+                if events - sim.events > 2 * near:
                     before = events - near
-            elif rate > 0 and (bound - kernel.now) * rate > 8 * near:
+            elif rate > 0 and (bound - sim.now) * rate > 8 * near:
                 soon = vtime(bound - 4 * near / rate)
         while replay.sim.halted is None:
-            if soon is not None and near and kernel.now > start[0] and kernel.events > start[1]:
-                rate = (kernel.events - start[1]) / (kernel.now - start[0])
-                soon = max(vtime(bound - 4 * near / rate), kernel.now)
-            target = kernel.events + self.chunk_events
+            if soon is not None and near and sim.now > start[0] and sim.events > start[1]:
+                rate = (sim.events - start[1]) / (sim.now - start[0])
+                soon = max(vtime(bound - 4 * near / rate), sim.now)
+            target = sim.events + self.chunk_events
             if every:
-                target = min(target, (kernel.events // every + 1) * every)
-            if before is not None and before > kernel.events:
+                target = min(target, (sim.events // every + 1) * every)
+            if before is not None and before > sim.events:
                 target = min(target, before)
             if tail is not None:
                 target = min(target, tail)
             if events is not None:
                 target = min(target, events)
-                if target <= kernel.events:
+                if target <= sim.events:
                     return
             if self.seeking and self.on_quiet is not None and replay.run_to_quiet(target, bound):
                 self.moved = False
@@ -248,14 +248,14 @@ class Worker:
                 self.moved = True
                 if soon is None:
                     return  # the bound came first
-                soon, tail = None, kernel.events + (near or 0)  # near the target time
+                soon, tail = None, sim.events + (near or 0)  # near the target time
                 if self.on_keyframe is not None:
                     self.on_keyframe(False, True)
                 continue
             self.moved = False
             if self.on_keyframe is not None and every:  # after every chunk (a snapshot may be due)
-                self.on_keyframe(kernel.events % every == 0, kernel.events in (before, tail))
-            if tail is not None and kernel.events == tail:
+                self.on_keyframe(sim.events % every == 0, sim.events in (before, tail))
+            if tail is not None and sim.events == tail:
                 tail += near or 0
             self._check()
 
@@ -362,8 +362,7 @@ class Worker:
 
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
-        from controlplane.scenario import ScenarioError
-        from controlplane.simulation import ReplayError
+        from controlplane.simulation import ReplayError, ScenarioError
 
         self.viewer = str(request.get("viewer"))
         self._progress_at = time.monotonic()  # the first progress line a `progress_every` from now

@@ -44,9 +44,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
-from controlplane.scenario import ScenarioError
-from controlplane.session.session import MAX_RECORDED_ACTIONS, MAX_RECORDED_BYTES
-from controlplane.simulation import Replay, cut_scenario
+from controlplane.simulation import MAX_RECORDED_ACTIONS, MAX_RECORDED_BYTES, Replay, ScenarioError, cut_scenario
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation

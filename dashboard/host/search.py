@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from controlplane.session.commands import CommandError
-from controlplane.simulation import POD_STATES, parse_label_selector
+from controlplane.simulation import CONTROLLER_REGISTRY, POD_STATES, CommandError, parse_label_selector, views
 from dashboard.host import panels
 
 if TYPE_CHECKING:
@@ -25,10 +24,7 @@ Obj = dict[str, Any]
 MAX_QUERY = 256  # characters
 RESULTS = 20  # of each kind listed
 _SELECTOR = re.compile(r"[=!()]|\s(in|notin)\s")
-OWNER_KINDS = (
-    ("replicasets", "ReplicaSet", "replicaset"),
-    ("replicationcontrollers", "ReplicationController", "replicationcontroller"),
-)
+OWNER_KINDS = tuple((spec.resource, spec.kind, spec.name) for spec in CONTROLLER_REGISTRY)  # the controllers' objects
 
 
 def is_selector(query: str) -> bool:
@@ -57,11 +53,11 @@ def search(hosted: Hosted, cmd: Obj) -> Obj:
         def match(meta: Obj, full: str) -> bool:
             return needle in full.lower()
 
-    server, frames = hosted.sim.server, hosted.frames
+    frames = hosted.frames
     pods: list[Obj] = []
     ids: list[int] = []
     total = 0
-    for pod in server.objects("pods"):
+    for pod in views.objects(hosted, "pods"):
         meta = pod["metadata"]
         key = f"{meta.get('namespace')}/{meta['name']}"
         if not match(meta, key):
@@ -81,10 +77,11 @@ def search(hosted: Hosted, cmd: Obj) -> Obj:
             )
     owners: list[Obj] = []
     owners_total = 0
+    running = views.controller_names(hosted)
     for resource, kind, controller in OWNER_KINDS:
-        if controller not in hosted.sim.controllers:
+        if controller not in running:
             continue
-        for obj in server.objects(resource):
+        for obj in views.objects(hosted, resource):
             meta = obj["metadata"]
             key = f"{meta.get('namespace')}/{meta['name']}"
             if not match(meta, key):
@@ -100,7 +97,7 @@ def search(hosted: Hosted, cmd: Obj) -> Obj:
                 )
     nodes: list[str] = []
     nodes_total = 0
-    for node in server.objects("nodes"):
+    for node in views.objects(hosted, "nodes"):
         meta = node["metadata"]
         if match(meta, meta["name"]):
             nodes_total += 1

@@ -46,8 +46,7 @@ from urllib.parse import parse_qs
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from controlplane.apiserver.resources import RESOURCES, ResourceInfo
-from controlplane.simulation import MAX_CLIENT, MAX_REQUEST_BYTES
+from controlplane.simulation import MAX_CLIENT, MAX_REQUEST_BYTES, RESOURCES, ResourceInfo
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy, NoAnswer
 from dashboard.k8s import discovery, endpoints, openapi_v2_proto, protobuf
@@ -69,7 +68,7 @@ log = logging.getLogger(__name__)
 DEMO = "demo"
 SIM_PATH = re.compile(r"^/sim/(?P<id>[a-z0-9][a-z0-9-]{0,62})/k8s(?:/token/(?P<token>[^/]*))?(?P<rest>/.*)?$")
 ROOT_PREFIXES = ("/api", "/apis", "/openapi/")
-RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (k8s_ops.WATCH_LEASE is 90) ...
+RENEW_EVERY = 30.0  # seconds between a watch's lease renewals (controlplane.session.kube.WATCH_LEASE is 90) ...
 RENEW_WAIT = 45.0  # ... each waits this long at most for room and its answer (the lease has 60 s left)
 UNWATCH_WAIT = 10.0  # seconds an ended watch's `k8s_unwatch` waits for room (the lease ends it anyway)
 WATCH_WAIT = 10.0  # seconds a watch's registration waits for room and its answer (then 429, 404)

@@ -26,8 +26,14 @@ import hashlib
 import json
 from typing import Any
 
-from controlplane.apiserver.resources import RESOURCES, VERBS, ResourceInfo
-from controlplane.simulation import VERSION_INFO, openapi_v2_document, openapi_v3_documents
+from controlplane.simulation import (
+    RESOURCES,
+    VERBS,
+    VERSION_INFO,
+    ResourceInfo,
+    openapi_v2_document,
+    openapi_v3_documents,
+)
 from dashboard.k8s import openapi_v2_proto
 from dashboard.k8s.endpoints import review_aggregated_groups, review_group_versions
 

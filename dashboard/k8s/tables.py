@@ -16,9 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from controlplane import labels
-from controlplane.kernel import parse_rfc3339
-from controlplane.simulation import CONTROLLER_REGISTRY
+from controlplane.simulation import CONTROLLER_REGISTRY, parse_rfc3339, selector_from_label_selector
 
 Obj = dict[str, Any]
 Printer = Callable[[Obj, float], list[Any]]
@@ -203,7 +201,7 @@ def _controller_cells(obj: Obj, now: float, selector: str) -> list[Any]:
 
 def print_replicaset(rs: Obj, now: float) -> list[Any]:
     try:
-        selector = str(labels.selector_from_label_selector((rs.get("spec") or {}).get("selector")))
+        selector = str(selector_from_label_selector((rs.get("spec") or {}).get("selector")))
     except ValueError:
         selector = "<error>"
     return _controller_cells(rs, now, selector)

@@ -1,4 +1,4 @@
-"""Template helpers: times in one format (`vtime`), commands as JSON attributes, pod state names."""
+"""Template helpers: times in one format (`format_vtime`), commands as JSON attributes, pod state names."""
 
 from __future__ import annotations
 
@@ -7,24 +7,23 @@ from typing import Any
 
 from django import template
 
-from controlplane.nodes import POD_STATES
-from controlplane.session.timefmt import vtime
+from controlplane.simulation import POD_STATES, format_vtime
 
 register = template.Library()
 
 
 @register.filter
 def secs(value: Any) -> str:
-    """A time or a duration in virtual seconds, in the one format (`vtime`): `12.345 s`,
+    """A time or a duration in virtual seconds, in the one format (`format_vtime`): `12.345 s`,
     `3:04.567`, `2d 03:04:05.678`. Templates write no unit after it."""
-    return vtime(value)
+    return format_vtime(value)
 
 
 @register.filter
 def clock(value: Any) -> str:
     """The virtual clock of a session (the home page's lists): the same format as `secs`."""
     try:
-        return vtime(float(value))
+        return format_vtime(float(value))
     except (TypeError, ValueError):
         return "—"
 

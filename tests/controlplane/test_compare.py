@@ -346,7 +346,7 @@ def test_a_file_without_compare_keeps_the_default_pair_and_no_labels(capsys):
         (["demo", "--b", "- 1"], "--b: must be a mapping of config keys"),
         (["no-such-scenario"], "no-such-scenario: no such file, and no shipped scenario of that name"),
         (["demo", "--until", "nan"], "--until: must be a finite number of seconds"),
-        (["demo", "--seed", "-1"], "--seed: must be between 0"),
+        (["demo", "--seed", "-1"], "--seed: must be a whole number from 0 to 9223372036854775807, not -1"),
     ],
 )
 def test_cli_bad_input_exits_2_with_one_line(capsys, argv, message):

@@ -60,7 +60,7 @@ def test_partial_feature_gates_keep_the_other_defaults():
         ("config: {workers: two}\n", "config.workers: must be an integer, not string"),
         ("config: {colour: blue}\n", "config.colour: unknown key"),
         ("config: {whatIf: {expectations: maybe}}\n", "config.whatIf.expectations: must be true or false"),
-        ("seed: -3\n", "seed: must be >= 0"),
+        ("seed: -3\n", "seed: must be a whole number from 0 to 9223372036854775807, not -3"),
         ("until: -0.5\n", "until: must be >= 0"),
         ("nmae: typo\n", "nmae: unknown key"),
         ("objects: {}\n", "objects: must be a list, not mapping"),

@@ -14,7 +14,7 @@ from controlplane.apiserver import Request
 from controlplane.apiserver.resources import lookup
 from controlplane.scenario import parse_scenario
 from controlplane.session.keyindex import KeyIndex, key_of
-from controlplane.simulation import Simulation
+from controlplane.simulation import Kube, Simulation
 from dashboard.host import k8s_ops
 from dashboard.host.hosted import HostedSimulation
 
@@ -114,7 +114,7 @@ def test_the_index_follows_creates_and_deletes_without_rebuilding_and_continuati
         server.create("pods", "default", _pod("default", f"p-{i:03d}", "web"))
     first = json.loads(k8s_ops.READS["k8s_list"](hosted, {"resource": "pods", "limit": 10})["body"])
     token = first["metadata"]["continue"]
-    index = k8s_ops.key_index(hosted, lookup("pods"))
+    index = Kube.of(hosted).key_index(lookup("pods"))
     assert index.rebuilds == 1
     # Between two pages: pods before and after the continue key come and go, others change.
     server.delete("pods", "default", "p-020", grace_period_seconds=0)

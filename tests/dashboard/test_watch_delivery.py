@@ -10,7 +10,7 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 
 from controlplane.scenario import load_file
-from controlplane.simulation import Simulation
+from controlplane.simulation import Kube, Simulation
 from dashboard.host import k8s_ops
 from dashboard.host.hosted import HostedSimulation
 
@@ -113,7 +113,7 @@ async def test_a_publish_waits_for_one_round_not_for_every_later_publish(monkeyp
     await asyncio.wait_for(command, 5)
     running = False
     await driving
-    hub = k8s_ops._hub(hosted)
+    hub = Kube.of(hosted).hub
     for _ in range(500):
         if not hub.sending:
             break
@@ -167,7 +167,7 @@ async def test_a_watcher_too_far_behind_gets_410_expired_then_the_end(monkeypatc
     rvs = _rvs(received)
     assert rvs == _expected(hosted, start)[: len(rvs)]
     assert not any(m["end"] for m in received[:-1])
-    assert channel not in k8s_ops._hub(hosted).watchers
+    assert channel not in Kube.of(hosted).hub.watchers
 
 
 async def _http_watch(path: str, until) -> list[dict]:
@@ -221,7 +221,7 @@ async def test_a_stream_whose_watcher_the_host_dropped_ends_with_410_expired(run
     hosted = running_host.sims["demo"]
 
     async def lose_the_watcher(events):
-        k8s_ops._hub(hosted).watchers.clear()  # its lease ran out while the stream could not renew
+        Kube.of(hosted).hub.watchers.clear()  # its lease ran out while the stream could not renew
 
     events = await _http_watch("/api/v1/namespaces/default/pods", lose_the_watcher)
     assert events[-1]["type"] == "ERROR", events[-1]

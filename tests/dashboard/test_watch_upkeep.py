@@ -14,6 +14,7 @@ import pytest
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
+from controlplane.simulation import Kube
 from dashboard.host import command_channel, k8s_ops, watch_channel
 from dashboard.host import host as host_module
 from dashboard.k8s import api
@@ -159,7 +160,7 @@ async def test_a_watch_opens_and_ends_while_the_command_channel_is_full(running_
     await stream.read_until(lambda: stream.ended)
     await stream.app
     assert stream.status == 200 and stream.events and stream.events[0]["type"] == "ADDED"
-    await until(lambda: not k8s_ops._hub(hosted).watchers)  # its end reached the host too
+    await until(lambda: not Kube.of(hosted).hub.watchers)  # its end reached the host too
 
 
 async def test_a_lease_that_cannot_be_renewed_in_time_ends_the_watch_with_410_expired(
@@ -188,7 +189,7 @@ async def test_a_watch_that_fails_midway_ends_with_an_error_event_and_its_body_e
     receive = layer.receive
 
     async def broken(channel):
-        if channel in k8s_ops._hub(hosted).watchers:
+        if channel in Kube.of(hosted).hub.watchers:
             raise RuntimeError("the channel layer broke")
         return await receive(channel)
 
@@ -234,7 +235,7 @@ async def test_events_the_channel_layer_dropped_end_the_watch_with_410_expired(r
     reading.set()
     stream = Stream(PATH, reading=reading)
     await stream.read_until(lambda: stream.events)
-    (channel,) = k8s_ops._hub(hosted).watchers
+    (channel,) = Kube.of(hosted).hub.watchers
     layer = get_channel_layer()
     reading.clear()  # the client stops reading: the stream's next write waits, its channel fills
     monkeypatch.setattr(layer, "expiry", 0.2)
@@ -270,8 +271,8 @@ async def test_what_a_slow_reader_has_not_read_waits_in_the_backlog_not_in_its_c
     reading.set()
     stream = Stream(PATH, reading=reading)
     await stream.read_until(lambda: stream.events)
-    (channel,) = k8s_ops._hub(hosted).watchers
-    watcher = k8s_ops._hub(hosted).watchers[channel]
+    (channel,) = Kube.of(hosted).hub.watchers
+    watcher = Kube.of(hosted).hub.watchers[channel]
     layer = get_channel_layer()
     reading.clear()
     try:

@@ -11,6 +11,8 @@ import logging
 import pytest
 from channels.layers import get_channel_layer
 
+from controlplane.session import kube
+from controlplane.simulation import Kube
 from dashboard.host import k8s_ops
 from dashboard.host import request as host_request
 
@@ -47,7 +49,7 @@ async def test_a_read_only_viewer_gets_an_error_for_every_kubernetes_verb(runnin
     }
     for n, op in enumerate(sorted(k8s_ops.READS)):
         assert await command(comm, {"op": op, **arguments}, msg_id=n) == {"ok": False, "error": READ_ONLY}, op
-    assert not k8s_ops._hub(running_host.sims["demo"]).watchers
+    assert not Kube.of(running_host.sims["demo"]).hub.watchers
     await comm.disconnect()
 
 
@@ -87,7 +89,7 @@ async def test_a_viewers_watch_goes_to_that_viewer_never_to_a_channel_it_names(r
 async def test_a_viewer_holds_at_most_four_watches_and_they_end_when_it_leaves(running_host):
     comm, connected, _ = await connect()
     assert connected
-    hub = k8s_ops._hub(running_host.sims["demo"])
+    hub = Kube.of(running_host.sims["demo"]).hub
     for n in range(4):
         assert (await command(comm, {"op": "k8s_watch", "resource": "pods", "watch": n}, msg_id=n))["ok"]
     fifth = await command(comm, {"op": "k8s_watch", "resource": "pods", "watch": 99}, msg_id=10)
@@ -129,7 +131,7 @@ async def test_deeply_nested_json_gets_the_error_reply_and_the_connection_stays(
 async def test_a_simulation_serves_a_bounded_number_of_watches_then_too_many_requests(running_host, monkeypatch):
     while "demo" not in running_host.sims:
         await asyncio.sleep(0.01)
-    monkeypatch.setattr(k8s_ops, "MAX_WATCHERS", 2)
+    monkeypatch.setattr(kube, "MAX_WATCHERS", 2)
     layer = get_channel_layer()
     channels = [await layer.new_channel() for _ in range(3)]
     watch = {"op": "k8s_watch", "resource": "pods", "namespace": "default"}
