@@ -15,9 +15,11 @@ Guarantees
   trace record's `seq` (right after the event that emitted it). Forward only: a position before
   where the replay stands needs a new `Replay` (the caller keeps or rebuilds, as it likes).
 * The steps of the debugger have their inverses here (`previous_event`, `previous_stage`,
-  `previous_sync`) and their forward twins (`next_stage`, `next_sync`), computed from an index of
-  the sync records (`marks`: one small tuple per sync start, stage and end) that a caller may
-  share between replays of one recording, so rebuilding does not forget it.
+  `previous_sync`) and their forward twin (`next_mark`), the one stepping mechanism of
+  `controlplane.stepping` over the index of marks it keeps (`marks`: one small tuple per sync
+  start, stage, end and `queue.get`), which a caller may share between replays of one
+  recording, so rebuilding does not forget it. A step back or forward gives an event count;
+  the replay reaches it like any other position.
 * One primitive for every way the past is rebuilt: the past view replays a session's
   `recording()` (`from_recording`); a restore after a restart, a re-open and a fork replay the
   session cut at T (`Simulation.export_scenario(at=T)`, `cut_scenario`: `from_export`), and
@@ -30,17 +32,18 @@ Guarantees
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from controlplane import stepping
 from controlplane.kernel import NS_PER_SECOND, vtime
 from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, parse_scenario
 from controlplane.snapshot import quiescent
+from controlplane.stepping import MARK_KINDS, STEPS, Mark, Target, mark_of
 from controlplane.trace import Record
-from controlplane.world import STAGE_KINDS, Position, Simulation
+from controlplane.world import Position, Simulation
 
 Obj = dict[str, Any]
 NANOSECOND = 1.0 / NS_PER_SECOND
@@ -53,17 +56,6 @@ def _entry(entry: Obj) -> str:
 
 class ReplayError(ValueError):
     """A position this replay cannot reach: the message says why (one line)."""
-
-
-class Mark(NamedTuple):
-    """One sync record of the run, where it happened: after `events` kernel events."""
-
-    events: int
-    seq: int
-    time: float
-    kind: str  # sync.start | sync.stage | sync.end | queue.get
-    controller: str
-    key: str
 
 
 class LiveAction(NamedTuple):
@@ -150,21 +142,14 @@ class Replay:
         return events >= here.events and vtime(time) >= here.time
 
     def _index(self, record: Record) -> None:
-        kind = record["kind"]
-        if kind in STAGE_KINDS:
-            controller = record["controller"]
-        elif kind == "queue.get":
-            # A worker takes a key: where "step back over a sync" lands (the key queued again).
-            found = next((n for n, c in self.sim.controllers.items() if c.queue.name == record["queue"]), None)
-            if found is None:
-                return
-            controller = found
-        else:
+        if record["kind"] not in MARK_KINDS or (self.marks and record["seq"] <= self.marks[-1].seq):
             return
-        if not self.marks or record["seq"] > self.marks[-1].seq:
-            self.marks.append(
-                Mark(self.sim.kernel.events, record["seq"], record["time"], kind, controller, str(record["key"]))
-            )
+        mark = mark_of(record, self.sim.kernel.events, self._queue_owner)
+        if mark is not None:
+            self.marks.append(mark)
+
+    def _queue_owner(self, queue: str) -> str | None:
+        return next((n for n, c in self.sim.controllers.items() if c.queue.name == queue), None)
 
     # -- running forward ------------------------------------------------------------------------
     def run_to_time(self, t: float) -> Position:
@@ -296,76 +281,30 @@ class Replay:
             self._next += 1
             sim.act(action.action, source=action.source or "user")
 
-    # -- the debugger's steps, forward and back ------------------------------------------------
-    def _last_mark(self, events: int, kinds: frozenset[str] | None = None) -> int:
-        """Index in `marks` of the last mark (of `kinds`) at or before `events` (-1 when none)."""
-        i = bisect.bisect_right(self.marks, events, key=lambda m: m.events) - 1
-        while kinds is not None and i >= 0 and self.marks[i].kind not in kinds:
-            i -= 1
-        return i
-
+    # -- the debugger's steps, forward and back (controlplane.stepping over `marks`) --------------
     def previous_event(self, at: Position) -> int:
-        if at.events <= 0:
-            raise ReplayError("step back: this is the beginning (no event has run)")
-        return at.events - 1
+        return stepping.previous_event(at.events)
 
     def previous_stage(self, at: Position) -> int:
         """The event count the forward stage step (`Simulation.step_stage`, following the sync
-        it stopped in) came from, if it came from a stage: the previous stage of the same sync,
-        or of any sync when `at` stands on a sync's start."""
-        i = self._last_mark(at.events, STAGE_KINDS)
-        if i < 0:
-            raise ReplayError("step back: no sync stage before this moment")
-        current = self.marks[i]
-        same = current.kind != "sync.start" or current.events < at.events
-        for mark in reversed(self.marks[: i + 1]):
-            if mark.events >= at.events or mark.kind not in STAGE_KINDS:
-                continue
-            if not same or (mark.controller, mark.key) == (current.controller, current.key):
-                return mark.events
-        raise ReplayError("step back: no sync stage before this moment")
+        it stopped in) came from (`stepping.previous_stage`)."""
+        return stepping.previous_stage(self.marks, at.events)
 
     def previous_sync(self, at: Position) -> int:
-        """"Over" the sync `at` stands in or after: right before its worker took the key from
-        the queue (the key is queued again), or before its start if that is not known."""
-        i = self._last_mark(at.events, STAGE_KINDS)
-        if i < 0:
-            raise ReplayError("step back: no sync before this moment")
-        current = self.marks[i]
-        ident = (current.controller, current.key)
-        start: Mark | None = None
-        for mark in reversed(self.marks[: i + 1]):
-            if (mark.controller, mark.key) != ident:
-                continue
-            if start is None and mark.kind == "sync.start":
-                start = mark
-            elif start is not None and mark.kind == "queue.get":
-                return max(0, mark.events - 1)
-        if start is None:
-            raise ReplayError("step back: the start of that sync is not known")
-        return max(0, start.events - 1)
+        """"Over" the sync `at` stands in or after (`stepping.previous_sync`)."""
+        return stepping.previous_sync(self.marks, at.events)
 
-    def next_mark(self, at: Position, kinds: frozenset[str], until: float) -> int:
-        """The event count a forward step to the next sync record of `kinds` lands on (following
-        the sync `at` stands in while it runs), replaying further when the index stops short."""
-        i = self._last_mark(at.events, STAGE_KINDS)
-        follow: tuple[str, str] | None = None
-        if i >= 0 and self.marks[i].kind != "sync.end":
-            follow = (self.marks[i].controller, self.marks[i].key)
-
-        def accept(mark: Mark) -> bool:
-            return (
-                mark.events > at.events
-                and mark.kind in kinds
-                and (follow is None or (mark.controller, mark.key) == follow)
-            )
-
-        for mark in self.marks[i + 1 :]:
-            if accept(mark):
-                return mark.events
+    def next_mark(self, at: Position, step: str, until: float) -> int:
+        """The event count a forward `step` ("stage" or "sync", `stepping.STEPS`) from `at` lands
+        on (following the sync `at` stands in while it runs), replaying further, up to `until`,
+        when the index stops short."""
+        target = Target(STEPS[step], stepping.following(self.marks, at.events))
+        found = stepping.next_mark(self.marks, at.events, target)
+        if found is not None:
+            return found.events
         if self.position().events < at.events:
             self.run_to_events(at.events, until)
-        found = self.run_until_mark(accept, until)
+        found = self.run_until_mark(stepping.after(at.events, target), until)
         if found is None:
             raise ReplayError("step: no further sync record before the live moment")
         return found.events

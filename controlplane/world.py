@@ -66,6 +66,7 @@ from controlplane.scenario import (
     load_file,
     merge_config,
 )
+from controlplane.stepping import STEPS, Target, step_until
 from controlplane.trace import Record, Trace
 from controlplane.vocabulary import KIND_RESOURCES
 from controlplane.workqueue import DelayingQueue
@@ -97,7 +98,6 @@ KUBELET_STEPS = {
     "_containers_stopped": "containers stop",
     "_sync": "status retry",
 }
-STAGE_KINDS = frozenset({"sync.start", "sync.stage", "sync.end"})
 MAX_ERRORS_KEPT = 1000  # `errors` keeps the first ones; `errors_dropped` counts the rest
 
 
@@ -796,30 +796,15 @@ class Simulation:
         self._contained(lambda: box.append(self.kernel.step()), once=True)
         return box[0] if box else True
 
-    def _step_until_record(self, kinds: frozenset[str], limit: int) -> Record | None:
-        self.start()
-        seen: list[Record] = []
-
-        def watch(record: Record) -> None:
-            if record["kind"] in kinds:
-                seen.append(record)
-
-        unsubscribe = self.trace.subscribe(watch)
-        try:
-            for _ in range(limit):
-                if seen or not self.step():
-                    break
-        finally:
-            unsubscribe()
-        return seen[0] if seen else None
-
     def step_stage(self, limit: int = 1_000_000) -> Record | None:
         """Run until the next sync stage record (start, a stage, or end); returns it."""
-        return self._step_until_record(STAGE_KINDS, limit)
+        self.start()
+        return step_until(self, Target(STEPS["stage"]), limit)
 
     def step_sync(self, limit: int = 1_000_000) -> Record | None:
         """Run until the next sync completes; returns its `sync.end` record."""
-        return self._step_until_record(frozenset({"sync.end"}), limit)
+        self.start()
+        return step_until(self, Target(STEPS["sync"]), limit)
 
     def advance(self, seconds: float) -> None:
         self.start()

@@ -1,7 +1,9 @@
 """The stepping goals of a session: where a step stops, and the reads of the world that decide it.
 
-A goal is a record kind (the next sync stage, the end of a sync: `kinds`, optionally of one
-`sync`), a predicate checked after each event (idle), or a time (`until`: a timer, "run to").
+A goal is a stopping point of the one stepping mechanism (`controlplane.stepping.Target`: the
+next sync stage, the end of a sync, optionally of one sync — the same targets the core's
+`Simulation.step_stage` / `step_sync` and the past view's `Replay.next_mark` step to), a
+predicate checked after each event (idle), or a time (`until`: a timer, "run to").
 The session (`controlplane.session.session`) checks it after every event it runs; a goal that
 only work can reach (`needs_work`) gives up, saying what it waits for, once the world is at rest
 and nothing scheduled before its horizon would start work (`stuck`). Everything here reads the
@@ -14,6 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.stepping import Target
 from controlplane.world import Simulation
 
 Obj = dict[str, Any]
@@ -25,18 +28,17 @@ IDLE_HORIZON = 60.0  # "idle": nothing queued, processing or lagging, and no req
 
 
 class Goal:
-    """Where a step stops: a record kind, a predicate checked after each event, or a time."""
+    """Where a step stops: a record (`target`), a predicate checked after each event, or a time."""
 
     def __init__(
         self,
         label: str,
         *,
-        kinds: frozenset[str] = frozenset(),
+        target: Target | None = None,
         until: float = math.inf,
         predicate: Callable[[], bool] | None = None,
         limit_events: int = STEP_EVENT_LIMIT,
         start_events: int = 0,
-        sync: tuple[str, str] | None = None,
         needs_work: bool = False,
     ) -> None:
         self.label = label
@@ -44,8 +46,7 @@ class Goal:
         # it waits for, once the world is at rest and nothing scheduled before `until` would start
         # work (`stuck`), instead of running the clock on to `until`.
         self.needs_work = needs_work
-        self.kinds = kinds
-        self.sync = sync  # only records of this (controller, key) sync count
+        self.target = target  # the session checks each record against it (`Target.accepts`)
         self.until = until
         self.predicate = predicate
         self.limit_events = start_events + limit_events

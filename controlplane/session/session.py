@@ -38,6 +38,7 @@ from controlplane.session.breakpoints import BreakpointError, Breakpoints, Hit
 from controlplane.session.commands import CommandError, _speed, _time, parse_manifests
 from controlplane.session.goals import IDLE_GAP, IDLE_HORIZON, STEP_HORIZON, Goal
 from controlplane.session.timefmt import vtime
+from controlplane.stepping import STEPS, Target
 from controlplane.world import Simulation
 
 Obj = dict[str, Any]
@@ -221,10 +222,9 @@ class Session:
         goal = self.goal
         if (
             goal is not None
-            and goal.kinds
-            and kind in goal.kinds
+            and goal.target is not None
             and self._stop is None
-            and (goal.sync is None or (record.get("controller"), record.get("key")) == goal.sync)
+            and goal.target.accepts(kind, record.get("controller"), record.get("key"))
         ):
             goal.reached = goal.label
             if kind in ("sync.start", "sync.stage"):
@@ -314,7 +314,7 @@ class Session:
         if self.goal is not None:
             nxt = kernel.peek()
             if nxt is None or nxt > self.goal.until:
-                if self.goal.kinds or self.goal.predicate is not None:
+                if self.goal.target is not None or self.goal.predicate is not None:
                     self._finish_goal(f"{self.goal.label}: not reached by t={vtime(self.goal.until)}")
                 else:
                     self._finish_goal(self.goal.label)
@@ -478,20 +478,18 @@ class Session:
             label = f"next stage of the sync of {current[1]}" if current else "next sync stage"
             self.goal = Goal(
                 label,
-                kinds=frozenset({"sync.start", "sync.stage", "sync.end"}),
+                target=Target(STEPS["stage"], current),
                 until=sim.now + STEP_HORIZON,
                 start_events=start,
-                sync=current,
                 needs_work=True,
             )
         elif what == "sync":
             label = f"end of the sync of {current[1]}" if current else "end of the next sync"
             self.goal = Goal(
                 label,
-                kinds=frozenset({"sync.end"}),
+                target=Target(STEPS["sync"], current),
                 until=sim.now + STEP_HORIZON,
                 start_events=start,
-                sync=current,
                 needs_work=True,
             )
         elif what == "timer":

@@ -33,8 +33,6 @@ Obj = dict[str, Any]
 
 CHUNK_EVENTS = 20_000  # events replayed between two looks for a newer request (~40 ms)
 PROGRESS_EVERY = 1.0  # wall seconds between two progress lines of a replay in hand
-STAGE_STEP = frozenset({"sync.start", "sync.stage", "sync.end"})
-SYNC_STEP = frozenset({"sync.end"})
 PAST_PANELS_DROPPED = ("breakpoints",)  # the live session's, not the world's: the page keeps its own
 
 
@@ -310,7 +308,7 @@ class Worker:
             events = at.events + 1
         else:
             replay = self._ready(events=at.events)
-            events = replay.next_mark(at, STAGE_STEP if step == "stage" else SYNC_STEP, live_time)
+            events = replay.next_mark(at, step, live_time)
             self.furthest = max(self.furthest, replay.position().events)
         if events >= int(live["events"]):
             return {"live": True}
