@@ -51,14 +51,14 @@ from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
 from controlplane.limits import MAX_SECONDS as MAX_SECONDS
 from controlplane.limits import nested_deeper_than as nested_deeper_than
 from controlplane.nodes import POD_STATES as POD_STATES
-from controlplane.replay import NANOSECOND as NANOSECOND
-from controlplane.replay import Replay as Replay
-from controlplane.replay import ReplayError as ReplayError
 from controlplane.runner import run_scenario as run_scenario
 from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
 from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLLER_VERSION
-from controlplane.snapshot import dumps as dump_world  # noqa: F401 - a world's snapshot (the keyframes)
-from controlplane.snapshot import loads as load_world  # noqa: F401
+from controlplane.session.timetravel.replay import NANOSECOND as NANOSECOND
+from controlplane.session.timetravel.replay import Replay as Replay
+from controlplane.session.timetravel.replay import ReplayError as ReplayError
+from controlplane.session.timetravel.snapshot import dumps as dump_world  # noqa: F401 - the keyframes
+from controlplane.session.timetravel.snapshot import loads as load_world  # noqa: F401
 from controlplane.version import VERSION_INFO as VERSION_INFO
 from controlplane.vocabulary import KIND_RESOURCES as KIND_RESOURCES
 from controlplane.world import CLUSTER_SCOPED as CLUSTER_SCOPED

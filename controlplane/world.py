@@ -567,7 +567,7 @@ class Simulation:
         return cut_scenario(self.start_data(), self.actions, self.timeline_pending, at)
 
     def recording(self) -> Obj:
-        """What replays this session exactly, event for event (`controlplane.replay`): the
+        """What replays this session exactly, event for event (`controlplane.session.timetravel.replay`): the
         scenario as it was loaded (its own timeline included), the seed, and the actions taken
         live — not the timeline's — each `{time, source, action}`, in application order. Unlike
         `export_scenario`, it keeps apart what the kernel knew in advance (the timeline, scheduled
@@ -852,7 +852,7 @@ class Simulation:
     def run_to_events(self, until: float, events: int) -> None:
         """`run_until(until)`, stopping as soon as `events` kernel events have run in all: the
         clock then stays at the time of the last event run, the state right after it (replay
-        lands on exact positions this way, `controlplane.replay`). The run's own ceiling holds."""
+        lands on exact positions this way, `controlplane.session.timetravel.replay`). The run's own ceiling holds."""
         self.start()
         kernel = self.kernel
         ceiling = kernel.event_limit

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 from controlplane.kernel import NS_PER_SECOND, vtime
 from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, parse_scenario
-from controlplane.snapshot import quiescent
+from controlplane.session.timetravel.snapshot import quiescent
 from controlplane.trace import Record
 from controlplane.world import STAGE_KINDS, Position, Simulation
 
@@ -326,7 +326,7 @@ class Replay:
         raise ReplayError("step back: no sync stage before this moment")
 
     def previous_sync(self, at: Position) -> int:
-        """"Over" the sync `at` stands in or after: right before its worker took the key from
+        """ "Over" the sync `at` stands in or after: right before its worker took the key from
         the queue (the key is queued again), or before its start if that is not known."""
         i = self._last_mark(at.events, STAGE_KINDS)
         if i < 0:
