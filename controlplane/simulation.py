@@ -57,8 +57,6 @@ from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLL
 from controlplane.session.timetravel.replay import NANOSECOND as NANOSECOND
 from controlplane.session.timetravel.replay import Replay as Replay
 from controlplane.session.timetravel.replay import ReplayError as ReplayError
-from controlplane.session.timetravel.snapshot import dumps as dump_world  # noqa: F401 - the keyframes
-from controlplane.session.timetravel.snapshot import loads as load_world  # noqa: F401
 from controlplane.version import VERSION_INFO as VERSION_INFO
 from controlplane.vocabulary import KIND_RESOURCES as KIND_RESOURCES
 from controlplane.world import CLUSTER_SCOPED as CLUSTER_SCOPED
