@@ -6,7 +6,8 @@
 * `breakpoints.py` — pausing after the event that matched;
 * `commands.py` — `CommandError` and the readers of a command's arguments;
 * `edit.py` — `kubectl edit` with a dry-run diff; `keyindex.py` — sorted keys for paged lists;
-* `stages.py` — the sync stages of each controller version; `timefmt.py` — how times are written.
+* `stages.py` — the sync stages of each controller version; `timefmt.py` — how times are written;
+* `timetravel/` — the past: replay, snapshots, keyframes and the replay worker's engine.
 
 The web layer (`dashboard/host/`) hosts sessions: it paces them against the wall clock
 (`dashboard.host.hosted`), renders what they publish (`dashboard.host.frames`, `panels`) and
