@@ -11,8 +11,9 @@ recording to its last time (what a restart after `kill -9` does).
 The past (`past`): the same session, hosted live in this process (its records kept, as the
 dashboard keeps them), is shown at `--jumps` random earlier moments through the real replay
 worker (`python -m dashboard.host.replay_worker`, keyframes on, spoken to with the host's
-protocol, end to end: request written, answer with every panel read back; the browser's paint
-is not included). After each jump it steps back by one event, one sync stage and one sync, from
+protocol, end to end: request written, answer read back and its view model rendered into every
+panel as the host does, `dashboard.host.past_view.render`; the browser's paint is not included).
+After each jump it steps back by one event, one sync stage and one sync, from
 where the jump landed (`--think` seconds apart: a viewer's pause, in which the worker sweeps ahead
 and leaves keyframes; 0, the default, sends each request as the last is answered). The answer
 carries every panel at once, so the time to the first
@@ -157,6 +158,10 @@ class ReplayWorker:
             self.sent = True
         started = time.perf_counter()
         answer = self.raw(request)
+        if "model" in answer:  # the host renders the worker's view model (dashboard.host.past_view)
+            from dashboard.host.past_view import render
+
+            answer["bytes"] = len(render(answer.pop("model")))
         return time.perf_counter() - started, answer
 
     def raw(self, request: dict) -> dict:
@@ -169,7 +174,7 @@ class ReplayWorker:
         while "progress" in head:  # how far a long replay has come: its answer follows
             head = json.loads(self.proc.stdout.readline())
         if head.get("ok") and "position" in head:
-            head["bytes"] = len(self.proc.stdout.readline())
+            head["model"] = self.proc.stdout.readline().decode().rstrip("\n")
         if not head.get("ok"):
             raise SystemExit(f"the replay worker answered {head}")
         return head

@@ -1,5 +1,5 @@
 """`python -m controlplane run FILE [--seed N] [--until SECONDS]`: run a scenario headless and print
-its JSON report (DESIGN §2.2); FILE `-` reads the scenario from stdin. An invalid scenario exits 2
+its JSON report (docs/scenarios.md); FILE `-` reads the scenario from stdin. An invalid scenario exits 2
 with one line on stderr naming the field; so does a run that reaches a ceiling (`--max-pods`,
 `--max-nodes`, `--max-events`, see controlplane.limits). A scenario whose checks fail prints one
 line per failed check on stderr and exits 1. `--trace FILE` / `--perfetto FILE` stream the run's

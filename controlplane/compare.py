@@ -10,7 +10,7 @@ Guarantees
   configuration does). When `a` and `b` are the scenario's own `compare` blocks, the result has
   `labels` (the file's names of the two sides); `default_pair` gives those blocks, or DEFAULT_PAIR
   for a file without one.
-* `diff_reports(report_a, report_b)` reads only sections every report has (DESIGN §2.2: `time`,
+* `diff_reports(report_a, report_b)` reads only sections every report has (docs/scenarios.md: `time`,
   `apiCalls`, `objects`, and the `statusHistory` addition), so it compares any two reports: two
   configurations, a fork beside its original, two seeds. It never mutates its inputs.
 * Deterministic: the same two reports give the same summary, byte for byte (every list in a stated

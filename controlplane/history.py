@@ -1,4 +1,4 @@
-"""The run history: what a run did on its way, for the report (DESIGN §2.2, docs/scenarios.md).
+"""The run history: what a run did on its way, for the report (docs/scenarios.md, "The report").
 
 Guarantees
 ----------

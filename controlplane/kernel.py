@@ -44,7 +44,7 @@ action applied, a request handled, a queue item taken) sets it; everything the s
 emits then carries it. The kernel only carries the number: one list slot per entry and one
 attribute store per callback, paid whether anyone traces or not (docs/performance.md measures it).
 
-Snapshots (controlplane.snapshot)
+Snapshots (controlplane.session.timetravel.snapshot)
 ---------------------------------
 A kernel and everything it schedules pickles, except a coroutine. `tasks` holds the tasks not
 finished; a task whose coroutine chain is suspended in a place declared with `resumable` (a
@@ -371,7 +371,7 @@ class Task(Future):
         if not getattr(self, "_done", True) and type(getattr(self, "coro", None)) is CoroutineType:
             self.coro.close()
 
-    # -- snapshots (controlplane.snapshot) ------------------------------------------------------
+    # -- snapshots (controlplane.session.timetravel.snapshot) ------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
         """A task pickles with its coroutine replaced: a finished one by None, a parked one by
         how to build its continuation (`resumable`); any other raises `NotQuiescent`."""
@@ -384,7 +384,7 @@ class Task(Future):
             setattr(self, name, value)
         if isinstance(state.get("coro"), _Resume):
             if _thawing is None:
-                raise RuntimeError("a parked task is unpickled by controlplane.snapshot.loads only")
+                raise RuntimeError("a parked task is unpickled by controlplane.session.timetravel.snapshot.loads only")
             _thawing.append(self)
 
     def __repr__(self) -> str:
@@ -414,7 +414,7 @@ def resumable(
     run to its first suspension, awaits that same future (or sleeps: the task's pending timer
     wakes it) and then goes on exactly as the suspended chain would.
 
-    A snapshot (controlplane.snapshot) is possible when every live task is parked in a declared
+    A snapshot (controlplane.session.timetravel.snapshot) is possible when every live task is parked in a declared
     place: nothing half-done is then in flight, and everything else is data."""
     _RESUMABLE[tuple(fn.__code__ for fn in functions)] = resume
 

@@ -3,7 +3,7 @@
 
 Guarantees
 ----------
-* The report is the simulation's report (DESIGN §2.2), plus a `checks` section when the scenario
+* The report is the simulation's report (docs/scenarios.md), plus a `checks` section when the scenario
   has checks; checks and exports only read, so the rest is byte for byte the report of the same
   run without them.
 * A file with a `compare` block judges the checks without a `side` and, run as one side

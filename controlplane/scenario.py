@@ -1,4 +1,4 @@
-"""Scenario files (DESIGN §2.2): parsing and validation.
+"""Scenario files (docs/scenarios.md): parsing and validation.
 
 Guarantee: `load_scenario(text)` either returns a `Scenario` whose every field has the documented
 type and range, or raises `ScenarioError` whose message is one line naming the field
@@ -46,7 +46,7 @@ FEATURE_GATES = {
     "PodDeletionCost": True,
 }
 WHAT_IF = {"expectations": True, "slowStart": True}
-# config.controllerVersion: the versions each controller can run (DESIGN §2.3), as the controller
+# config.controllerVersion: the versions each controller can run (docs/versions.md), as the controller
 # registry declares them (controlplane/controllers/registry.py).
 CONTROLLER_VERSIONS: dict[str, tuple[str, ...]] = {spec.name: spec.version_names for spec in REGISTRY.specs}
 # Today's version: every controller's default (its registry entry's versions[0]).

@@ -72,9 +72,6 @@ from controlplane.limits import MAX_REQUEST_BYTES as MAX_REQUEST_BYTES
 from controlplane.limits import MAX_SECONDS as MAX_SECONDS
 from controlplane.limits import nested_deeper_than as nested_deeper_than
 from controlplane.nodes import POD_STATES as POD_STATES
-from controlplane.replay import NANOSECOND as NANOSECOND
-from controlplane.replay import Replay as Replay
-from controlplane.replay import ReplayError as ReplayError
 from controlplane.runner import run_scenario as run_scenario
 from controlplane.scenario import ACTION_VERBS as ACTION_VERBS
 from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
@@ -109,8 +106,10 @@ from controlplane.session.session import MAX_RECORDED_BYTES as MAX_RECORDED_BYTE
 from controlplane.session.session import Session as Session
 from controlplane.session.session import SessionListener as SessionListener
 from controlplane.session.timefmt import vtime as format_vtime  # noqa: F401 - the page's one time format
-from controlplane.snapshot import dumps as dump_world  # noqa: F401 - a world's snapshot (the keyframes)
-from controlplane.snapshot import loads as load_world  # noqa: F401
+from controlplane.session.timetravel import keyframes as keyframes  # the replay worker process's broker
+from controlplane.session.timetravel.replay import NANOSECOND as NANOSECOND
+from controlplane.session.timetravel.replay import Replay as Replay
+from controlplane.session.timetravel.replay import ReplayError as ReplayError
 from controlplane.version import VERSION_INFO as VERSION_INFO
 from controlplane.vocabulary import KIND_RESOURCES as KIND_RESOURCES
 from controlplane.world import CLUSTER_SCOPED as CLUSTER_SCOPED

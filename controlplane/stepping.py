@@ -18,7 +18,7 @@ Guarantees
   `next_mark` (the next stopping point after a position, when the index holds it) and the
   inverses of the three steps, `previous_event`, `previous_stage`, `previous_sync` (the event
   count to replay to). These are pure reads of the index; reaching the event count is the
-  replay's business (`controlplane.replay`).
+  replay's business (`controlplane.session.timetravel.replay`).
 * A step that cannot be made raises `StepError`, whose message says why in one line.
 """
 

@@ -4,7 +4,7 @@ shrinking (issue 9 §1).
 Guarantees
 ----------
 * `generate(seed)` is a pure function of its arguments: the same seed gives the same `Case`, on
-  any machine. A case *is* a scenario (DESIGN §2.2): `Case.scenario()` is the dict a scenario file
+  any machine. A case *is* a scenario (docs/scenarios.md): `Case.scenario()` is the dict a scenario file
   holds, and `run_case` runs it through `Simulation` exactly as `python -m controlplane run`
   does — the swarm has no second code path into the simulation.
 * Every case has the same shape: a random cluster at t=0 (ReplicaSets and ReplicationControllers
@@ -346,7 +346,7 @@ class _Generator:
         rng = self.rng
         window = rng.choice((20.0, 60.0, 120.0, 300.0))
         times = [round(rng.uniform(0.0, window), 3) for _ in range(rng.randint(0, 40))]
-        # Some actions share an instant: they apply in file order at its end (DESIGN §2.2).
+        # Some actions share an instant: they apply in file order at its end (docs/scenarios.md).
         times += [t for t in times if self.chance(0.1)]
         times.sort()
         actions: list[Obj] = []

@@ -8,7 +8,7 @@ Guarantees
 * One `Simulation` is one deterministic world: a kernel, a trace, an API server, the garbage
   collector, nodes with their scheduler and kubelets, and the controllers. Same scenario + same seed
   + same actions at the same virtual times ⇒ the same trace and the same report, byte for byte.
-* Every change to the world goes through `apply(action)` with the action vocabulary of DESIGN §2.2
+* Every change to the world goes through `apply(action)` with the action vocabulary of docs/scenarios.md
   (scenario files, dashboard buttons and the websocket use the same one). A rejected action is
   recorded like any failed request and reported back; it never stops the run.
 * Time moves only through `step`, `step_stage`, `step_sync`, `advance`, `run_until` and
@@ -206,7 +206,7 @@ class Simulation:
 
     def _new_controller(self, name: str) -> ReplicaSetController | ReplicationManager:
         """The controller `name` of the version config.controllerVersion names, with the flags
-        of that version (kube-controller-manager's, DESIGN §2.3)."""
+        of that version (kube-controller-manager's, docs/versions.md)."""
         spec = by_name(name)
         client = self._client(spec.component)
         version = spec.version(self.config["controllerVersion"][name])
@@ -523,14 +523,14 @@ class Simulation:
         }
 
     def export_scenario(self, at: float | None = None) -> Obj:
-        """This session as scenario data (DESIGN §2.2): the starting objects, the initial config,
+        """This session as scenario data (docs/scenarios.md): the starting objects, the initial config,
         the seed, every action applied so far with its `at` (in application order), then the
         file's actions still to come; `until` is now. Call `finish_instant` first: run headless,
         it then gives the report this simulation gives now, byte for byte.
 
         With `at` (0 <= at <= now, else ValueError naming `at`): the session cut at that virtual
         time (`cut_scenario`), which run headless to `at` gives the report this session gave
-        at `at` (DESIGN §2.3)."""
+        at `at` (docs/time-travel.md)."""
         now = self.kernel.now
         if at is None:
             at = now
@@ -543,7 +543,7 @@ class Simulation:
         return cut_scenario(self.start_data(), self.actions, self.timeline_pending, at)
 
     def recording(self) -> Obj:
-        """What replays this session exactly, event for event (`controlplane.replay`): the
+        """What replays this session exactly, event for event (`controlplane.session.timetravel.replay`): the
         scenario as it was loaded (its own timeline included), the seed, and the actions taken
         live — not the timeline's — each `{time, source, action}`, in application order. Unlike
         `export_scenario`, it keeps apart what the kernel knew in advance (the timeline, scheduled
@@ -818,7 +818,7 @@ class Simulation:
     def run_to_events(self, until: float, events: int) -> None:
         """`run_until(until)`, stopping as soon as `events` kernel events have run in all: the
         clock then stays at the time of the last event run, the state right after it (replay
-        lands on exact positions this way, `controlplane.replay`). The run's own ceiling holds."""
+        lands on exact positions this way, `controlplane.session.timetravel.replay`). The run's own ceiling holds."""
         self.start()
         kernel = self.kernel
         ceiling = kernel.event_limit
@@ -977,7 +977,7 @@ class Simulation:
 
     @staticmethod
     def _expectation_counts(controller: ReplicaSetController | ReplicationManager) -> Obj:
-        """Every key with a record, fulfilled or not (DESIGN §2.2)."""
+        """Every key with a record, fulfilled or not (docs/scenarios.md)."""
         out: Obj = {}
         for key in controller.expectations.keys():  # noqa: SIM118 - not a dict
             record, _ = controller.expectations.get_expectations(key)
@@ -1046,7 +1046,7 @@ class Simulation:
         return report
 
     def _report_additions(self) -> Obj:
-        """The report's sections beyond DESIGN §2.2's first seven (docs/scenarios.md)."""
+        """The report's sections beyond the first seven (docs/scenarios.md, "The report")."""
         return {
             "statusHistory": copy.deepcopy(self.history.status_history),
             "metrics": {name: _json_safe_metrics(c.metrics.snapshot()) for name, c in self.controllers.items()},
@@ -1069,7 +1069,7 @@ def configured(scenario: Scenario, block: Obj) -> Scenario:
 
 
 def cut_scenario(start: Obj, entries: Sequence[Obj], pending: Iterable[int], at: float) -> Obj:
-    """A recorded session cut at virtual time `at`, as scenario data (DESIGN §2.3).
+    """A recorded session cut at virtual time `at`, as scenario data (docs/time-travel.md).
 
     `start` is the session's `start_data()`; `entries` its action log (`Simulation.actions`:
     `time`, `action`, ...) up to some moment L >= `at`; `pending` the indexes of `start`'s timeline

@@ -434,7 +434,7 @@ async def _cut_text(request: HttpRequest, sim_id: str, session: SimulationRecord
 @_answers_busy
 async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The session as a scenario file: replays headless to the same report. `?at=T`: the
-    session cut at T (DESIGN §2.3); a stopped session's from its recording."""
+    session cut at T (docs/time-travel.md); a stopped session's from its recording."""
     try:
         at = _at(request)
     except BadTime as exc:
@@ -462,7 +462,7 @@ async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
 async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The headless runner's report for the session as it is now; `?at=T`: as it was at T,
     `python -m controlplane run <scenario.yaml?at=T> --until T` run in a process of its own
-    (one at a time per server process: `reads.gate`), byte for byte (DESIGN §2.3)."""
+    (one at a time per server process: `reads.gate`), byte for byte (docs/time-travel.md)."""
     try:
         at = _at(request)
     except BadTime as exc:

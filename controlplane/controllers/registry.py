@@ -126,7 +126,7 @@ class ControllerSpec:
         raise KeyError(f"{self.name} has no version {name}")
 
     def __reduce__(self) -> str | tuple[Any, ...]:
-        # A registered spec stays the registry's object through a snapshot (controlplane.snapshot).
+        # A registered spec stays the registry's object through a snapshot (controlplane.session.timetravel.snapshot).
         if any(spec is self for spec in CONTROLLERS):
             return (by_name, (self.name,))
         return (ControllerSpec, tuple(getattr(self, f) for f in self.__dataclass_fields__))

@@ -1,7 +1,7 @@
 """What every controller shares: the rate-limited workqueue, the workers, `processNextWorkItem`
 (Forget on success, AddRateLimited on error), manual workers and `sync_next`, the trace of each
 sync (`sync.start`, one `sync.stage` per stage, `sync.request`, `sync.end`), and the parking of
-idle workers that lets a snapshot (controlplane.snapshot) hold a running world.
+idle workers that lets a snapshot (controlplane.session.timetravel.snapshot) hold a running world.
 
 A controller *uses* this machinery by building on `ControllerRuntime`; its decisions (handlers,
 the sync, what it owns) are its own. The ReplicaSet controller (controlplane.replicaset), the v1.5

@@ -68,7 +68,7 @@ class ControllerKind:
 
     def __reduce__(self) -> str | tuple[Any, ...]:
         # The kinds below are compared by identity (`kind is REPLICA_SET`): a snapshot
-        # (controlplane.snapshot) keeps them the module's objects.
+        # (controlplane.session.timetravel.snapshot) keeps them the module's objects.
         for name in ("REPLICA_SET", "REPLICATION_CONTROLLER"):
             if globals().get(name) is self:
                 return name

@@ -13,6 +13,7 @@
 * `edit.py` — `kubectl edit` with a dry-run diff; `keyindex.py` — sorted keys for paged lists;
 * `timefmt.py` — how times are written (the sync stages are the controller registry's,
   `controlplane/controllers/stages.py`).
+* `timetravel/` — the past: replay, snapshots, keyframes and the replay worker's engine.
 
 The web layer (`dashboard/host/`) hosts sessions through the service: it paces them against the
 wall clock (`dashboard.host.hosted`), renders what they publish and the view models

@@ -9,7 +9,7 @@ Guarantees
   reproduce the original's action log up to T entry for entry (who acted included), or there is
   no fork. So at any moment up to T the fork's report is the original's, byte for byte.
 * **Its own future, from T.** The optional change — a `config` block or one action of the
-  vocabulary (DESIGN §2.2) — is applied at T through the session's own `act` command, after
+  vocabulary (docs/scenarios.md) — is applied at T through the session's own `act` command, after
   everything the original did at T (actions run at the end of their instant). A change the
   world refuses (a scale of a ReplicaSet that does not exist) is not a fork: nothing is created.
 * **A session like any other.** The fork is hosted by the process that hosts the original (so the
@@ -93,7 +93,7 @@ def _replay(
     check it reproduced `history` (the original's log up to T), then apply `change` at T."""
     at = float(data["until"])
     try:
-        past = Replay.from_export(data, index=False)  # the one replay primitive (controlplane.replay)
+        past = Replay.from_export(data, index=False)  # the one replay primitive (session/timetravel/replay.py)
         sim = past.sim
         forked = HostedSimulation(sim_id, sim, name=sim.scenario.name, source=source)
         past.run_to_time(at)

@@ -7,10 +7,11 @@ Guarantees
   naming the field otherwise, nothing changes) and hands it to the session's replay worker
   (`dashboard.host.replay_worker`), started on the first past view and stopped with the
   session or after `IDLE` seconds without one. The live simulation never waits for it.
-* The answer — every panel of that moment, rendered by the worker with the live page's own code
-  — goes to the viewer who asked, and to no one else (`{"type": "past", …}`).
+* The answer — the worker's view model of that moment, rendered here with the live page's own
+  templates (`past_view.render`, in a thread: never on the event loop) — goes to the viewer who
+  asked, and to no one else (`{"type": "past", …}`).
 * A replay that takes long says how far it has come: the worker sends a progress line about
-  once a second (`past_world.PROGRESS_EVERY`), passed on to the viewer who asked (`{"type":
+  once a second (`controlplane.session.timetravel.worker.PROGRESS_EVERY`), passed on to the viewer who asked (`{"type":
   "past_progress", "id", "events", "time"}`; the page shows it and waits on), and the answer
   arrives however long the replay is, while it moves. One that fails says why (the worker's
   exit status, the limit it ran into); never silence.
@@ -19,8 +20,7 @@ Guarantees
   progress for `TIME_LIMIT` seconds (a worker stuck or starting for that long), or takes more
   than `TOTAL_LIMIT` in all, has its worker killed and the viewer told; at most
   `BUSY_WORKERS` workers of this process replay at once (`reads.Gate`: others wait, then get
-  "busy"). The host reads an answer as one header line and one text line: it never parses the
-  (possibly large) state it forwards.
+  "busy"). The host reads an answer as one header line and one line of the view model.
 * Viewers without the token share one budget (`TokenlessBudget`): on the loopback they cannot be
   told apart, so together they are one requester. One of their replays is in hand at a time (a
   viewer's newer request still supersedes its own), and after each they rest as long as it took:
@@ -46,7 +46,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
 from controlplane.simulation import CommandError, Position
-from dashboard.host import reads
+from dashboard.host import past_view, reads
 from dashboard.host.hosted import HostedSimulation
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,6 @@ class PastWorker:
 
     async def _start(self) -> None:
         env = dict(os.environ)
-        env.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BASE_DIR), env.get("PYTHONPATH", "")) if p)
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -138,9 +137,23 @@ class PastWorker:
         progress: Callable[[Obj], Awaitable[None]] | None = None,
     ) -> Obj:
         """The worker's answer for `target` (`{"ok": False, "superseded": True}` when a newer
-        request of the same viewer took its place); `progress` awaited with each progress line
-        of it (`{"events", "time"}`), and once with `{"starting": True}` when the worker had to
-        be started first."""
+        request of the same viewer took its place), its `text` the state message of that moment
+        (the view model rendered, off the event loop); `progress` awaited with each progress
+        line of it (`{"events", "time"}`), and once with `{"starting": True}` when the worker
+        had to be started first."""
+        head = await self._ask(viewer, target, focus, owner, progress)
+        if head.get("ok") and "text" in head:
+            head["text"] = await asyncio.to_thread(past_view.render, head["text"])
+        return head
+
+    async def _ask(
+        self,
+        viewer: str,
+        target: Obj,
+        focus: list[Any],
+        owner: list[str] | None,
+        progress: Callable[[Obj], Awaitable[None]] | None,
+    ) -> Obj:
         self._touch()
         if self.proc is None or self.proc.returncode is not None:
             if progress is not None:

@@ -4,88 +4,54 @@ dashboard.host.replay_worker`, started by `dashboard.host.past`).
 Guarantees
 ----------
 * A plain process, no event loop: it reads requests as JSON lines on stdin and answers each with
-  one JSON line on stdout, so the host's event loop never runs a replay.
-* It keeps the last replayed world in its own process (`dashboard.host.past_world.Worker`): a
-  later moment replays on from there; an earlier one rebuilds from the start. Where `os.fork` is
-  available, `main` serves through `dashboard.host.keyframes.Broker` instead: the worlds live in
-  forked children and an earlier moment replays from the nearest earlier keyframe.
-* Newer requests supersede older ones of the same viewer (`past_world.Requests` keeps the latest
-  of each); a superseded request gets no answer.
+  one JSON line on stdout, so the host's event loop never runs a replay. Django is never set up
+  here and no template is rendered: an answer carries the view model of the moment
+  (`dashboard.host.past_view`), which the host renders.
+* The machinery is the session's (`controlplane.session.timetravel`): a `Worker` keeps the last
+  replayed world in this process (a later moment replays on from there; an earlier one rebuilds
+  from the start); where `os.fork` is available, a `keyframes.Broker` serves instead: the worlds
+  live in forked children and an earlier moment replays from the nearest earlier keyframe. This
+  module gives them what the core may not take itself: the view of a past world, the wall clock
+  (`past_view.PastView`) and the broker's unguessable socket name.
+* Newer requests supersede older ones of the same viewer (`worker.Requests` keeps the latest of
+  each); a superseded request gets no answer.
 
 Requests: `{"id", "viewer", "recording"?, "actions"?, "live": position, "focus": [[c, k]…], "owner"?,
 "target": {"at": T} | {"events": n, "time": t, "exact": bool} | {"seq": s, "time": t} |
 {"back" | "forward": "event" | "stage" | "sync", "from": position}}`. Answers: `{"id", "ok": true,
-"position"}` then a line of text (the state message of that moment, as the live page gets it) or `{"id", "live": true}`
+"position"}` then a line of text (the view model of that moment) or `{"id", "live": true}`
 (the target is the live moment) or `{"id", "ok": false, "error"}`. While a replay takes long, lines
 `{"id", "viewer", "progress": {"events", "time"}}` come before its answer, one every
-`past_world.PROGRESS_EVERY` seconds: how far it has come.
+`worker.PROGRESS_EVERY` seconds: how far it has come.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import secrets
 import signal
 import sys
 
-from dashboard.host import keyframes
-from dashboard.host.keyframes import SWEEP_AFTER
-from dashboard.host.past_world import Requests, Superseded, Worker, progress_line
+from controlplane.simulation import PastRequests as Requests
+from controlplane.simulation import PastWorld as Worker
+from controlplane.simulation import keyframes, simulation_gc
+from dashboard.host.past_view import PastView
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-    import django
-
-    django.setup()
-    from controlplane.simulation import simulation_gc
-
     simulation_gc()  # for the life of the process: a replay is a simulation running (gcpolicy's why)
-
     requests = Requests(sys.stdin.fileno())
+    view = PastView()
     worker: Worker | keyframes.Broker
     if keyframes.available():
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the worlds are never waited for: no zombies
-        worker = keyframes.Broker(requests)
+        worker = keyframes.Broker(requests, view, secrets.token_hex(8))
     else:
-        worker = Worker(requests)  # no fork here: every move back replays from t=0
+        worker = Worker(requests, view)  # no fork here: every move back replays from t=0
     try:
-        serve(requests, worker)
+        keyframes.serve(requests, worker)
     finally:
         if isinstance(worker, keyframes.Broker):
             worker.close()
-
-
-def serve(requests: Requests, worker: Worker | keyframes.Broker) -> None:
-    out = sys.stdout
-    while True:
-        if not isinstance(worker, Worker) and not requests.waiting and not requests.closed:
-            requests.poll(SWEEP_AFTER)  # a viewer's next move, if it comes soon
-            if not requests.waiting and not requests.closed:
-                worker.idle()  # it did not: the broker sweeps ahead meanwhile
-            worker.wait()  # taking in the keyframes the worlds send
-        request = requests.next()
-        if request is None:
-            return  # the host closed our stdin: it stopped the session, or exited
-        if isinstance(worker, Worker):
-            worker.on_progress = lambda progress, request=request: progress_line(request, progress)
-        try:
-            answer = worker.handle(request)
-        except Superseded:
-            continue
-        except Exception as exc:  # a bug: say so to the viewer, drop the world, serve on
-            worker.drop_world()
-            answer = {"ok": False, "error": f"replay failed: {type(exc).__name__}: {exc}"[:500]}
-        answer["id"] = request.get("id")
-        answer["viewer"] = request.get("viewer")
-        text = answer.pop("text", None)
-        # A header line, then the state's text on a line of its own: the host forwards it unparsed.
-        out.write(json.dumps(answer, separators=(",", ":"), allow_nan=False, default=str) + "\n")
-        if text is not None:
-            out.write(text + "\n")
-        out.flush()
-        if not isinstance(worker, Worker):
-            worker.housekeep()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""`config.controllerVersion`, `config.enableGarbageCollector` and `config.lookupCacheSize` (DESIGN
-§2.3): the v1.5 ReplicationManager through the Simulation facade, the CLI and the `config` action."""
+"""`config.controllerVersion`, `config.enableGarbageCollector` and `config.lookupCacheSize`
+(docs/versions.md): the v1.5 ReplicationManager through the Simulation facade, the CLI and the `config` action."""
 
 from __future__ import annotations
 

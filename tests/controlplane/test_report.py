@@ -1,4 +1,4 @@
-"""The report's additions beyond DESIGN §2.2's first seven sections (docs/scenarios.md, "The
+"""The report's additions beyond the first seven sections (docs/scenarios.md, "The
 report"): per-sync details, status history, metrics, node names and the action log."""
 
 import json

@@ -1,6 +1,6 @@
-"""Snapshots (controlplane.snapshot): a quiescent simulation pickled and loaded runs on exactly as
-the original — same events, same trace, same report — for every shipped scenario, in this process
-and in a fresh one; a busy one refuses with NotQuiescent and changes nothing."""
+"""Snapshots (controlplane.session.timetravel.snapshot): a quiescent simulation pickled and
+loaded runs on exactly as the original — same events, same trace, same report — for every shipped
+scenario, in this process and in a fresh one; a busy one refuses with NotQuiescent and changes nothing."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from controlplane import snapshot
 from controlplane.kernel import Kernel, NotQuiescent
 from controlplane.scenario import parse_scenario
+from controlplane.session.timetravel import snapshot
 from controlplane.simulation import Simulation
 
 from .factories import PROPERTY_MAX_PODS, rs_manifest, shipped
@@ -76,7 +76,7 @@ def test_a_snapshot_runs_on_in_another_process_exactly_as_here(tmp_path):
     here = hashlib.sha256(sim.report_json().encode()).hexdigest()
     code = (
         "import hashlib, sys\n"
-        "from controlplane import snapshot\n"
+        "from controlplane.session.timetravel import snapshot\n"
         "sim = snapshot.loads(open(sys.argv[1], 'rb').read())\n"
         "sim.run_until(60.0)\n"
         "print(hashlib.sha256(sim.report_json().encode()).hexdigest())\n"

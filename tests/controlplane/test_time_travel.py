@@ -1,4 +1,4 @@
-"""The world at any past moment (DESIGN §2.3): a session cut at T (`export_scenario(at=T)`,
+"""The world at any past moment (docs/time-travel.md): a session cut at T (`export_scenario(at=T)`,
 `cut_scenario`) runs headless to T into the report the session gave at T, byte for byte."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ END = 6.0
 
 @pytest.mark.parametrize("name", shipped(PROPERTY_MAX_PODS))
 def test_every_shipped_scenario_cut_at_t_replays_to_the_report_it_gave_at_t(name):
-    """The contract of DESIGN §2.3, in-process: a live session with actions of its own, its
+    """The contract of docs/time-travel.md, in-process: a live session with actions of its own, its
     report taken at several T on the way, then cut at each T after the fact."""
     sim = Simulation.from_file(name)
     seen: dict[float, str] = {}

@@ -1,4 +1,4 @@
-"""Keyframes in the replay worker (dashboard.host.keyframes): a move back forks the nearest
+"""Keyframes in the replay worker (controlplane.session.timetravel.keyframes): a move back forks the nearest
 earlier keyframe and lands on exactly the world a replay from t=0 reaches; keyframes are bounded
 in number and memory, thinned evenly, gone with the worker; without fork, replay from t=0."""
 
@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from controlplane.scenario import load_file
+from controlplane.session.timetravel import keyframes
 from controlplane.simulation import Simulation
-from dashboard.host import keyframes
 from dashboard.host.hosted import HostedSimulation
+from dashboard.host.past_view import PastView, render
 from tests.patience import PATIENCE_S
 
 from .test_past import FOCUS, NoNewer, live, live_panels
@@ -32,7 +33,8 @@ class WorkerProcess:
     """The real replay worker (`python -m dashboard.host.replay_worker`), spoken to as the host does."""
 
     def __init__(self, *, keyframes_on: bool = True, **config: Any) -> None:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), DJANGO_SETTINGS_MODULE="dashboard.settings")
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env.pop("DJANGO_SETTINGS_MODULE", None)  # the worker renders nothing: it never sets Django up
         env["CTRLSCOPE_KEYFRAMES"] = "1" if keyframes_on else "0"
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "dashboard.host.replay_worker"],
@@ -95,7 +97,7 @@ class WorkerProcess:
 def world(answer: dict[str, Any]) -> tuple[Any, Any]:
     """What a past view shows: the position and every panel (not the render counter `seq`)."""
     assert answer["ok"], answer
-    return answer["position"], json.loads(answer["text"])["panels"]
+    return answer["position"], json.loads(render(answer["text"]))["panels"]
 
 
 def gone(pid: int) -> bool:
@@ -193,7 +195,7 @@ def test_keyframes_are_bounded_in_memory(session):
 
 
 def test_the_victim_is_the_keyframe_whose_neighbours_are_closest():
-    broker = keyframes.Broker(NoNewer())  # type: ignore[arg-type]
+    broker = keyframes.Broker(NoNewer(), PastView())  # type: ignore[arg-type]
     try:
 
         class Fake:
@@ -212,7 +214,7 @@ def test_the_victim_is_the_keyframe_whose_neighbours_are_closest():
 
 
 def test_without_fork_the_worker_replays_from_zero(session, monkeypatch):
-    broker = keyframes.Broker(NoNewer())  # type: ignore[arg-type]
+    broker = keyframes.Broker(NoNewer(), PastView())  # type: ignore[arg-type]
 
     def no_fork() -> int:
         raise OSError("fork: out of memory")
@@ -267,7 +269,7 @@ def test_the_keyframes_hold_a_share_of_the_worlds_memory():
     """Keyframes are snapshots: their memory is their bytes, at most `share` of the resident
     memory of the world (the simulation's size) and never over `max_memory`; over it they go by
     thinning as over the count, the furthest kept."""
-    broker = keyframes.Broker(NoNewer())  # type: ignore[arg-type]
+    broker = keyframes.Broker(NoNewer(), PastView())  # type: ignore[arg-type]
     try:
 
         class Fake:
@@ -349,7 +351,9 @@ def test_a_replay_to_an_event_count_leaves_a_keyframe_just_before_it(session):
     keyframe it started from also leaves a paused copy of itself `near` events before it (the
     nearby keyframe: a fork, at any moment), so the next steps back replay from there; the
     worlds are still exactly those of a replay from t=0."""
-    fast = WorkerProcess(every=10_000, near=10, sweep=False)
+    # A world this small is mostly the interpreter: the nearby fork's private memory would pass
+    # half of 28 % of it (the worker, which renders nothing, no longer holds Django's share).
+    fast = WorkerProcess(every=10_000, near=10, sweep=False, share=0.6)
     slow = WorkerProcess(keyframes_on=False)
     try:
         end = session.sim.position()
@@ -374,7 +378,9 @@ def test_a_jump_to_a_time_leaves_a_nearby_keyframe_before_the_moment_it_lands_on
     """For a time the event count is known only once reached: the replay leaves copies every
     `near` events from a little before it, and the broker keeps the last one strictly before the
     landing, so the first step back after a jump replays from there."""
-    fast = WorkerProcess(every=10_000, near=20, sweep=False)
+    # A world this small is mostly the interpreter: the nearby fork's private memory would pass
+    # half of 28 % of it (the worker, which renders nothing, no longer holds Django's share).
+    fast = WorkerProcess(every=10_000, near=20, sweep=False, share=0.6)
     slow = WorkerProcess(keyframes_on=False)
     try:
         position, panels = world(fast.ask(session, {"at": 21.0}, FOCUS))  # just after the scale
@@ -415,15 +421,15 @@ def test_a_copy_of_a_world_made_as_the_worker_ends_exits_quietly():
     script = """
 import os, secrets, sys
 sys.path.insert(0, os.getcwd())
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
-from dashboard.host.keyframes import _World
-from dashboard.host.past_world import Worker
+from controlplane.session.timetravel.keyframes import _World
+from controlplane.session.timetravel.worker import Worker
+from dashboard.host.past_view import PastView
 
 class Nothing:
     def newer(self, viewer):
         return False
 
-world = _World(Worker(Nothing()), "\\0ctrlscope-test-broker-gone-" + secrets.token_hex(8))
+world = _World(Worker(Nothing(), PastView()), "\\0ctrlscope-test-broker-gone-" + secrets.token_hex(8))
 world.fork("keyframe")  # the copy connects to a broker that has ended
 _, status = os.wait()
 print(os.waitstatus_to_exitcode(status))

@@ -1,6 +1,7 @@
-"""The past on the page: the replay worker renders a moment with the live page's own panels, a
-step back shows exactly what the page showed before the forward step, and the websocket's
-`past` command answers the viewer who asked (bad moments get a one-line error; nothing changes)."""
+"""The past on the page: the replay worker's view model of a moment renders with the live page's
+own panels, a step back shows exactly what the page showed before the forward step, and the
+websocket's `past` command answers the viewer who asked (bad moments get a one-line error; nothing
+changes)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from controlplane.scenario import load_file
+from controlplane.session.timetravel.worker import Requests, Superseded, Worker
 from controlplane.simulation import Simulation
 from dashboard.host.hosted import HostedSimulation
-from dashboard.host.past_world import Requests, Superseded, Worker
+from dashboard.host.past_view import PastView, render
 
 from .test_consumers import command, connect, receive
 
@@ -47,7 +49,7 @@ def ask(worker, hosted, target, *, first=False, focus=()):
 
 
 def panels(answer):
-    return json.loads(answer["text"])["panels"]
+    return json.loads(render(answer["text"]))["panels"]
 
 
 def live_panels(hosted, focus=()):
@@ -68,13 +70,13 @@ def test_the_past_is_rendered_with_the_live_pages_own_panels():
     then, seen = hosted.sim.position(), live_panels(hosted, FOCUS)
     hosted.sim.act({"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 1}})
     hosted.sim.run_until(9.0)
-    worker = Worker(NoNewer())
+    worker = Worker(NoNewer(), PastView())
     answer = ask(worker, hosted, {"events": then.events, "time": then.time, "exact": True}, focus=FOCUS)
     assert answer["position"] == then.to_json()
     assert panels(answer) == seen
     # The moment's pods, for the tiles; not the timeline's history, which the page keeps (live)
     # and marks the moment on.
-    canvas = json.loads(answer["text"])["canvas"]
+    canvas = json.loads(render(answer["text"]))["canvas"]
     assert {"pods", "names", "owners", "nodeNames", "states"} <= set(canvas)
     assert not {"tr", "spans", "depth", "dropped"} & set(canvas)
     live_pods = json.loads(hosted.frames.state())["canvas"]["pods"]
@@ -85,7 +87,7 @@ def test_a_step_back_shows_the_panels_from_before_the_forward_step():
     hosted = live("quota-slow-start")
     hosted.focus("viewer", FOCUS)
     hosted.sim.run_until(0.3)
-    worker = Worker(NoNewer())
+    worker = Worker(NoNewer(), PastView())
     for step in ("event", "stage", "sync"):
         before, seen = hosted.sim.position(), live_panels(hosted, FOCUS)
         {"event": hosted.sim.step, "stage": hosted.sim.step_stage, "sync": hosted.sim.step_sync}[step]()
@@ -103,7 +105,7 @@ def test_stepping_back_over_a_sync_shows_its_key_queued_again():
     hosted = live()
     hosted.sim.run_until(0.01)
     ended = hosted.sim.step_sync()
-    worker = Worker(NoNewer())
+    worker = Worker(NoNewer(), PastView())
     back = ask(worker, hosted, {"back": "sync", "from": None})
     queue = panels(back)[f"queue-{ended['controller']}"]
     assert ended["key"] in queue
@@ -118,7 +120,7 @@ def test_a_newer_request_of_the_same_viewer_supersedes_a_long_replay():
         def newer(self, viewer: str) -> bool:
             return True
 
-    worker = Worker(Newer())
+    worker = Worker(Newer(), PastView())
     worker.chunk_events = 500
     worker.recording = hosted.sim.recording()
     worker.viewer = "v"
@@ -347,7 +349,7 @@ def alive(pid):
 def test_a_worker_without_keyframes_says_how_far_its_replay_has_come():
     hosted = live()
     hosted.sim.run_until(300.0)
-    worker = Worker(NoNewer())
+    worker = Worker(NoNewer(), PastView())
     worker.chunk_events = 100
     worker.progress_every = 0.0  # a line after every chunk
     heard = []

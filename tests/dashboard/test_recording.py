@@ -1,5 +1,5 @@
 """Every session is a recording (issue 17): written through as it runs, kept when stopped,
-re-opened by replay, deleted on request; its past answers `?at=T` (DESIGN §2.3)."""
+re-opened by replay, deleted on request; its past answers `?at=T` (docs/time-travel.md)."""
 
 from __future__ import annotations
 

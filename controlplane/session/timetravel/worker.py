@@ -1,21 +1,25 @@
-"""A past world in this process: `Worker` replays one hosted simulation's recording to a moment
-and renders it; the replay worker (`dashboard.host.replay_worker`) serves its requests with one,
-and every world of `dashboard.host.keyframes` is one.
+"""A past world in this process: `Worker` replays one hosted session's recording to a moment
+and gives the view model of that moment; the replay worker process (`python -m
+dashboard.host.replay_worker`) serves its requests with one (`serve`), and every world of
+`controlplane.session.timetravel.keyframes` is one.
 
 Guarantees
 ----------
-* It keeps the last replayed world (`controlplane.replay.Replay`, wrapped in a `HostedSimulation`
-  subscribed before the replay runs, so the sync narrations, the pod table and the timeline fill
-  exactly as they did live): a later moment replays on from there; an earlier one rebuilds from
-  the start, or, in a keyframe world (`rebuilds` False), raises `Behind` for another world to
-  serve. The index of sync records (`Replay.marks`) survives rebuilds.
-* The panels of that moment are rendered by the live page's own code (`FrameBuilder.state`, the
-  same templates), so the past looks exactly like the present did.
+* It keeps the last replayed world (`Replay.from_recording`, `controlplane.session.timetravel.
+  replay`, wrapped in the past view's world, `PastView.world`, subscribed before the replay runs,
+  so the sync narrations, the pod table and the timeline fill exactly as they did live): a later
+  moment replays on from there; an earlier one rebuilds from the start, or, in a keyframe world
+  (`rebuilds` False), raises `Behind` for another world to serve. The index of sync records
+  (`Replay.marks`) survives rebuilds.
+* The answer is the view model of that moment (`PastView.model`: one line of text, data, no
+  HTML); the host renders it with the live page's own templates, so the past looks exactly like
+  the present did. Nothing here renders, imports Django or reads the wall clock: the process
+  entry gives the view and the clock (`PastView`).
 * Newer requests supersede older ones of the same viewer: the replay runs in chunks of
   `CHUNK_EVENTS` and looks for a newer request between chunks (`Inbox.newer`; `Requests` reads
   them from stdin); a superseded request gets no answer (`Superseded`), and the world it reached
   so far is kept (a later moment goes on from it). While a replay takes long, `on_progress` is
-  called every `PROGRESS_EVERY` seconds (`progress_line` tells the host).
+  called every `PROGRESS_EVERY` seconds of the view's clock (`progress_line` tells the host).
 """
 
 from __future__ import annotations
@@ -24,16 +28,19 @@ import json
 import os
 import select
 import sys
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from controlplane.kernel import vtime
+from controlplane.scenario import ScenarioError
+from controlplane.session.timetravel.replay import NANOSECOND, Replay, ReplayError
+from controlplane.world import Position, Simulation
 
 Obj = dict[str, Any]
 
 CHUNK_EVENTS = 20_000  # events replayed between two looks for a newer request (~40 ms)
 PROGRESS_EVERY = 1.0  # wall seconds between two progress lines of a replay in hand
-PAST_PANELS_DROPPED = ("breakpoints",)  # the live session's, not the world's: the page keeps its own
 
 
 class Superseded(Exception):
@@ -42,7 +49,7 @@ class Superseded(Exception):
 
 class Behind(Exception):
     """The world of this process stands past the target and may not rebuild from the start (a
-    keyframe world, `dashboard.host.keyframes`): a world at or before `bounds` must serve
+    keyframe world, `controlplane.session.timetravel.keyframes`): a world at or before `bounds` must serve
     `target` instead. `bounds`: `events` (at most), `time` (at most), `seq` (before it)."""
 
     def __init__(self, target: Obj, bounds: Obj) -> None:
@@ -111,11 +118,27 @@ class Inbox(Protocol):
         ...
 
 
-class Worker:
-    def __init__(self, requests: Inbox) -> None:
-        from controlplane.simulation import Replay
+class PastView(Protocol):
+    """What the process entry gives a worker: the view of a past world (the dashboard's frame
+    builder, which folds the world's records as it replays) and the wall clock."""
 
+    def world(self, sim: Simulation, name: str) -> Any:
+        """The session a replayed `sim` is seen through, its view subscribed before it starts."""
+        ...
+
+    def model(self, world: Any, focus: list[Any], owner: Any) -> str:
+        """The view model of the moment `world` stands at, as one line of text."""
+        ...
+
+    def clock(self) -> float:
+        """Wall seconds (monotonic): how often progress lines go out."""
+        ...
+
+
+class Worker:
+    def __init__(self, requests: Inbox, view: PastView) -> None:
         self.requests = requests
+        self.view = view
         self.recording: Obj | None = None
         self.replay: Replay | None = None
         self.hosted: Any = None
@@ -123,7 +146,7 @@ class Worker:
         self.chunk_events = CHUNK_EVENTS
         self.furthest = 0  # the most events any replay of this recording ran: `marks` covers them
         self.viewer = ""
-        # Keyframes (dashboard.host.keyframes): in a keyframe world this process never rebuilds
+        # Keyframes (timetravel.keyframes): in a keyframe world this process never rebuilds
         # (a target behind it raises Behind) and calls `on_keyframe` each time a forward replay
         # stands on a multiple of `keyframe_every` events. A keyframe is a snapshot, possible
         # only at a quiescent moment: while `seeking`, the replay goes event by event and calls
@@ -152,7 +175,7 @@ class Worker:
     # -- the world of the moment -----------------------------------------------------------------
     def _check(self) -> None:
         if self.on_progress is not None and self.replay is not None:
-            now = time.monotonic()
+            now = self.view.clock()
             if now - self._progress_at >= self.progress_every:
                 self._progress_at = now
                 sim = self.replay.sim
@@ -161,23 +184,14 @@ class Worker:
             raise Superseded
 
     def _rebuild(self) -> None:
-        from controlplane.simulation import Replay
-        from dashboard.host.hosted import HostedSimulation
-
         assert self.recording is not None
         self.replay = Replay.from_recording(self.recording, marks=self.marks)
         scenario = self.recording["scenario"]
-        # No record log: why? and the trace view are the live session's (it keeps every record),
-        # and a keyframe would come to own every page of it the later replay reallocates.
-        self.hosted = HostedSimulation(
-            "past", self.replay.sim, name=str(scenario.get("name")), source="past", keep_records=False
-        )
+        self.hosted = self.view.world(self.replay.sim, str(scenario.get("name")))
 
     def _ready(self, *, events: int | None = None, time: float | None = None, seq: int | None = None) -> Any:
         """The replay, rebuilt from the start if it already stands past the target (`events`
         kernel events, the clock at `time`, trace record `seq` written)."""
-        from controlplane.simulation import vtime
-
         replay = self.replay
         if replay is not None:
             here = replay.position()
@@ -203,8 +217,6 @@ class Worker:
         before the target `events`; for a time target, whose event count is known only once
         reached, from about four times as many events before it (by the rate of this replay so
         far) and then every `keyframe_near` events (the broker keeps the last before the target)."""
-        from controlplane.simulation import ReplayError, vtime
-
         sim = replay.sim
         every = self.keyframe_every
         near = self.keyframe_near
@@ -259,8 +271,6 @@ class Worker:
 
     def go(self, target: Obj, live: Obj) -> Obj:
         """Replay to `target`; returns the position reached."""
-        from controlplane.simulation import NANOSECOND, vtime
-
         live_time = float(live["time"])
         self.going = target
         self.rate = int(live["events"]) / live_time if live_time > 0 else 0.0
@@ -319,40 +329,8 @@ class Worker:
         return dict(position.to_json())
 
     def render(self, focus: list[Any], owner: Any = None) -> str:
-        """The state message of the moment, as the live page gets it on (re)connecting."""
-        from dashboard.host.frames import ROWS_IN_STATE
-
-        hosted = self.hosted
-        frames = hosted.frames
-        frames.sent_transitions = len(frames.transitions)
-        frames.sent_spans = len(frames.spans)
-        frames.sent_depth = len(frames.depth)
-        frames.new_names, frames.node_changes = [], []
-        # The logs: the newest rows of the moment, from the simulation's recent records (the
-        # frame builder keeps only a frame's worth between frames, and none are built here).
-        for rows in (frames.trace_rows, frames.api_rows, frames.event_rows):
-            rows.clear()
-        for log in frames.new_rows:
-            frames.new_rows[log] = []
-        recent = list(hosted.sim.recent)
-        for record in recent:
-            kind = record["kind"]
-            if kind == "api.response":
-                frames.api_rows.append(record)
-            elif kind == "event":
-                frames.event_rows.append(record)
-            if kind != "api.request":
-                frames.trace_rows.append(record)
-        for rows in (frames.trace_rows, frames.api_rows, frames.event_rows):
-            while len(rows) > ROWS_IN_STATE:
-                rows.popleft()
-        keys = [(str(c), str(k)) for c, k in focus if isinstance(c, str) and isinstance(k, str)]
-        hosted.focus("past", keys)
-        hosted.focus_owner("past", owner)  # a page focused on one owner: its queue, its expectations
-        frames.seq += 1  # a new moment: never the cached state of another
-        # (JSON text, built once.) Without the timeline's history: the page's timeline keeps the
-        # live session's and marks the moment with a cursor (static/dashboard/past.js).
-        return frames.state(keys, leave_out=PAST_PANELS_DROPPED, timeline=False)
+        """The view model of the moment (`PastView.model`), as one line of text."""
+        return self.view.model(self.hosted, focus, owner)
 
     def drop_world(self) -> None:
         """Forget the replayed world (the next request rebuilds it)."""
@@ -360,10 +338,8 @@ class Worker:
 
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
-        from controlplane.simulation import ReplayError, ScenarioError
-
         self.viewer = str(request.get("viewer"))
-        self._progress_at = time.monotonic()  # the first progress line a `progress_every` from now
+        self._progress_at = self.view.clock()  # the first progress line a `progress_every` from now
         if "recording" in request:
             self.recording = request["recording"]
             self.replay, self.hosted, self.marks, self.furthest = None, None, [], 0
@@ -393,7 +369,5 @@ def progress_line(request: Obj, progress: Obj) -> None:
     sys.stdout.flush()
 
 
-def _position(value: Obj) -> Any:
-    from controlplane.simulation import Position
-
+def _position(value: Obj) -> Position:
     return Position(int(value["events"]), int(value["seq"]), float(value["time"]))

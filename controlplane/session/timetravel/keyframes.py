@@ -3,13 +3,13 @@ nearest earlier snapshot instead of from t=0 (docs/time-travel.md, *Keyframes*).
 
 Guarantees
 ----------
-* The replay worker (`dashboard.host.replay_worker`, a plain process without an event loop, so
-  `os.fork()` is safe in it) becomes a *broker*: it reads the host's requests as before, holds
+* The replay worker (`python -m dashboard.host.replay_worker`, a plain process without an event
+  loop, so `os.fork()` is safe in it) becomes a *broker*: it reads the host's requests as before, holds
   the recording and the keyframes, and keeps no world itself. Every world lives in a forked
   child: one *current* that serves requests and replays forward, at times a *sweeper*, and the
   *nearby* keyframe (below). A world only ever moves forward; it is a `Worker`
-  (`dashboard.host.past_world`) that never rebuilds.
-* A keyframe is a *snapshot* (`controlplane.snapshot`: the world pickled and compressed, ~1 MB at
+  (`controlplane.session.timetravel.worker`) that never rebuilds.
+* A keyframe is a *snapshot* (`controlplane.session.timetravel.snapshot`: the world pickled and compressed, ~1 MB at
   1,000 pods), held by the broker as bytes. A world can be snapshotted only at a quiescent
   moment (every task of the simulation parked: nothing half-done in flight). Each time a
   forward replay stands on a multiple of `KEYFRAME_EVENTS` kernel events with no keyframe held
@@ -55,7 +55,7 @@ Guarantees
   world in its own process and replays from t=0 for every move back (`Worker`, as before).
 
 Protocol between the broker and a world: JSON lines on a Unix socket (an optional second line
-of text: the rendered state; or `size` raw bytes after the line: a snapshot). A new world
+of text: the view model of the moment; or `size` raw bytes after the line: a snapshot). A new world
 connects to the broker's listener and says `{"hello": "current"|"sweeper"|"keyframe", "here":
 position, "actions": n}` ("keyframe": a nearby keyframe); a snapshot comes on a connection of
 its own: `{"hello": "snapshot", "here", "actions", "size"}` and its bytes. To a world: `{"op":
@@ -65,8 +65,9 @@ answer or `{"behind": bounds, "target"}` or `{"superseded": true}`, each with `h
 world sends `{"progress": {"events", "time"}}` lines before its answer, which the broker passes on
 to the host) and `{"op": "fork",
 "actions"[, "role": "sweeper"]}` (to the nearby keyframe: fork a new current; to the current,
-role "sweeper": fork the sweeper). A `go` with `"sweep": true` is answered without the rendered
-state.
+role "sweeper": fork the sweeper). A `go` with `"sweep": true` is answered without the view
+model. Nothing here reads the wall clock: the worlds' progress lines go by the view's clock
+(`worker.PastView`), and the sweeper's pause is the process entry's (`serve`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,6 @@ import contextlib
 import gc
 import json
 import os
-import secrets
 import select
 import socket
 import sys
@@ -85,7 +85,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from dashboard.host.past_world import PROGRESS_EVERY, Behind, Requests, Superseded, Worker, progress_line
+from controlplane.kernel import vtime
+from controlplane.session.timetravel.snapshot import dumps, loads
+from controlplane.session.timetravel.worker import (
+    PROGRESS_EVERY,
+    Behind,
+    PastView,
+    Requests,
+    Superseded,
+    Worker,
+    progress_line,
+)
 
 Obj = dict[str, Any]
 
@@ -374,12 +384,10 @@ class _World:
             return
         code = 1
         try:
-            from controlplane.simulation import dump_world
-
             gc.disable()  # a short life: nothing to collect, and pickling allocates a lot
             if self.conn is not None:
                 self.conn.close()
-            data = dump_world(_world_state(worker))
+            data = dumps(_world_state(worker))
             self._hello("snapshot", data).close()
             code = 0
         except BROKER_GONE:
@@ -427,8 +435,6 @@ def _bounds(target: Obj) -> Obj | None:
 def _latest(held: list[Any], bounds: Obj, where: Callable[[Any], Obj]) -> Any:
     """The last of `held` (in position order) whose position `where(k)` is at or before
     `bounds`, as `Worker._ready` judges it; None when none is."""
-    from controlplane.simulation import vtime
-
     events, at, seq = bounds.get("events"), bounds.get("time"), bounds.get("seq")
     for keyframe in sorted(held, key=lambda k: int(where(k)["events"]), reverse=True):
         here = where(keyframe)
@@ -478,8 +484,11 @@ class _Keyframe:
 class Broker:
     """The replay worker with keyframes: the same requests and answers as `Worker.handle`."""
 
-    def __init__(self, requests: Requests) -> None:
+    def __init__(self, requests: Requests, view: PastView, secret: str = "") -> None:
+        """`view`: what the worlds are seen through (`Worker`); `secret`: a part of the broker's
+        socket name nobody can guess (the process entry draws it: no randomness here)."""
         self.requests = requests
+        self.view = view
         self.recording: Obj | None = None
         self.current: _Held | None = None
         self.keyframes: list[_Keyframe] = []  # snapshots, sorted by position
@@ -505,7 +514,7 @@ class Broker:
         self.forks_from_zero = 0
         self.forks_from_keyframe = 0
         if sys.platform.startswith("linux"):
-            self.address = f"\0ctrlscope-replay-{os.getpid()}-{secrets.token_hex(8)}"
+            self.address = f"\0ctrlscope-replay-{os.getpid()}-{id(self):x}-{secret}"
             self._dir: str | None = None
         else:
             self._dir = tempfile.mkdtemp(prefix="ctrlscope-kf-")
@@ -590,8 +599,6 @@ class Broker:
     def _new_world(self, keyframe: _Keyframe | None) -> _Held:
         """A new current forked from this process: `keyframe` loaded (or a fresh replay of the
         recording), then replaying forward from there."""
-        from controlplane.simulation import load_world
-
         assert self.recording is not None
         actions = self.recording["actions"]
         if self.nearby is not None:
@@ -612,7 +619,7 @@ class Broker:
                 worker.recording = self.recording
                 if keyframe is not None:
                     gc.disable()  # loading allocates the whole world at once: no collection helps
-                    state = load_world(keyframe.data)
+                    state = loads(keyframe.data)
                     self.keyframes.clear()  # this process's copy: the bytes are not needed here
                     gc.enable()
                     gc.freeze()  # the loaded world is long-lived (controlplane.gcpolicy)
@@ -633,7 +640,7 @@ class Broker:
         return world
 
     def _worker(self) -> Worker:
-        worker = Worker(self.requests)
+        worker = Worker(self.requests, self.view)
         worker.rebuilds = False
         worker.keyframe_every = self.every
         worker.keyframe_near = self.near
@@ -709,7 +716,8 @@ class Broker:
         held: list[_Keyframe | _Held] = [*self.keyframes]
         if self.nearby is not None and self.nearby.here is not None:
             held.append(self.nearby)
-        return _latest(held, bounds, lambda k: k.here)
+        picked: _Keyframe | _Held | None = _latest(held, bounds, lambda k: k.here)
+        return picked
 
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
@@ -738,7 +746,7 @@ class Broker:
             # No fork (out of memory, out of processes): replay from t=0 in this process.
             print(f"keyframes off: {exc}", file=sys.stderr)
             self.drop_world()
-            self.fallback = Worker(self.requests)
+            self.fallback = Worker(self.requests, self.view)
             self.fallback.on_progress = lambda progress: progress_line(self.request, progress)
             self.fallback.recording = self.recording
             return self.fallback.handle({k: v for k, v in request.items() if k not in ("recording", "actions")})
@@ -848,8 +856,8 @@ class Broker:
         come meanwhile (a sweeper's, a world's child's): they never wait for the next request."""
         requests = self.requests
         while not requests.waiting and not requests.closed:
-            ready, _, _ = select.select([requests.fd, self.listener], [], [])
-            if self.listener in ready:
+            ready, _, _ = select.select([requests.fd, self.listener.fileno()], [], [])
+            if self.listener.fileno() in ready:
                 self._adopt(self._accept())
             if requests.fd in ready:
                 requests.poll(0)
@@ -920,13 +928,13 @@ class Broker:
             return
         sweeper.conn.send({"op": "stop", "id": sweep_id})
         while True:
-            ready, _, _ = select.select([sweeper.conn, self.listener], [], [], HELLO_TIMEOUT)
+            ready, _, _ = select.select([sweeper.conn.fileno(), self.listener.fileno()], [], [], HELLO_TIMEOUT)
             if not ready:
                 self._drop(sweeper)  # stuck: it goes; nothing depends on it
                 return
-            if self.listener in ready:
+            if self.listener.fileno() in ready:
                 self._adopt(self._accept())
-            if sweeper.conn in ready:
+            if sweeper.conn.fileno() in ready:
                 try:
                     answer = sweeper.conn.recv()
                 except (EOFError, OSError, ValueError):
@@ -1002,3 +1010,38 @@ class Broker:
             "forks_from_zero": self.forks_from_zero,
             "forks_from_keyframe": self.forks_from_keyframe,
         }
+
+
+def serve(requests: Requests, worker: Worker | Broker) -> None:
+    """Serve the host's requests (stdin) until it closes them: one JSON header line per answer
+    on stdout, then the view model's line. Between requests a broker waits `SWEEP_AFTER` seconds
+    for a viewer's next move and, when none comes, sweeps ahead."""
+    out = sys.stdout
+    while True:
+        if not isinstance(worker, Worker) and not requests.waiting and not requests.closed:
+            requests.poll(SWEEP_AFTER)  # a viewer's next move, if it comes soon
+            if not requests.waiting and not requests.closed:
+                worker.idle()  # it did not: the broker sweeps ahead meanwhile
+            worker.wait()  # taking in the keyframes the worlds send
+        request = requests.next()
+        if request is None:
+            return  # the host closed our stdin: it stopped the session, or exited
+        if isinstance(worker, Worker):
+            worker.on_progress = lambda progress, request=request: progress_line(request, progress)
+        try:
+            answer = worker.handle(request)
+        except Superseded:
+            continue
+        except Exception as exc:  # a bug: say so to the viewer, drop the world, serve on
+            worker.drop_world()
+            answer = {"ok": False, "error": f"replay failed: {type(exc).__name__}: {exc}"[:500]}
+        answer["id"] = request.get("id")
+        answer["viewer"] = request.get("viewer")
+        text = answer.pop("text", None)
+        # A header line, then the view model on a line of its own: the host renders it.
+        out.write(json.dumps(answer, separators=(",", ":"), allow_nan=False, default=str) + "\n")
+        if text is not None:
+            out.write(text + "\n")
+        out.flush()
+        if not isinstance(worker, Worker):
+            worker.housekeep()

@@ -25,7 +25,7 @@ Guarantees
   session cut at T (`Simulation.export_scenario(at=T)`, `cut_scenario`: `from_export`), and
   `reproduces` checks that the replay gave the recorded action log back. The cut replayed to T is
   the world `python -m controlplane run <the cut> --until T` reaches, which is the contract of
-  `GET /sim/<id>/report.json?at=T` (DESIGN §2.3), and the world a replay of the recording reaches
+  `GET /sim/<id>/report.json?at=T` (docs/time-travel.md), and the world a replay of the recording reaches
   at T (tests/controlplane/test_replay.py checks all three agree).
 * Nothing here reads a clock or touches the live session: a replay is a read of the past.
 """
@@ -40,7 +40,7 @@ from controlplane import stepping
 from controlplane.kernel import NS_PER_SECOND, vtime
 from controlplane.limits import RunLimits
 from controlplane.scenario import Scenario, parse_scenario
-from controlplane.snapshot import quiescent
+from controlplane.session.timetravel.snapshot import quiescent
 from controlplane.stepping import MARK_KINDS, STEPS, Mark, Target, mark_of
 from controlplane.trace import Record
 from controlplane.world import Position, Simulation
