@@ -110,6 +110,8 @@ from controlplane.session.timetravel import keyframes as keyframes  # the replay
 from controlplane.session.timetravel.replay import NANOSECOND as NANOSECOND
 from controlplane.session.timetravel.replay import Replay as Replay
 from controlplane.session.timetravel.replay import ReplayError as ReplayError
+from controlplane.session.timetravel.worker import Requests as PastRequests  # noqa: F401 - the replay worker's
+from controlplane.session.timetravel.worker import Worker as PastWorld  # noqa: F401 - the replay worker's
 from controlplane.version import VERSION_INFO as VERSION_INFO
 from controlplane.vocabulary import KIND_RESOURCES as KIND_RESOURCES
 from controlplane.world import CLUSTER_SCOPED as CLUSTER_SCOPED
