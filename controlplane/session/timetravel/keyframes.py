@@ -721,13 +721,13 @@ class Broker:
 
     # -- one request ---------------------------------------------------------------------------------
     def handle(self, request: Obj) -> Obj:
-        self.viewer = str(request.get("viewer"))
-        self.request = request
-        self._pause_sweep()  # a request never competes with the sweeper
         if isinstance(request.get("live"), dict):
             self.live = request["live"]
         if request.get("stats"):
-            return self.stats()
+            return self.stats()  # a look, not a viewer's move: the sweep goes on
+        self.viewer = str(request.get("viewer"))
+        self.request = request
+        self._pause_sweep()  # a request never competes with the sweeper
         if "configure" in request:
             return self.configure(request["configure"])
         if "recording" in request:
@@ -856,9 +856,13 @@ class Broker:
         come meanwhile (a sweeper's, a world's child's): they never wait for the next request."""
         requests = self.requests
         while not requests.waiting and not requests.closed:
-            ready, _, _ = select.select([requests.fd, self.listener.fileno()], [], [])
+            sweeper = self.sweeper if self.sweep_id is not None else None
+            fds = [requests.fd, self.listener.fileno()] + ([sweeper.conn.fileno()] if sweeper is not None else [])
+            ready, _, _ = select.select(fds, [], [])
             if self.listener.fileno() in ready:
                 self._adopt(self._accept())
+            if sweeper is not None and sweeper.conn.fileno() in ready:
+                self._reap_sweep()
             if requests.fd in ready:
                 requests.poll(0)
 
@@ -935,13 +939,20 @@ class Broker:
             if self.listener.fileno() in ready:
                 self._adopt(self._accept())
             if sweeper.conn.fileno() in ready:
-                try:
-                    answer = sweeper.conn.recv()
-                except (EOFError, OSError, ValueError):
-                    self._drop(sweeper)
-                    return
-                break
+                self._reap_sweep()
+                return
+
+    def _reap_sweep(self) -> None:
+        """The sweeper's answer is waiting (it stopped when told to, or it reached the live moment
+        it was sent to): take it in. At the live moment (or on a failure) the sweeper ends."""
+        sweeper = self.sweeper
+        assert sweeper is not None
         self.sweep_id = None
+        try:
+            answer = sweeper.conn.recv()
+        except (EOFError, OSError, ValueError):
+            self._drop(sweeper)
+            return
         sweeper.here = answer.pop("here", None) or sweeper.here
         if not answer.get("superseded"):  # it reached the live moment it was sent to (or failed)
             self._drop(sweeper)
@@ -989,7 +1000,11 @@ class Broker:
             self._drop(world)
 
     def stats(self) -> Obj:
-        """The keyframes held (for tests and the benchmark): position and size of each."""
+        """The keyframes held (for tests and the benchmark): position and size of each. A look
+        that leaves a sweep in flight alone (a sweep that ended meanwhile is taken in)."""
+        sweeper = self.sweeper
+        if sweeper is not None and self.sweep_id is not None and select.select([sweeper.conn], [], [], 0)[0]:
+            self._reap_sweep()
         self.housekeep()
         now = self.current
         return {
@@ -1006,6 +1021,7 @@ class Broker:
             "evicted": self.evicted,
             "snapshots": self.snapshots,
             "sweeps": self.sweeps,
+            "swept": self.swept,  # the live event count the last finished sweep reached (-1: none)
             "sweeper": None if self.sweeper is None else {"here": self.sweeper.here, "pid": self.sweeper.pid},
             "forks_from_zero": self.forks_from_zero,
             "forks_from_keyframe": self.forks_from_keyframe,
