@@ -320,7 +320,7 @@ def test_between_requests_a_sweeper_leaves_keyframes_up_to_the_live_moment(sessi
             done = stats["swept"] >= end.events and stats["sweeper"] is None
             if done and held and held[-1] > viewed:
                 break
-            assert time.monotonic() < deadline, (end, held, {k: stats[k] for k in ('sweeps', 'swept', 'sweeper')})
+            assert time.monotonic() < deadline, (end, held, {k: stats[k] for k in ("sweeps", "swept", "sweeper")})
             time.sleep(0.2)
         assert stats["sweeps"] >= 1 and stats["forks_from_zero"] == 1
         # The current did not move: one event forward from the moment viewed is exact.
