@@ -17,6 +17,11 @@ run the scenario under two partial config blocks (YAML flow mappings; default: t
 (docs/compare.md). A bad file, block or argument exits 2 with one line (`--a: config.workers: must
 be >= 1`).
 
+`python -m controlplane replay FILE --until T`: replay a session's recording (JSON: `scenario`,
+`seed`, `actions`, as `Simulation.recording()` gives it; `-` for stdin) to the virtual time T and
+print the report the session gave at T (docs/time-travel.md). A bad recording exits 2 with one
+line naming the field.
+
 `python -m controlplane swarm …` runs the fault swarm (issue 9): its host, with the process pool,
 Dask and the wall clock, lives outside controlplane, in `faultswarm`."""
 
@@ -76,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     cmp.add_argument("--seed", type=int, default=None, help="override the scenario's seed (both worlds)")
     cmp.add_argument("--until", type=float, default=None, help="virtual seconds to run (default: the file's)")
     cmp.add_argument("--table", action="store_true", help="print an aligned table instead of JSON")
+    rep = sub.add_parser("replay", help="replay a session's recording (JSON) to a time and print its JSON report")
+    rep.add_argument("file", help="a recording as JSON (scenario, seed, actions), or - for stdin")
+    rep.add_argument("--until", type=float, required=True, help="the virtual time to replay to (seconds)")
     sub.add_parser("list", help="list the shipped scenarios")
     sub.add_parser("swarm", help="seeded fault schedules under the oracles (see `swarm --help`)")
     args = parser.parse_args(argv)
@@ -90,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{problem}\n")
         return 2
     try:
+        if args.command == "replay":
+            return _replay(args)
         return _compare(args) if args.command == "compare" else _run(args)
     except Exception as exc:  # a bug: one line, never a traceback for a user to read
         if os.environ.get("CTRLSCOPE_TRACEBACK"):
@@ -130,6 +140,41 @@ def _run(args: argparse.Namespace) -> int:
     for failure in result.failures:
         sys.stderr.write(f"FAIL {failure.line()}\n")
     return 1 if result.failures else 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """`replay FILE --until T`: the one replay path (`Replay.from_recording`) run headless to T;
+    the report is the one the session gave at T, byte for byte (the dashboard's
+    `report.json?at=T` runs this in a process of its own)."""
+    from controlplane.session.timetravel.replay import Replay
+
+    try:
+        if args.file == "-":
+            text = _stdin_text()
+        else:
+            with open(args.file, "rb") as stream:
+                data = stream.read(limits.MAX_SCENARIO_BYTES + 1)
+            if len(data) > limits.MAX_SCENARIO_BYTES:
+                raise ScenarioError(f"{args.file}: larger than {limits.MAX_SCENARIO_BYTES // (1024 * 1024)} MiB")
+            text = data.decode("utf-8")
+        try:
+            recording = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise ScenarioError(f"{args.file}: not JSON: {str(exc)[:200]}") from None
+        past = Replay.from_recording(recording, index=False)
+        past.run_to_time(args.until)
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.stderr.write(f"{args.file}: cannot be read: {exc}\n")
+        return 2
+    except ScenarioError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
+    if past.sim.halted is not None:
+        sys.stderr.write(f"the replay stopped: {past.sim.halted}\n")
+        return 2
+    sys.stdout.write(past.sim.report_json())
+    sys.stdout.write("\n")
+    return 0
 
 
 def _stdin_text() -> str:
@@ -208,11 +253,11 @@ def _check_arguments(args: argparse.Namespace) -> str | None:
     if until is not None:
         if not math.isfinite(until):
             return f"--until: must be a finite number of seconds, not {until}"
-        if until <= 0:
-            return "--until: must be > 0"
+        if until < 0 or (until == 0 and args.command != "replay"):
+            return "--until: must be >= 0" if args.command == "replay" else "--until: must be > 0"
         if until > limits.MAX_SECONDS:
             return f"--until: must be <= {int(limits.MAX_SECONDS)} (30 days of virtual time)"
-    if args.seed is not None:
+    if getattr(args, "seed", None) is not None:
         try:
             check_seed(args.seed, "--seed")
         except ScenarioError as exc:

@@ -6,7 +6,7 @@ re-exported from the module that defines it.
 The session service (`controlplane.session.service`): the one interface of the web layer.
 `SessionService` (start, command, state, past, fork, export, kube, subscribe), the sessions it
 hands out (`Session`, to which a `SessionListener` subscribes), its view models and value types
-(`session_state`; `views`, what the page shows of a world; `PastOrigin`, `ForkCut`, `Position`),
+(`session_state`; `views`, what the page shows of a world; `PastOrigin`, `ForkOrigin`, `Position`),
 the Kubernetes API of a session's world (`Kube` with its `Watcher`s in a `WatchHub`, the
 `TablePrinter` the web side supplies, `WATCH_LEASE`, `scoped_watch`, `watch_error_line`; the
 resources it serves, `RESOURCES`, `ResourceInfo`, `VERBS`), and the vocabulary its commands
@@ -97,7 +97,7 @@ from controlplane.session.kube import Watcher as Watcher
 from controlplane.session.kube import WatchHub as WatchHub
 from controlplane.session.kube import scoped_watch as scoped_watch
 from controlplane.session.kube import watch_error_line as watch_error_line
-from controlplane.session.service import ForkCut as ForkCut
+from controlplane.session.service import ForkOrigin as ForkOrigin
 from controlplane.session.service import PastOrigin as PastOrigin
 from controlplane.session.service import SessionService as SessionService
 from controlplane.session.service import session_state as session_state
@@ -121,5 +121,6 @@ from controlplane.world import Position as Position
 from controlplane.world import Simulation as Simulation
 from controlplane.world import configured as configured
 from controlplane.world import cut_scenario as cut_scenario
+from controlplane.world import recording_of as recording_of
 
 CONTROLLER_STAGE_GROUPS = _REGISTRY.stage_groups  # the breakpoint form's stage lists

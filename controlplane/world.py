@@ -531,21 +531,27 @@ class Simulation:
         With `at` (0 <= at <= now, else ValueError naming `at`): the session cut at that virtual
         time (`cut_scenario`), which run headless to `at` gives the report this session gave
         at `at` (docs/time-travel.md)."""
+        return cut_scenario(self.start_data(), self.actions, self.timeline_pending, self.past_time(at))
+
+    def past_time(self, at: Any = None) -> float:
+        """`at` as a virtual time of this session's past (None: now); ValueError naming `at`
+        when it is not one (not a finite number, < 0, after now)."""
         now = self.kernel.now
         if at is None:
-            at = now
-        elif isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+            return now
+        if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
             raise ValueError("at: must be a finite number of seconds")
-        elif at < 0:
+        if at < 0:
             raise ValueError("at: must be >= 0")
-        elif vtime(at) > now:
+        if vtime(at) > now:
             raise ValueError(f"at: must be <= now (t={now:.3f}): the future has not happened yet")
-        return cut_scenario(self.start_data(), self.actions, self.timeline_pending, at)
+        return vtime(float(at))
 
-    def recording(self) -> Obj:
+    def recording(self, until: float | None = None) -> Obj:
         """What replays this session exactly, event for event (`controlplane.session.timetravel.replay`): the
         scenario as it was loaded (its own timeline included), the seed, and the actions taken
-        live — not the timeline's — each `{time, source, action}`, in application order. Unlike
+        live — not the timeline's — each `{time, source, action}`, in application order (with
+        `until`, those taken by then: the session's past up to `until`). Unlike
         `export_scenario`, it keeps apart what the kernel knew in advance (the timeline, scheduled
         at start) from what it learnt when it happened, so a replay's pending timers match too."""
         scenario = self.scenario
@@ -563,7 +569,7 @@ class Simulation:
             "actions": [
                 {"time": entry["time"], "source": entry.get("source"), "action": copy.deepcopy(entry["action"])}
                 for i, entry in enumerate(self.actions)
-                if i not in self._timeline_logged
+                if i not in self._timeline_logged and (until is None or entry["time"] <= until)
             ],
         }
 
@@ -1097,6 +1103,50 @@ def cut_scenario(start: Obj, entries: Sequence[Obj], pending: Iterable[int], at:
         "objects": copy.deepcopy(start["objects"]),
         "actions": actions,
         "until": at,
+    }
+
+
+def recording_of(start: Obj, entries: Sequence[Obj], pending: Iterable[int]) -> Obj:
+    """A recorded session as `Simulation.recording()` gives it — what a replay starts from (the
+    one replay path, `controlplane.session.timetravel.replay`). `start`, `entries` and `pending` as
+    for `cut_scenario` (the form a recording is stored in).
+
+    The log holds the file's own timeline actions beside the live ones: the applied timeline
+    actions (those not `pending`) are applied at their `at`, each before any live action of its
+    instant, in the order a run applies them, and logged with their body; so an entry is the
+    next of them when it has its time and its body, and a live action otherwise. (A live action
+    with the body of a timeline action of its instant comes after it: the first such entry is
+    the timeline's, which is the world's order too.) A pure function: nothing is run."""
+    timeline: list[Obj] = start["actions"]
+    waiting = set(pending)
+    applied = sorted(
+        (i for i in range(len(timeline)) if i not in waiting), key=lambda i: (vtime(float(timeline[i]["at"])), i)
+    )
+    k = 0
+    live: list[Obj] = []
+    for entry in entries:
+        t = vtime(float(entry["time"]))
+        while k < len(applied) and vtime(float(timeline[applied[k]]["at"])) < t:
+            k += 1  # applied without a log entry (a file's actions are checked when it loads: never)
+        if k < len(applied):
+            expected = timeline[applied[k]]
+            body = {a: v for a, v in expected.items() if a != "at"}
+            if vtime(float(expected["at"])) == t and body == entry["action"]:
+                k += 1
+                continue
+        live.append({"time": entry["time"], "source": entry.get("source"), "action": copy.deepcopy(entry["action"])})
+    return {
+        "scenario": {
+            "name": start["name"],
+            "description": start["description"],
+            "seed": start["seed"],
+            "config": copy.deepcopy(start["config"]),
+            "objects": copy.deepcopy(start["objects"]),
+            "actions": copy.deepcopy(timeline),
+            **({"until": start["until"]} if "until" in start else {}),
+        },
+        "seed": start["seed"],
+        "actions": live,
     }
 
 

@@ -27,6 +27,7 @@ from controlplane.simulation import (
     CONTROLLER_STAGE_GROUPS,
     CONTROLLER_VERSIONS,
     SCENARIO_DIR,
+    Replay,
     Scenario,
     ScenarioError,
     check_seed,
@@ -461,8 +462,9 @@ async def sim_export(request: HttpRequest, sim_id: str) -> HttpResponse:
 @_answers_busy
 async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     """The headless runner's report for the session as it is now; `?at=T`: as it was at T,
-    `python -m controlplane run <scenario.yaml?at=T> --until T` run in a process of its own
-    (one at a time per server process: `reads.gate`), byte for byte (docs/time-travel.md)."""
+    its recording replayed to T (`python -m controlplane replay`) in a process of its own (one
+    at a time per server process: `reads.gate`), byte for byte the report
+    `python -m controlplane run <scenario.yaml?at=T> --until T` prints (docs/time-travel.md)."""
     try:
         at = _at(request)
     except BadTime as exc:
@@ -476,22 +478,52 @@ async def sim_report(request: HttpRequest, sim_id: str) -> HttpResponse:
     assert gate is not None
     await gate.acquire()  # host.Busy (429) when too many wait already
     try:
+        until = at if at is not None else session.virtual_time  # (no `at`: a stopped session, at its end)
         try:
-            text = await _cut_text(request, sim_id, session, at)
+            text = await _recording_text(sim_id, session, at)
         except BadTime as exc:
             return _status(400, "BadRequest", str(exc))
-        until = at if at is not None else session.virtual_time  # (no `at`: a stopped session, at its end)
+        except Unreplayable as exc:
+            return _status(500, "InternalError", f"the session could not be replayed to t={until:.3f}: {exc}")
         return await sync_to_async(_run_past, thread_sensitive=False)(text, until)
     finally:
         gate.release()
 
 
+class Unreplayable(Exception):
+    """A stopped session's recording that its replay would refuse (damaged): the message says why."""
+
+
+async def _recording_text(sim_id: str, session: SimulationRecord | Recording, at: float | None) -> str:
+    """What replays the session up to `at` (`Simulation.recording()`'s form, as JSON): from the
+    host for a running session, from the recording for a stopped one, checked first as its
+    restore checks it. BadTime when `at` is past its time; Unreplayable; `host.Busy`."""
+    if isinstance(session, SimulationRecord):
+        answer = await host.request_stream(sim_id, {"op": "export", "form": "recording", "at": at}, control=True)
+        parts = [part async for part in answer.text()]
+        if not answer.head.get("ok"):
+            raise BadTime(str(answer.head.get("error", "bad request")))
+        return "".join(parts)
+
+    def recorded() -> str:
+        try:
+            stored = recording.load(sim_id)
+            data = stored.cut(at)  # (ValueError naming `at` when past its time)
+        except (ValueError, recording.RecordingError) as exc:
+            raise BadTime(str(exc)) from None
+        try:
+            Replay.check(data)
+        except ScenarioError as exc:
+            raise Unreplayable(str(exc)) from None
+        return json.dumps(stored.replayable(until=at), separators=(",", ":"))
+
+    return await sync_to_async(recorded, thread_sensitive=False)()
+
+
 def _run_past(text: str, until: float) -> HttpResponse:
-    """Run the cut headless in a child process (the live simulations keep the event loop), at
-    most PAST_TIMEOUT seconds."""
-    command = [sys.executable, "-m", "controlplane", "run", "-"]
-    if until > 0:  # (`--until 0` is refused by the runner; the file's own `until` is 0 then)
-        command += ["--until", repr(until)]
+    """Replay the recording headless in a child process (`python -m controlplane replay`: the
+    one replay path; the live simulations keep the event loop), at most PAST_TIMEOUT seconds."""
+    command = [sys.executable, "-m", "controlplane", "replay", "-", "--until", repr(until)]
     try:
         done = subprocess.run(
             command, input=text.encode(), capture_output=True, timeout=PAST_TIMEOUT, cwd=settings.BASE_DIR, check=False

@@ -51,25 +51,30 @@ FORM_CONFIG = (
 )
 
 
-@dataclass(frozen=True)
 class PastOrigin:
     """What the past of a live session is rebuilt from (the host's replay worker: the time
-    travel machinery): its recording as it stands, where it is now, and its kept records (None
-    when the session keeps none)."""
+    travel machinery): where it is now, its kept records (None when the session keeps none),
+    and its recording as it stands (`recording()`, made when asked: a copy of the session's
+    scenario and live actions)."""
 
-    recording: Obj
-    position: Position
-    records: Any
+    def __init__(self, sim: Simulation) -> None:
+        self._sim = sim
+        self.position: Position = sim.position()
+        self.records: Any = sim.record_log
+
+    def recording(self) -> Obj:
+        return self._sim.recording()
 
 
 @dataclass(frozen=True)
-class ForkCut:
-    """A session cut at `t`, to start a fork from: the scenario data of its past up to `t`
-    (`Simulation.export_scenario(at=t)`, named and described as the fork of the session), and
-    the actions it had taken by then (the fork's log starts with them)."""
+class ForkOrigin:
+    """A session's past up to `t`, to start a fork from: its recording up to `t`
+    (`Simulation.recording()`: the scenario as it was loaded, named and described as the fork of
+    the session, the seed, the live actions taken by `t`), which replays to the session's world
+    at `t` (the one replay path), and its action log by then (the fork's log starts with it)."""
 
     t: float
-    scenario: Obj
+    recording: Obj
     history: list[Obj]
 
 
@@ -133,23 +138,22 @@ class SessionService(Generic[S]):
 
     def past(self, sim_id: str) -> PastOrigin:
         """What the session's past is rebuilt from, now (the replay worker's input)."""
-        sim = self.sessions[sim_id].sim
-        return PastOrigin(sim.recording(), sim.position(), sim.record_log)
+        return PastOrigin(self.sessions[sim_id].sim)
 
-    def fork(self, sim_id: str, at: Any) -> ForkCut:
-        """The session cut at `at` (a virtual time of its past), to start a fork from;
-        ValueError naming `at` when it is not one."""
+    def fork(self, sim_id: str, at: Any) -> ForkOrigin:
+        """The session's past up to `at` (a virtual time of its past; None: now), to start a
+        fork from; ValueError naming `at` when it is not one."""
         session = self.sessions[sim_id]
+        sim = session.sim
         if session.error is None:
-            session.sim.finish_instant()
-        data = session.sim.export_scenario(at=at)
-        t = float(data["until"])
-        history = [dict(entry) for entry in session.sim.actions if entry["time"] <= t]  # the cut's first actions
-        data["name"] = f"fork of {session.name} at t={t:.3f}"[:200]
-        data["description"] = (
-            f"{session.sim.scenario.description} Forked from session {session.id} at t={t:.3f} s.".strip()
-        )
-        return ForkCut(t, data, history)
+            sim.finish_instant()
+        t = sim.past_time(at)
+        recording = sim.recording(until=t)
+        scenario = recording["scenario"]
+        scenario["name"] = f"fork of {session.name} at t={t:.3f}"[:200]
+        scenario["description"] = f"{scenario['description']} Forked from session {session.id} at t={t:.3f} s.".strip()
+        history = [dict(entry) for entry in sim.actions if entry["time"] <= t]  # the fork's first actions
+        return ForkOrigin(t, recording, history)
 
     def export(self, sim_id: str, at: Any = None) -> Obj:
         """The session as scenario data (docs/scenarios.md); with `at`, cut at that time of

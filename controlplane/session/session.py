@@ -661,6 +661,17 @@ class Session:
         except ValueError as exc:
             raise CommandError(str(exc)) from None
 
+    def recording(self, at: Any = None) -> Obj:
+        """What replays this session up to `at` (a time of its past; None: now), the current
+        instant finished first: `Simulation.recording(until=…)`, the one replay path's input
+        (CommandError naming `at` when it is not a time of its past)."""
+        if self.error is None:
+            self.sim.finish_instant()
+        try:
+            return self.sim.recording(until=self.sim.past_time(at))
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+
     def report(self) -> Obj:
         if self.error is None:
             self.sim.finish_instant()

@@ -3,9 +3,10 @@ session's past up to a moment T and a future of its own.
 
 Guarantees
 ----------
-* **The same past.** The fork is the original cut at T (`Simulation.export_scenario(at=T)`, taken
-  on the event loop at one instant), replayed to T: every action the original applied by T, at
-  its time and in its order, then the file's timeline actions still to come. The replay must
+* **The same past.** The fork is the original's recording up to T (`SessionService.fork`, taken
+  on the event loop at one instant: the scenario as it was loaded, its seed, the live actions
+  taken by T), replayed to T (the one replay path): every action the original applied by T, at
+  its time and in its order, and the file's timeline actions still to come. The replay must
   reproduce the original's action log up to T entry for entry (who acted included), or there is
   no fork. So at any moment up to T the fork's report is the original's, byte for byte.
 * **Its own future, from T.** The optional change — a `config` block or one action of the
@@ -37,6 +38,7 @@ from controlplane.simulation import (
     ACTION_VERBS,
     MAX_RECORDED_ACTIONS,
     CommandError,
+    ForkOrigin,
     Replay,
     ScenarioError,
     Simulation,
@@ -87,13 +89,13 @@ def parse_change(text: str) -> Obj | None:
 
 
 def _replay(
-    data: Obj, history: list[Obj], change: Obj | None, sim_id: str, source: str, parent: str
+    origin: ForkOrigin, change: Obj | None, sim_id: str, source: str, parent: str
 ) -> HostedSimulation:
-    """In a worker thread: host the cut `data` as a new session, replay it to its `until` (T),
-    check it reproduced `history` (the original's log up to T), then apply `change` at T."""
-    at = float(data["until"])
+    """In a worker thread: host the original's recording up to T as a new session, replay it to
+    T, check it reproduced the original's log up to T, then apply `change` at T."""
+    at, history = origin.t, origin.history
     try:
-        past = Replay.from_export(data, index=False)  # the one replay primitive (session/timetravel/replay.py)
+        past = Replay.from_recording(origin.recording, index=False)  # the one replay path (timetravel/replay.py)
         sim = past.sim
         forked = HostedSimulation(sim_id, sim, name=sim.scenario.name, source=source)
         past.run_to_time(at)
@@ -130,10 +132,10 @@ async def fork(host: hosting.Host, hosted: HostedSimulation, at: Any, change: An
         raise ForkError(f"this server runs at most {hosting.MAX_SIMULATIONS} simulations: stop one first")
     # The past up to T, at one instant on the loop (the original runs on afterwards).
     try:
-        cut = host.service.fork(hosted.id, at)
+        origin = host.service.fork(hosted.id, at)
     except ValueError as exc:
         raise ForkError(str(exc)) from None
-    data, history, t = cut.scenario, cut.history, cut.t
+    history, t = origin.history, origin.t
     if len(history) + (change is not None) > MAX_RECORDED_ACTIONS:
         raise ForkError(f"the fork would hold more than {MAX_RECORDED_ACTIONS} actions, the most a recording keeps")
     base = re.sub(r"[^a-z0-9-]+", "-", (hosted.source or "sim").lower()).strip("-")[:40] or "sim"
@@ -142,9 +144,7 @@ async def fork(host: hosting.Host, hosted: HostedSimulation, at: Any, change: An
         sim_id = f"{base}-fork-{secrets.token_hex(3)}"
         while sim_id in stored or sim_id in host.sims:
             sim_id = f"{base}-fork-{secrets.token_hex(3)}"
-        forked = await sync_to_async(_replay, thread_sensitive=False)(
-            data, history, change, sim_id, hosted.source, hosted.id
-        )
+        forked = await sync_to_async(_replay, thread_sensitive=False)(origin, change, sim_id, hosted.source, hosted.id)
         if len(host.sims) >= hosting.MAX_SIMULATIONS:  # others started while it replayed
             raise ForkError(f"this server runs at most {hosting.MAX_SIMULATIONS} simulations: stop one first")
         try:

@@ -473,9 +473,12 @@ class Host:
             if op == "report":
                 hosted.finish_instant()  # on the loop: it moves the world
                 pieces = reads.text_pieces(await reads.built_aside(hosted.report_json))
-            elif op == "export" and cmd.get("at") is not None and not message.get("control"):
+            elif op == "export" and (cmd.get("at") is not None or "form" in cmd) and not message.get("control"):
                 # The past is cut from the recording: the token's, whichever door (views.PAST_NEEDS_TOKEN).
                 head, pieces = {"ok": False, "error": "read-only: the past (at) needs the access token"}, []
+            elif op == "export" and cmd.get("form") == "recording":
+                # What replays the session up to `at` (report.json?at=T replays it in a child).
+                pieces = [json.dumps(hosted.recording(cmd.get("at")), separators=(",", ":"), allow_nan=False)]
             elif op == "export":
                 pieces = [yaml.safe_dump(hosted.export(cmd.get("at")), sort_keys=False, allow_unicode=True)]
             else:
@@ -522,7 +525,7 @@ class Host:
                 Kube.of(hosted).forget_viewer(viewer)
             return
         if op == "past":  # a moment of the past, for this viewer: a replay worker answers it later
-            await past.handle(hosted, message)
+            await past.handle(self.service, hosted, message)
             return
         host_op = HOST_OPS.get(op) if isinstance(op, str) else None
         if host_op is not None:  # `fork`, `pair`: ops that need the host itself

@@ -45,7 +45,7 @@ from typing import Any
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 
-from controlplane.simulation import CommandError, Position
+from controlplane.simulation import CommandError, Position, SessionService
 from dashboard.host import past_view, reads
 from dashboard.host.hosted import HostedSimulation
 
@@ -97,7 +97,8 @@ tokenless = TokenlessBudget()
 class PastWorker:
     """The replay worker of one hosted simulation, and the requests it has in hand."""
 
-    def __init__(self, hosted: HostedSimulation) -> None:
+    def __init__(self, service: SessionService[HostedSimulation], hosted: HostedSimulation) -> None:
+        self.service = service
         self.hosted = hosted
         self.proc: asyncio.subprocess.Process | None = None
         self.reader: asyncio.Task[None] | None = None
@@ -165,8 +166,9 @@ class PastWorker:
                 self.holds_gate = True
         proc = self.proc
         assert proc is not None and proc.stdin is not None
-        recording = self.hosted.sim.recording()
-        request: Obj = {"viewer": viewer, "target": target, "focus": focus, "live": live_position(self.hosted)}
+        origin = self.service.past(self.hosted.id)  # what the past is rebuilt from, now
+        recording = origin.recording()
+        request: Obj = {"viewer": viewer, "target": target, "focus": focus, "live": dict(origin.position.to_json())}
         if owner is not None:
             request["owner"] = owner  # the page's focus on one owner (#19 §3): its panels filtered
         if self.actions_sent is None:
@@ -402,21 +404,22 @@ def target_of(cmd: Obj, live: Position, kept: Any = None) -> Obj | None:
     raise CommandError("past: name a moment: at (a time), seq and t (a trace record), events and t, back or forward")
 
 
-async def handle(hosted: HostedSimulation, message: Obj) -> None:
+async def handle(service: SessionService[HostedSimulation], hosted: HostedSimulation, message: Obj) -> None:
     """A viewer's `past` command: checked now (an error is the reply), answered by the worker
     later, to that viewer only."""
     layer = get_channel_layer()
     reply_to = message.get("reply_to")
     cmd: Obj = message.get("cmd") or {}
     viewer = str(message.get("viewer") or reply_to)
-    live = hosted.sim.position()
+    origin = service.past(hosted.id)
+    live = origin.position
 
     async def reply(result: Obj) -> None:
         if reply_to:
             await layer.send(reply_to, {"type": "sim.reply", "id": message.get("id"), "op": "past", "result": result})
 
     try:
-        target = target_of(cmd, live, hosted.sim.record_log)
+        target = target_of(cmd, live, origin.records)
     except CommandError as exc:
         await reply({"ok": False, "error": str(exc)})
         return
@@ -453,7 +456,7 @@ async def handle(hosted: HostedSimulation, message: Obj) -> None:
         try:
             worker = _workers.get(hosted.id)
             if worker is None:
-                worker = _workers[hosted.id] = PastWorker(hosted)
+                worker = _workers[hosted.id] = PastWorker(service, hosted)
             head = await worker.ask(viewer, target, focus, owner, progress)
         except reads.Busy as exc:
             head = {"ok": False, "error": str(exc), "busy": exc.retry_after}

@@ -44,7 +44,14 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.utils import timezone
 
-from controlplane.simulation import MAX_RECORDED_ACTIONS, MAX_RECORDED_BYTES, Replay, ScenarioError, cut_scenario
+from controlplane.simulation import (
+    MAX_RECORDED_ACTIONS,
+    MAX_RECORDED_BYTES,
+    Replay,
+    ScenarioError,
+    cut_scenario,
+    recording_of,
+)
 
 if TYPE_CHECKING:
     from dashboard.host.hosted import HostedSimulation
@@ -257,6 +264,12 @@ class Stored:
             raise ValueError(f"at: must be <= the recording's last time (t={last:.3f})")
         return cut_scenario(self.start, self.entries, self.pending, at)
 
+    def replayable(self, until: float | None = None) -> Obj:
+        """What replays the session (`Simulation.recording()`'s form: `recording_of`); with
+        `until`, its past up to then (the log's entries by `until`)."""
+        entries = self.entries if until is None else [e for e in self.entries if e["time"] <= until]
+        return recording_of(self.start, entries, self.pending)
+
 
 def load(sim_id: str) -> Stored:
     """Read a recording whole. RecordingError when there is none, or when it is damaged (`start`
@@ -340,18 +353,20 @@ load_async = sync_to_async(load, thread_sensitive=False)
 
 # -- replaying -------------------------------------------------------------------------------------------
 def replay(stored: Stored, build: Any) -> tuple[HostedSimulation, int, int | None]:
-    """Rebuild a session from its recording with the replay primitive (`Replay.from_export` of
-    the recording cut at its last time): `build(Simulation)` hosts it (frames see every record
-    of the replay), then it runs to the recording's last time. Returns the hosted session, how
-    many actions were replayed, and the first log entry the replay did not reproduce (None: all
-    were). RecordingError when the recording cannot be replayed."""
+    """Rebuild a session from its recording with the one replay path (`Replay.from_recording`),
+    once the recording is checked as its cut at its last time is (`Replay.check`):
+    `build(Simulation)` hosts it (frames see every record of the replay), then it runs to the
+    recording's last time. Returns the hosted session, how many actions were replayed, and the
+    first log entry the replay did not reproduce (None: all were). RecordingError when the
+    recording cannot be replayed."""
     try:
         data = stored.cut()
+        replayable = stored.replayable()
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordingError(f"the recording cannot be cut: {type(exc).__name__}: {exc}") from None
-    data["description"] = stored.start["description"]  # one export note, not one per restore
     try:
-        past = Replay.from_export(data, index=False)
+        Replay.check(data)
+        past = Replay.from_recording(replayable, index=False)
         hosted: HostedSimulation = build(past.sim)
         past.run_to_time(stored.recording.virtual_time)
     except ScenarioError as exc:

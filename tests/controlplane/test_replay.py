@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 
 import pytest
 import yaml
 
-from controlplane.scenario import load_file
-from controlplane.simulation import Position, Replay, ReplayError, Simulation, run_scenario
+from controlplane.scenario import ScenarioError, load_file
+from controlplane.simulation import Position, Replay, ReplayError, Simulation, recording_of, run_scenario
 from controlplane.stepping import StepError
 
 SCENARIOS = ("demo", "quota-slow-start", "node-loss", "controller-restart")
@@ -173,27 +175,96 @@ def test_positions_a_replay_cannot_reach_are_refused_with_a_reason():
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_one_primitive_the_cut_and_the_recording_replay_to_the_contracts_report(name, tmp_path):
-    """Restore, re-open and fork replay the session cut at T (`Replay.from_export`); the past
-    view replays its recording (`Replay.from_recording`); report.json?at=T is the CLI's run of
-    the cut. At every T the three give the same report, byte for byte, and the cut's replay
-    gives the recorded action log back (`reproduces`), who acted included."""
+def test_one_replay_path_and_the_export_replays_to_the_same_report(name, tmp_path):
+    """Every past is rebuilt by replaying the recording (`Replay.from_recording`): of a live
+    session (`Simulation.recording(until=T)`: a fork, report.json?at=T) or of a stored one
+    (`recording_of` its start, log and pending: a restore, a re-open). The export (the session cut
+    at T) is a download format: run headless to T it gives the report the recording's replay
+    gives at T, byte for byte; and the replay gives the recorded action log back (`reproduces`),
+    who acted included."""
     live, _ = live_session(name)
     live.finish_instant()
+    stored = json.loads(json.dumps([live.start_data(), live.actions]))
     for t in (0.0, 0.4137, 3.0071, 12.5, 25.25):
         cut = live.export_scenario(at=t)
         path = tmp_path / f"cut-{t}.yaml"
         path.write_text(yaml.safe_dump(cut, sort_keys=False))
-        cli = json.dumps(run_scenario(str(path), until=t), separators=(",", ":"))
-        from_cut = Replay.from_export(json.loads(json.dumps(cut)), index=False)
-        from_cut.run_to_time(t)
-        from_recording = Replay.from_recording(json.loads(json.dumps(live.recording())))
+        exported = json.dumps(run_scenario(str(path), until=t), separators=(",", ":"))
+        recording = json.loads(json.dumps(live.recording(until=t)))
+        entries = [e for e in stored[1] if e["time"] <= t]
+        stored_form = recording_of(stored[0], entries, live.timeline_pending)  # (stored: no `until`)
+        assert stored_form == {**recording, "scenario": {k: v for k, v in recording["scenario"].items() if k != "until"}}
+        from_recording = Replay.from_recording(recording, index=False)
         from_recording.run_to_time(t)
-        assert from_cut.sim.report_json() == cli == from_recording.sim.report_json()
+        assert from_recording.sim.report_json() == exported
         history = [dict(e, source="someone") for e in live.actions if e["time"] <= t]
-        assert from_cut.reproduces(history) is None
-        assert [e.get("source") for e in from_cut.sim.actions[: len(history)]] == ["someone"] * len(history)
-        assert from_cut.marks == []  # index=False: no sync index kept (a restore never steps back)
+        assert from_recording.reproduces(history) is None
+        assert [e.get("source") for e in from_recording.sim.actions] == ["someone"] * len(history)
+        assert from_recording.marks == []  # index=False: no sync index kept (a restore never steps back)
+        # The report of the past the dashboard serves: the same replay, in a process of its own.
+        child = subprocess.run(
+            [sys.executable, "-m", "controlplane", "replay", "-", "--until", repr(t)],
+            input=json.dumps(recording).encode(),
+            capture_output=True,
+            check=False,
+        )
+        assert child.returncode == 0 and child.stdout.decode() == exported + "\n", child.stderr
+
+
+def test_a_stored_recording_tells_its_timeline_from_the_live_actions():
+    """`recording_of` finds the file's own timeline actions in the log by time and body, also
+    when a live action repeats one at its instant (after it: the timeline's comes first) or
+    claims the timeline's source."""
+    sim = Simulation(load_file("scale-up-and-down"))  # its file scales web at t=10, 12 and 40
+    sim.start()
+    sim.run_until(10.0)
+    first = {k: v for k, v in sim.scenario.actions[0].items() if k != "at"}
+    assert sim.act(first, source="scenario")["ok"]  # the file's action again, at its own instant
+    sim.run_until(11.0)
+    assert sim.act({"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 4}})["ok"]
+    sim.run_until(20.0)
+    start, log = json.loads(json.dumps([sim.start_data(), sim.actions]))
+    got = recording_of(start, log, sim.timeline_pending)
+    assert got["actions"] == json.loads(json.dumps(sim.recording()["actions"]))
+    assert [(e["time"], e["source"]) for e in got["actions"]] == [(10.0, "scenario"), (11.0, "user")]
+
+
+@pytest.mark.parametrize(
+    ("recording", "reason"),
+    [
+        ([], "a recording is a mapping: scenario, seed, actions"),
+        ({"scenario": {"name": "x"}, "tape": []}, "tape: not a field of a recording (scenario, seed, actions)"),
+        ({"scenario": "x"}, "scenario: required, a mapping (a scenario file's fields)"),
+        ({"scenario": {"name": "x"}, "seed": -1}, "seed: must be a whole number from 0 to 9223372036854775807, not -1"),
+        ({"scenario": {"name": "x"}, "actions": {}}, "actions: must be a list of {time, source, action}"),
+        (
+            {"scenario": {"name": "x"}, "actions": [{"time": float("nan"), "action": {}}]},
+            "actions[0].time: must be a finite number of seconds >= 0",
+        ),
+        (
+            {
+                "scenario": {"name": "x"},
+                "actions": [{"time": 2, "action": {"config": {}}}, {"time": 1, "action": {"config": {}}}],
+            },
+            "actions[1].time: 1 is before the previous action's (2)",
+        ),
+        (
+            {"scenario": {"name": "x"}, "actions": [{"time": 1, "action": {"scale": {}}}]},
+            "actions[0].action: scale.kind: required",
+        ),
+    ],
+)
+def test_a_recording_that_is_not_one_is_refused_naming_the_field(recording, reason):
+    with pytest.raises(ScenarioError) as caught:
+        Replay.from_recording(recording)
+    assert str(caught.value) == reason
+    child = subprocess.run(
+        [sys.executable, "-m", "controlplane", "replay", "-", "--until", "1"],
+        input=json.dumps(recording).encode(),
+        capture_output=True,
+        check=False,
+    )
+    assert child.returncode == 2 and child.stderr.decode() == reason + "\n" and child.stdout == b""
 
 
 def test_reproduces_names_the_first_entry_the_replay_did_not_give_back():

@@ -15,7 +15,7 @@ import pytest
 
 from controlplane.scenario import load_file
 from controlplane.session.timetravel.worker import Requests, Superseded, Worker
-from controlplane.simulation import Simulation
+from controlplane.simulation import SessionService, Simulation
 from dashboard.host.hosted import HostedSimulation
 from dashboard.host.past_view import PastView, render
 
@@ -262,7 +262,9 @@ async def warm_worker(hosted):
     events (at most every 0.05 s), no sweep ahead (a later moment is replayed on demand)."""
     from dashboard.host import past
 
-    worker = past.PastWorker(hosted)
+    service = SessionService(lambda *_: hosted)
+    service.adopt(hosted)
+    worker = past.PastWorker(service, hosted)
     configured = await worker.configure({"chunk_events": 200, "progress": 0.05, "sweep": False})
     assert configured["ok"], configured
     assert (await worker.ask("v", {"at": 0.5}, []))["ok"]

@@ -20,26 +20,30 @@ Guarantees
   start, stage, end and `queue.get`), which a caller may share between replays of one
   recording, so rebuilding does not forget it. A step back or forward gives an event count;
   the replay reaches it like any other position.
-* One primitive for every way the past is rebuilt: the past view replays a session's
-  `recording()` (`from_recording`); a restore after a restart, a re-open and a fork replay the
-  session cut at T (`Simulation.export_scenario(at=T)`, `cut_scenario`: `from_export`), and
-  `reproduces` checks that the replay gave the recorded action log back. The cut replayed to T is
-  the world `python -m controlplane run <the cut> --until T` reaches, which is the contract of
-  `GET /sim/<id>/report.json?at=T` (docs/time-travel.md), and the world a replay of the recording reaches
-  at T (tests/controlplane/test_replay.py checks all three agree).
+* One replay path: every way the past is rebuilt replays the session's recording
+  (`from_recording`: `Simulation.recording()` of a live session, `recording_of` of a stored one)
+  — the past view, a restore after a restart, a re-open, a fork, and `GET
+  /sim/<id>/report.json?at=T` (`python -m controlplane replay`, in a process of its own);
+  `reproduces` checks that a replay gave the recorded action log back. Before a stored recording
+  is replayed it is checked as its cut is (`check`): every action as a scenario file's, the
+  run's ceilings — what `Simulation.check_replayable` promised when each action was taken. The
+  export (`Simulation.export_scenario(at=T)`, `cut_scenario`) is a download format: run headless
+  to T it reaches the world the recording's replay reaches at T (`from_export`;
+  tests/controlplane/test_replay.py checks the two agree, byte for byte).
 * Nothing here reads a clock or touches the live session: a replay is a read of the past.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from controlplane import stepping
 from controlplane.kernel import NS_PER_SECOND, vtime
-from controlplane.limits import RunLimits
-from controlplane.scenario import Scenario, parse_scenario
+from controlplane.limits import MAX_ACTIONS, MAX_SECONDS, RunLimits
+from controlplane.scenario import Scenario, ScenarioError, check_seed, parse_scenario
 from controlplane.session.timetravel.snapshot import quiescent
 from controlplane.stepping import MARK_KINDS, STEPS, Mark, Target, mark_of
 from controlplane.trace import Record
@@ -52,6 +56,54 @@ NANOSECOND = 1.0 / NS_PER_SECOND
 def _entry(entry: Obj) -> str:
     """An action log entry without who acted, as JSON text: what a replay must give back."""
     return json.dumps({k: v for k, v in entry.items() if k != "source"}, sort_keys=True, default=str)
+
+
+MAX_LIVE_ACTIONS = MAX_ACTIONS  # a recording's live actions, at most (a session logs no more)
+
+
+def check_recording(recording: Any) -> tuple[Scenario, int | None, list[Obj]]:
+    """A recording (`Simulation.recording()`'s form: `scenario`, `seed`, `actions`) checked
+    whole — the scenario as a file is, the seed as every seed, each live action's time (a finite
+    number of seconds >= 0, none before the one before it) and action (`Simulation.check_action`)
+    — as (scenario, seed, live actions). ScenarioError naming the field (`actions[3].scale.name:
+    required`) when it is not one."""
+    if not isinstance(recording, dict):
+        raise ScenarioError("a recording is a mapping: scenario, seed, actions")
+    unknown = sorted(set(recording) - {"scenario", "seed", "actions"})
+    if unknown:
+        raise ScenarioError(f"{unknown[0]}: not a field of a recording (scenario, seed, actions)")
+    if not isinstance(recording.get("scenario"), dict):
+        raise ScenarioError("scenario: required, a mapping (a scenario file's fields)")
+    scenario = parse_scenario(recording["scenario"])
+    seed = recording.get("seed")
+    if seed is not None:
+        check_seed(seed, "seed")
+    actions = recording.get("actions")
+    actions = [] if actions is None else actions
+    if not isinstance(actions, list):
+        raise ScenarioError("actions: must be a list of {time, source, action}")
+    if len(actions) > MAX_LIVE_ACTIONS:
+        raise ScenarioError(f"actions: more than {MAX_LIVE_ACTIONS} (the most a session logs)")
+    last = 0.0
+    for i, entry in enumerate(actions):
+        where = f"actions[{i}]"
+        if not isinstance(entry, dict):
+            raise ScenarioError(f"{where}: must be a mapping {{time, source, action}}")
+        t = entry.get("time")
+        if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t) or t < 0:
+            raise ScenarioError(f"{where}.time: must be a finite number of seconds >= 0")
+        if t > MAX_SECONDS:
+            raise ScenarioError(f"{where}.time: must be <= {int(MAX_SECONDS)}")
+        if t < last:
+            raise ScenarioError(f"{where}.time: {t:g} is before the previous action's ({last:g})")
+        last = t
+        source = entry.get("source")
+        if source is not None and not isinstance(source, str):
+            raise ScenarioError(f"{where}.source: must be a string")
+        problem = Simulation.check_action(entry.get("action"))
+        if problem is not None:
+            raise ScenarioError(f"{where}.action: {problem}" if not problem.startswith(where) else problem)
+    return scenario, seed, actions
 
 
 class ReplayError(ValueError):
@@ -90,15 +142,23 @@ class Replay:
 
     @classmethod
     def from_recording(
-        cls, recording: Obj, *, limits: RunLimits | None = None, marks: list[Mark] | None = None
+        cls,
+        recording: Obj,
+        *,
+        limits: RunLimits | None = None,
+        marks: list[Mark] | None = None,
+        index: bool = True,
     ) -> Replay:
-        """From `Simulation.recording()` (ScenarioError if its scenario is not valid)."""
+        """From `Simulation.recording()` or `recording_of`; ScenarioError naming the field when it
+        is not one (`check_recording`)."""
+        scenario, seed, actions = check_recording(recording)
         return cls(
-            parse_scenario(recording["scenario"]),
-            seed=recording.get("seed"),
-            actions=recording.get("actions") or (),
+            scenario,
+            seed=seed,
+            actions=actions,
             limits=limits,
             marks=marks,
+            index=index,
         )
 
     @classmethod
@@ -108,6 +168,14 @@ class Replay:
         position; only the pending timers differ (the replay knows from the start what the
         session learnt later). ScenarioError if the data is not a valid scenario."""
         return cls(parse_scenario(data), limits=limits, index=index)
+
+    @staticmethod
+    def check(data: Obj, *, limits: RunLimits | None = None) -> None:
+        """A recorded session, as its cut (`cut_scenario`: every action it applied in the
+        timeline), checked as a scenario file is, against the run's ceilings too: ScenarioError
+        naming the field (`actions[i]…`, i the index in the action log) when a replay of it
+        would be refused. Nothing is run."""
+        Simulation(parse_scenario(data), limits=limits).check_limits()
 
     def reproduces(self, history: Sequence[Obj]) -> int | None:
         """Whether this replay gave back `history` (a session's recorded action log,
