@@ -84,6 +84,13 @@ class SessionListener:
         world at rest at max speed): `hit` says why, as the status line shows it."""
 
 
+# What a stage or sync step's goal is called: following the sync it stopped in last, or the next.
+STEP_LABELS = {
+    "stage": ("next stage of the sync of {key}", "next sync stage"),
+    "sync": ("end of the sync of {key}", "end of the next sync"),
+}
+
+
 class Session:
     """One simulation under a debugger's control. Build it, let listeners `subscribe`, then
     `start()` it (its first records, the starting objects, go to them too)."""
@@ -474,20 +481,11 @@ class Session:
             and all(c.config.manual_workers for c in sim.controllers.values())
         ):
             raise CommandError("no sync is running and the workers are manual: click “sync next” first")
-        if what == "stage":
-            label = f"next stage of the sync of {current[1]}" if current else "next sync stage"
+        if what in STEPS:  # a stage, a sync: the one stepping mechanism's stopping points
+            following, fresh = STEP_LABELS[what]
             self.goal = Goal(
-                label,
-                target=Target(STEPS["stage"], current),
-                until=sim.now + STEP_HORIZON,
-                start_events=start,
-                needs_work=True,
-            )
-        elif what == "sync":
-            label = f"end of the sync of {current[1]}" if current else "end of the next sync"
-            self.goal = Goal(
-                label,
-                target=Target(STEPS["sync"], current),
+                following.format(key=current[1]) if current else fresh,
+                target=Target(STEPS[what], current),
                 until=sim.now + STEP_HORIZON,
                 start_events=start,
                 needs_work=True,
