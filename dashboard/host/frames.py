@@ -793,12 +793,12 @@ class FrameBuilder(SessionListener):
         if log == "trace":
             rows = [trace_row(r, text=False) for r in records]
         elif log == "api":
-            rows = [self._api_row(r) for r in records]
+            rows = [self.api_row(r) for r in records]
         else:
             rows = records
         return log_rows.RENDER[log](rows)
 
-    def _api_row(self, response: Obj) -> Obj:
+    def api_row(self, response: Obj) -> Obj:
         request = views.request(self.hosted, response["id"])
         return {
             "time": request["time"],
@@ -858,12 +858,8 @@ class FrameBuilder(SessionListener):
         key = (self.seq, tuple(sorted(focus or [])), tuple(self.focused_panel_ids()), leave_out, timeline)
         if self._state_cache is not None and self._state_cache[0] == key:
             return self._state_cache[1]  # several viewers (re)connecting between two frames
-        self._refresh_owners()
-        ids = self._panel_ids() + list(panels.ON_CHANGE) + self.focused_panel_ids()
-        for controller, key in focus or []:
-            ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
         rendered = {}
-        for panel_id in dict.fromkeys(ids):
+        for panel_id in self.state_panel_ids(focus):
             if panel_id in leave_out:
                 continue
             html = self._render(panel_id)
@@ -873,7 +869,6 @@ class FrameBuilder(SessionListener):
                 # sends it to everyone, so a later change back cannot be skipped as "unchanged".
                 self.rendered.pop(panel_id, None)
                 self.dirty.add(panel_id)
-        names = [[pod_id, key] for key, pod_id in self.pod_ids.items() if key in self.pods]
         pending = self.transitions[self.sent_transitions :]
         state = {
             "type": "state",
@@ -885,15 +880,7 @@ class FrameBuilder(SessionListener):
                 "api": self._rows_html("api", list(self.api_rows)),
                 "events": self._rows_html("events", list(self.event_rows)),
             },
-            "canvas": {
-                "names": names,
-                "pods": [[entry[0], entry[1], entry[2], entry[3]] for entry in self.pods.values()],
-                "owners": self.owners,
-                "nodeNames": self.nodes,
-                "keys": self.keys,
-                "states": list(POD_STATES),
-                "pending": len(pending),
-            },
+            "canvas": self.pod_table(pending=len(pending)),
         }
         if timeline:  # only what earlier frames carried: the next frame sends the rest
             state["canvas"].update(
@@ -905,6 +892,30 @@ class FrameBuilder(SessionListener):
         text = _wire(state)
         self._state_cache = (key, text)
         return text
+
+
+    def state_panel_ids(self, focus: list[tuple[str, str]] | None) -> list[str]:
+        """The panels a state carries for a viewer focused on `focus` (the owners refreshed
+        first): every panel, those shown on change, the focused ones, the inspector and truth
+        panels of each focused key; each once, in that order."""
+        self._refresh_owners()
+        ids = self._panel_ids() + list(panels.ON_CHANGE) + self.focused_panel_ids()
+        for controller, key in focus or []:
+            ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
+        return list(dict.fromkeys(ids))
+
+    def pod_table(self, *, pending: int) -> Obj:
+        """The state's canvas: the whole pod table (names, pods, owners, nodes, keys, states),
+        `pending` transitions the next frame carries."""
+        return {
+            "names": [[pod_id, key] for key, pod_id in self.pod_ids.items() if key in self.pods],
+            "pods": [[entry[0], entry[1], entry[2], entry[3]] for entry in self.pods.values()],
+            "owners": self.owners,
+            "nodeNames": self.nodes,
+            "keys": self.keys,
+            "states": list(POD_STATES),
+            "pending": pending,
+        }
 
 
 def _capped(log: str, rows: list[Obj], limit: int) -> list[Obj]:

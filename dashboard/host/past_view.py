@@ -27,7 +27,7 @@ import pickle
 import time
 from typing import Any
 
-from controlplane.simulation import POD_STATES, Simulation, trace_row
+from controlplane.simulation import Simulation, trace_row
 from dashboard.host import panels
 from dashboard.host import rows as log_rows
 from dashboard.host.frames import _wire
@@ -76,36 +76,23 @@ class PastView:
         hosted.focus("past", keys)
         hosted.focus_owner("past", owner)  # a page focused on one owner: its queue, its expectations
         frames.seq += 1  # a new moment: never the state of another
-        frames._refresh_owners()
-        ids = frames._panel_ids() + list(panels.ON_CHANGE) + frames.focused_panel_ids()
-        for controller, key in keys:
-            ids += [panels.inspector_id(controller, key), panels.truth_id(controller, key)]
         contexts = {}
-        for panel_id in dict.fromkeys(ids):
+        for panel_id in frames.state_panel_ids(keys):
             if panel_id not in PAST_PANELS_DROPPED:
                 context = panels.context(hosted, panel_id)
                 context.pop("sim", None)  # the world itself: no template reads it
                 contexts[panel_id] = context
         rows = {
             "trace": [trace_row(r, text=False) for r in frames.trace_rows],
-            "api": [frames._api_row(r) for r in frames.api_rows],
+            "api": [frames.api_row(r) for r in frames.api_rows],
             "events": list(frames.event_rows),
         }
-        names = [[pod_id, key] for key, pod_id in frames.pod_ids.items() if key in frames.pods]
         model = {
             "seq": frames.seq,
             "status": panels.status(hosted),
             "contexts": contexts,
             "rows": rows,
-            "canvas": {
-                "names": names,
-                "pods": [[entry[0], entry[1], entry[2], entry[3]] for entry in frames.pods.values()],
-                "owners": frames.owners,
-                "nodeNames": frames.nodes,
-                "keys": frames.keys,
-                "states": list(POD_STATES),
-                "pending": 0,
-            },
+            "canvas": frames.pod_table(pending=0),
         }
         return base64.b64encode(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)).decode()
 

@@ -59,7 +59,7 @@ def trace_rows(rows: Iterable[Obj]) -> str:
 
 
 def api_rows(rows: Iterable[Obj]) -> str:
-    """Rows of `FrameBuilder._api_row`: one API call, its answer and latency."""
+    """Rows of `FrameBuilder.api_row`: one API call, its answer and latency."""
     out = []
     for r in rows:
         seq, at = _v(r, "seq"), _t(r.get("at"))
