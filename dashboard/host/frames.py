@@ -855,7 +855,9 @@ class FrameBuilder(SessionListener):
         """Everything, for a viewer that (re)connects: every panel (but those in `leave_out`),
         the last rows of each log, the whole pod table and (`timeline`) the timeline's history.
         The next frame continues from it (same `seq`)."""
-        key = (self.seq, tuple(sorted(focus or [])), tuple(self.focused_panel_ids()), leave_out, timeline)
+        # The world's position too: a step between two frames moves it without a new frame.
+        where = self.hosted.sim.position()
+        key = (self.seq, where, tuple(sorted(focus or [])), tuple(self.focused_panel_ids()), leave_out, timeline)
         if self._state_cache is not None and self._state_cache[0] == key:
             return self._state_cache[1]  # several viewers (re)connecting between two frames
         rendered = {}
