@@ -469,12 +469,19 @@ KINDS: dict[str, GoType] = {
                     "availableReplicas": INT32,
                     "unavailableReplicas": INT32,
                     "terminatingReplicas": INT32,
-                    "conditions": _condition(
-                        "DeploymentCondition",
-                        "lastUpdateTime",
-                        "lastTransitionTime",
-                        package=APPS_V1,
-                        required=("type", "status"),
+                    "conditions": _list(
+                        _struct(
+                            "DeploymentCondition",
+                            {
+                                "type": STRING,
+                                "status": STRING,
+                                "lastUpdateTime": TIME,
+                                "lastTransitionTime": TIME,
+                                "reason": STRING,
+                                "message": STRING,
+                            },
+                            package=APPS_V1,
+                        )
                     ),
                     "collisionCount": INT32,
                 },
@@ -482,6 +489,7 @@ KINDS: dict[str, GoType] = {
             ),
         },
         package=APPS_V1,
+        required=("spec",),
     ),
     "replicationcontrollers": _kind(
         "ReplicationController",
