@@ -101,7 +101,8 @@ def test_a_v1_5_run_is_deterministic():
         ),
         (
             "controllerVersion: {statefulset: v1.5}",
-            "config.controllerVersion.statefulset: unknown controller (one of replicaset, replicationcontroller, deployment)",
+            "config.controllerVersion.statefulset: unknown controller "
+            "(one of replicaset, replicationcontroller, deployment)",
         ),
         (
             "controllerVersion: {deployment: v1.5}",
