@@ -48,14 +48,36 @@ from controlplane.informers import (
     split_meta_namespace_key,
 )
 from controlplane.kernel import Kernel
-from controlplane.labels import selector_from_label_selector
+from controlplane.labels import Selector, selector_from_label_selector
 from controlplane.podutil import controller_ref
+from controlplane.replicaset.kinds import ControllerKind
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index, pod_controller_index_key
 from controlplane.trace import NULL_TRACE, Trace
 
 Obj = dict[str, Any]
 
 MAX_RETRIES = 15  # deployment_controller.go maxRetries
+
+
+def deployment_selector(d: Obj) -> Selector:
+    return selector_from_label_selector(d["spec"].get("selector"))
+
+
+def deployment_lister_selector(d: Obj) -> Selector | None:
+    try:
+        return deployment_selector(d)
+    except ValueError:
+        return None
+
+
+# The controlled kind as the session's views and the oracles read every controller's `kind`
+# (name, kind, resource, component, selector): a Deployment's selector is a LabelSelector.
+DEPLOYMENT_KIND = ControllerKind(
+    spec=DEPLOYMENT,
+    enable_status_terminating_replicas=True,
+    selector=deployment_selector,
+    lister_selector=deployment_lister_selector,
+)
 
 
 class DeploymentMetrics:
@@ -81,6 +103,7 @@ class DeploymentController(SyncMixin, RollingMixin, RecreateMixin, ProgressMixin
     ) -> None:
         super().__init__(kernel, client, spec, config or ControllerConfig(), trace=trace or NULL_TRACE)
         self.owned = spec.owns[0]  # ReplicaSets
+        self.kind = DEPLOYMENT_KIND
         self.sync_handler = self.handle_err_sync
         self._build()
 
