@@ -765,8 +765,8 @@ class Simulation:
             controller.set_consistency_gate(new.stale_controller_consistency)
             if "watchLatency" in changes:
                 controller.config.watch_latency = new.watch_latency
-                controller.pod_informer.reflector.set_watch_latency(new.watch_latency)
-                controller.rs_informer.reflector.set_watch_latency(new.watch_latency)
+                for informer in controller.informers:
+                    informer.reflector.set_watch_latency(new.watch_latency)
             if "workers" in changes:
                 controller.set_workers(new.workers)
             if "resyncPeriod" in changes:
