@@ -36,6 +36,11 @@ class ClaimError(Exception):
 
 
 class PodControllerRefManager:
+    """ClaimPods; `ReplicaSetControllerRefManager` below claims ReplicaSets with the same
+    `ClaimObject` rules (upstream's BaseControllerRefManager, shared by both)."""
+
+    object_kind = "Pod"  # what adopt/release errors call the claimed object
+
     def __init__(
         self,
         pod_control: RealPodControl,
@@ -119,7 +124,8 @@ class PodControllerRefManager:
         meta = pod["metadata"]
         err = await self.can_adopt()
         if err is not None:
-            raise AdoptError(f"can't adopt Pod {meta['namespace']}/{meta['name']} ({meta['uid']}): {err}")
+            what = f"{self.object_kind} {meta['namespace']}/{meta['name']} ({meta['uid']})"
+            raise AdoptError(f"can't adopt {what}: {err}")
         controller_meta = self.controller["metadata"]
         patch = {
             "metadata": {
@@ -136,7 +142,7 @@ class PodControllerRefManager:
                 "uid": meta["uid"],
             }
         }
-        await self.pod_control.patch_pod(meta["namespace"], meta["name"], patch)
+        await self._patch_object(meta["namespace"], meta["name"], patch)
         self.adopted.append(meta["name"])
 
     async def release_pod(self, pod: Obj) -> None:
@@ -148,13 +154,48 @@ class PodControllerRefManager:
             }
         }
         try:
-            await self.pod_control.patch_pod(meta["namespace"], meta["name"], patch)
+            await self._patch_object(meta["namespace"], meta["name"], patch)
         except ApiError as exc:
             # The pod is gone, or no longer ours (422): either way, nothing to release.
             if is_not_found(exc) or is_invalid(exc):
                 return
             raise
         self.released.append(meta["name"])
+
+
+    async def _patch_object(self, namespace: str, name: str, patch: Obj) -> Obj:
+        """The strategic merge PATCH of an adoption or release (RealPodControl.PatchPod)."""
+        return await self.pod_control.patch_pod(namespace, name, patch)
+
+
+class ReplicaSetControllerRefManager(PodControllerRefManager):
+    """`NewReplicaSetControllerRefManager(...).ClaimReplicaSets`: the same claim rules over
+    ReplicaSets, adopting and releasing them by a strategic merge PATCH on `replicasets`
+    (RealRSControl.PatchReplicaSet; deployment spec D5.2). `rs_control` is the controller's
+    client, `resource` the ReplicaSets' API resource."""
+
+    object_kind = "ReplicaSet"
+
+    def __init__(
+        self,
+        rs_control: Any,
+        controller: Obj,
+        selector: Selector,
+        api_version: str,
+        kind: str,
+        can_adopt: Callable[[], Awaitable[Exception | None]],
+        resource: str,
+    ) -> None:
+        super().__init__(rs_control, controller, selector, api_version, kind, can_adopt)
+        self.rs_control = rs_control
+        self.resource = resource
+
+    async def claim_replica_sets(self, sets: list[Obj]) -> tuple[list[Obj], ClaimError | None]:
+        return await self.claim_pods(sets)
+
+    async def _patch_object(self, namespace: str, name: str, patch: Obj) -> Obj:
+        patched: Obj = await self.rs_control.patch(self.resource, namespace, name, patch, patch_type="strategic")
+        return patched
 
 
 class AdoptError(Exception):

@@ -48,7 +48,9 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 
 # The owner graph: every kind a controller owns or controls (controlplane.controllers), in the
-# registry's order (the informers start in it).
+# registry's order (the informers start in it). A world passes its own (`resources`): the
+# resources of the controllers it runs or runs by default (`Registry.in_world`), so a controller
+# that is off by default adds no watch to a world that does not run it.
 WATCHED_RESOURCES = REGISTRY.managed_resources()
 FINALIZER_ORPHAN = "orphan"
 FINALIZER_FOREGROUND = "foregroundDeletion"
@@ -130,7 +132,9 @@ class GarbageCollector:
         *,
         delay: float = 0.0,
         workers: int = DEFAULT_WORKERS,
+        resources: tuple[str, ...] = WATCHED_RESOURCES,
     ) -> None:
+        self.resources = resources
         self.server = server
         self.kernel = kernel
         self.client = client
@@ -156,7 +160,7 @@ class GarbageCollector:
         if self._running:
             return
         self._running = True
-        for resource in WATCHED_RESOURCES:
+        for resource in self.resources:
             self._open_watch(resource, None)
         for i in range(self.workers):
             self._tasks.append(self.kernel.spawn(self._worker(), f"garbage-collector/worker-{i}"))

@@ -642,7 +642,7 @@ def _check_quiescent(
         snap = controller.expectations.snapshot(key)
         if snap is not None and not snap["fulfilled"] and not snap["expired"]:
             problems.append(f"expectations of {key} unsatisfied (add={snap['add']}, del={snap['del']})")
-    for informer in (controller.pod_informer, controller.rs_informer):
+    for informer in controller.informers:
         if informer.reflector.paused:
             problems.append(f"informer {informer.name} still paused")
         cached = {meta_namespace_key(o): o["metadata"]["resourceVersion"] for o in informer.indexer.list()}

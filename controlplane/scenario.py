@@ -118,7 +118,7 @@ def default_config() -> dict[str, Any]:
     config: dict[str, Any] = {key: spec[1] for key, spec in CONFIG_SCALARS.items()}
     config["featureGates"] = dict(FEATURE_GATES)
     config["whatIf"] = dict(WHAT_IF)
-    config["controllers"] = list(CONTROLLERS)
+    config["controllers"] = list(REGISTRY.default_names())  # the Deployment controller is opt-in
     config["manualWorkers"] = []
     config["controllerVersion"] = {spec.name: spec.default_version.version for spec in REGISTRY.specs}
     config["enableGarbageCollector"] = True  # --enable-garbage-collector

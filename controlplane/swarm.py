@@ -32,7 +32,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from controlplane.controllers.registry import CONTROLLERS, REGISTRY, REPLICA_SET, REPLICATION_CONTROLLER, by_kind
+from controlplane.controllers.registry import REGISTRY as _ALL_CONTROLLERS
+from controlplane.controllers.registry import REPLICA_SET, REPLICATION_CONTROLLER, by_kind
 from controlplane.gcpolicy import simulation_gc
 from controlplane.kernel import Rng, seeded_rng
 from controlplane.oracles import OracleReport, SafetyMonitor, TraceDigest, Violation, check_liveness, liveness_bound
@@ -47,6 +48,12 @@ DEFAULT_QUIET = 600.0
 """Seconds of calm after the lift: ≥ the 5-minute expectations TTL + one resync + slack for the
 back-offs the lift leaves behind (relists ≤ 30 s, pod restarts, node recovery)."""
 LIFT_GAP = 1.0
+
+# The swarm's worlds run the controllers that are on by default, and it draws from those only
+# (an off-by-default controller, the Deployment one, would change every case's draws).
+REGISTRY = _ALL_CONTROLLERS.defaults()
+CONTROLLERS = REGISTRY.specs
+
 
 APPS = ("web", "api", "db")
 TIERS = ("front", "back")

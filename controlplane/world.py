@@ -74,10 +74,10 @@ from controlplane.workqueue import DelayingQueue
 Obj = dict[str, Any]
 
 CLUSTER_SCOPED = {"nodes", "namespaces"}
-# The kinds the controllers control, in the registry's order: the snapshot's owners.
-OWNER_KINDS = REGISTRY.kinds()
-# The report's `objects`, in this order (docs/scenarios.md): the controllers' kinds, then the rest.
-REPORT_KINDS = (*OWNER_KINDS, "Pod", "Node", "Event")
+# The kinds a world reports and snapshots are its own (`Simulation.owner_kinds`, `report_kinds`:
+# the controllers' kinds, then Pod, Node, Event; docs/scenarios.md): the kinds of the controllers
+# it runs or runs by default (`Registry.in_world`), so a controller that is off by default (the
+# Deployment controller) changes nothing in a world that does not run it.
 NODE_CONFIG_KEYS = (
     "nodes",
     "podStartup",
@@ -157,12 +157,16 @@ class Simulation:
         self.server = APIServer(self.kernel, self.trace)
         self.server.max_pods = self.limits.pods
         self.clients: dict[str, Client] = {}
+        registry = REGISTRY.in_world(self.config["controllers"])
+        self.owner_kinds = registry.kinds()
+        self.report_kinds = (*self.owner_kinds, "Pod", "Node", "Event")
         self.gc = GarbageCollector(
             self.server,
             self.kernel,
             self._client("garbage-collector"),
             self.trace,
             delay=self.config["watchLatency"],
+            resources=registry.managed_resources(),
         )
         self.nodes = NodeSimulator(self.server, self.kernel, self.trace, self._node_config())
         self.namespaces = NamespaceController(
@@ -767,8 +771,8 @@ class Simulation:
             controller.set_consistency_gate(new.stale_controller_consistency)
             if "watchLatency" in changes:
                 controller.config.watch_latency = new.watch_latency
-                controller.pod_informer.reflector.set_watch_latency(new.watch_latency)
-                controller.rs_informer.reflector.set_watch_latency(new.watch_latency)
+                for informer in controller.informers:
+                    informer.reflector.set_watch_latency(new.watch_latency)
             if "workers" in changes:
                 controller.set_workers(new.workers)
             if "resyncPeriod" in changes:
@@ -967,7 +971,7 @@ class Simulation:
     # -- views ------------------------------------------------------------------------------
     def snapshot(self, recent: int = 200) -> Obj:
         server = self.server
-        objects = {kind: [o for o in server.objects(KIND_RESOURCES[kind])] for kind in OWNER_KINDS}
+        objects = {kind: [o for o in server.objects(KIND_RESOURCES[kind])] for kind in self.owner_kinds}
         return {
             "time": self.kernel.now,
             "seed": self.seed,
@@ -993,7 +997,9 @@ class Simulation:
 
     def report(self) -> Obj:
         server = self.server
-        objects = {kind: [copy.deepcopy(o) for o in server.objects(KIND_RESOURCES[kind])] for kind in REPORT_KINDS}
+        objects = {
+            kind: [copy.deepcopy(o) for o in server.objects(KIND_RESOURCES[kind])] for kind in self.report_kinds
+        }
         return self._report(objects)
 
     def report_json(self) -> str:
@@ -1004,7 +1010,7 @@ class Simulation:
         compact = (",", ":")
         kinds = ",".join(
             f"{json.dumps(kind)}:{json.dumps(list(self.server.objects(KIND_RESOURCES[kind])), separators=compact)}"
-            for kind in REPORT_KINDS
+            for kind in self.report_kinds
         )
         shell = self._report({})
         parts = []
@@ -1023,7 +1029,9 @@ class Simulation:
         return {
             "time": self.kernel.now,
             "apiCalls": [{k: r[k] for k in keys} for _, r in indexed],
-            "objects": {kind: list(server.objects(KIND_RESOURCES[kind])) for kind in (*OWNER_KINDS, "Pod", "Event")},
+            "objects": {
+                kind: list(server.objects(KIND_RESOURCES[kind])) for kind in (*self.owner_kinds, "Pod", "Event")
+            },
             "statusHistory": self.history.status_history,
         }
 

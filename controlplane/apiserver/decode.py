@@ -142,6 +142,8 @@ def _map(item: GoType, name: str | None = None) -> GoType:
 
 
 ANY = GoType(_ANY, "interface {}")
+# intstr.IntOrString (maxSurge, maxUnavailable): an int or a string; validation.py checks it.
+INT_OR_STRING = GoType(_ANY, "intstr.IntOrString")
 OBJECT = GoType(_OBJECT, "map[string]interface {}")  # a struct the simulator does not model
 STRING = GoType(_STRING, "string")
 BOOL = GoType(_BOOL, "bool")
@@ -424,6 +426,67 @@ KINDS: dict[str, GoType] = {
                 required=("selector",),
             ),
             "status": _replicas_status("ReplicaSetStatus", "ReplicaSetCondition", APPS_V1, ()),
+        },
+        package=APPS_V1,
+        required=("spec",),
+    ),
+    "deployments": _kind(
+        "Deployment",
+        {
+            "spec": _struct(
+                "DeploymentSpec",
+                {
+                    "replicas": INT32,
+                    "selector": LABEL_SELECTOR,
+                    "template": POD_TEMPLATE_SPEC,
+                    "strategy": _struct(
+                        "DeploymentStrategy",
+                        {
+                            "type": STRING,
+                            "rollingUpdate": _struct(
+                                "RollingUpdateDeployment",
+                                {"maxUnavailable": INT_OR_STRING, "maxSurge": INT_OR_STRING},
+                                package=APPS_V1,
+                            ),
+                        },
+                        package=APPS_V1,
+                    ),
+                    "minReadySeconds": INT32,
+                    "revisionHistoryLimit": INT32,
+                    "paused": BOOL,
+                    "progressDeadlineSeconds": INT32,
+                },
+                package=APPS_V1,
+                required=("selector", "template"),
+            ),
+            "status": _struct(
+                "DeploymentStatus",
+                {
+                    "observedGeneration": INT64,
+                    "replicas": INT32,
+                    "updatedReplicas": INT32,
+                    "readyReplicas": INT32,
+                    "availableReplicas": INT32,
+                    "unavailableReplicas": INT32,
+                    "terminatingReplicas": INT32,
+                    "conditions": _list(
+                        _struct(
+                            "DeploymentCondition",
+                            {
+                                "type": STRING,
+                                "status": STRING,
+                                "lastUpdateTime": TIME,
+                                "lastTransitionTime": TIME,
+                                "reason": STRING,
+                                "message": STRING,
+                            },
+                            package=APPS_V1,
+                        )
+                    ),
+                    "collisionCount": INT32,
+                },
+                package=APPS_V1,
+            ),
         },
         package=APPS_V1,
         required=("spec",),

@@ -73,6 +73,7 @@ SELECTABLE_FIELDS: dict[str, dict[str, Getter]] = {
         "status.nominatedNodeName": _path("status", "nominatedNodeName"),
     },
     "replicasets": {**_META, "status.replicas": _replicas},
+    "deployments": dict(_META),
     "replicationcontrollers": {**_META, "status.replicas": _replicas},
     "events": {
         **_META,

@@ -83,6 +83,9 @@ RESOURCES: dict[str, ResourceInfo] = {
         ResourceInfo(
             "replicasets", "replicaset", "ReplicaSet", "apps", "v1", True, ("rs",), ("all",), ("status", "scale")
         ),
+        ResourceInfo(
+            "deployments", "deployment", "Deployment", "apps", "v1", True, ("deploy",), ("all",), ("status", "scale")
+        ),
     )
 }
 

@@ -118,6 +118,7 @@ PATCH_TYPES = {
 _REGISTRY_PREFIX = {
     "pods": "pods",
     "replicasets": "replicasets",
+    "deployments": "deployments",
     "replicationcontrollers": "controllers",
     "nodes": "minions",
     "namespaces": "namespaces",
@@ -1052,7 +1053,7 @@ class APIServer:
     def _scale_of(self, info: ResourceInfo, obj: Obj) -> Obj:
         meta = obj["metadata"]
         spec = obj.get("spec") or {}
-        if info.plural == "replicasets":
+        if info.group == "apps":  # a LabelSelector (ReplicaSets, Deployments); an RC's is a map
             try:
                 selector = str(labels.selector_from_label_selector(spec.get("selector")))
             except ValueError:

@@ -563,6 +563,85 @@ class ReplicationControllerStrategy(ReplicaSetStrategy):
         return v.validate_replication_controller_status_update(new, old)
 
 
+class DeploymentStrategy(Strategy):
+    """pkg/registry/apps/deployment/strategy.go with SetDefaults_Deployment (deployment spec
+    D15): generation 1 on create, +1 on an update that changes the spec or the annotations; the
+    status endpoint keeps the stored spec and labels."""
+
+    gc_policy = DELETE_DEPENDENTS
+    has_generation = True
+    has_status = True
+
+    def default(self, obj: Obj) -> None:
+        # SetDefaults_Deployment (D15.1-D15.3).
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return
+        missing: Obj = {}
+        if spec.get("replicas") is None:
+            missing["replicas"] = 1
+        strategy = spec.get("strategy")
+        strategy = dict(strategy) if isinstance(strategy, dict) else {}
+        changed = False
+        if not strategy.get("type"):
+            strategy["type"] = "RollingUpdate"
+            changed = True
+        if strategy["type"] == "RollingUpdate":
+            rolling = strategy.get("rollingUpdate")
+            rolling = dict(rolling) if isinstance(rolling, dict) else {}
+            for key in ("maxUnavailable", "maxSurge"):
+                if rolling.get(key) is None:
+                    rolling[key] = "25%"
+                    changed = True
+            if rolling != strategy.get("rollingUpdate"):
+                strategy["rollingUpdate"] = rolling
+                changed = True
+        if changed:
+            missing["strategy"] = strategy
+        if spec.get("revisionHistoryLimit") is None:
+            missing["revisionHistoryLimit"] = 10
+        if spec.get("progressDeadlineSeconds") is None:
+            missing["progressDeadlineSeconds"] = 600
+        template = spec.get("template")
+        defaulted = _default_template(template)
+        if defaulted is not template:
+            missing["template"] = defaulted
+        if missing:
+            obj["spec"] = {**spec, **missing}
+
+    def default_for_status_update(self, obj: Obj) -> None:
+        pass  # deployments/status keeps the stored spec
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        obj["metadata"]["generation"] = 1
+        obj["status"] = {}
+
+    def prepare_for_update(self, new: Obj, old: Obj) -> None:
+        _keep(new, old, "status")
+        # deploymentStrategy.PrepareForUpdate: spec or annotations changed → generation + 1.
+        if new.get("spec") != old.get("spec") or (new["metadata"].get("annotations") or {}) != (
+            old["metadata"].get("annotations") or {}
+        ):
+            new["metadata"]["generation"] = (old["metadata"].get("generation") or 0) + 1
+
+    def prepare_for_status_update(self, new: Obj, old: Obj) -> None:
+        _keep(new, old, "spec")
+        labels = old["metadata"].get("labels")
+        if labels is None:
+            new["metadata"].pop("labels", None)
+        else:
+            new["metadata"]["labels"] = labels
+
+    def validate(self, obj: Obj) -> list[Cause]:
+        return v.validate_deployment(obj)
+
+    def validate_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return v.validate_deployment_update(new, old)
+
+    def validate_status_update(self, new: Obj, old: Obj) -> list[Cause]:
+        return v.validate_deployment_status_update(new, old)
+
+
 class NodeStrategy(Strategy):
     has_status = True
 
@@ -621,6 +700,7 @@ class EventStrategy(Strategy):
 _STRATEGIES: dict[str, type[Strategy]] = {
     "pods": PodStrategy,
     "replicasets": ReplicaSetStrategy,
+    "deployments": DeploymentStrategy,
     "replicationcontrollers": ReplicationControllerStrategy,
     "nodes": NodeStrategy,
     "namespaces": NamespaceStrategy,

@@ -20,6 +20,7 @@ Guarantees
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -602,6 +603,129 @@ def validate_replica_set_status_update(new: Obj, old: Obj) -> list[Cause]:
     terminating = (new.get("status") or {}).get("terminatingReplicas")
     if terminating is not None:
         causes.extend(validate_nonnegative(terminating, "status.terminatingReplicas"))
+    return causes
+
+
+# -- Deployments (pkg/apis/apps/validation ValidateDeployment*, deployment spec D15.6) ---------------
+_PERCENT = re.compile(r"^[0-9]+%$")
+DEPLOYMENT_STRATEGY_TYPES = ["Recreate", "RollingUpdate"]
+
+
+def _int_or_percent(value: Any, field: str) -> tuple[list[Cause], int | None, bool]:
+    """ValidatePositiveIntOrPercent: (causes, the number, whether it is a percentage)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return [invalid(field, value, "must be an integer or percentage (e.g '5%')")], None, False
+    if isinstance(value, str):
+        if not _PERCENT.match(value):
+            detail = (
+                "a valid percent string must be a numeric string followed by an ending '%' "
+                "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
+            )
+            return [invalid(field, value, detail)], None, True
+        return [], int(value[:-1]), True
+    if value < 0:
+        return [invalid(field, value, "must be greater than or equal to 0")], value, False
+    return [], value, False
+
+
+def _validate_rolling_update(rolling: Any, path: str) -> list[Cause]:
+    if not isinstance(rolling, dict):
+        return [required(path, "this should be defaulted and never be nil")]
+    causes, unavailable, unavailable_percent = _int_or_percent(rolling.get("maxUnavailable"), f"{path}.maxUnavailable")
+    more, surge, _ = _int_or_percent(rolling.get("maxSurge"), f"{path}.maxSurge")
+    causes.extend(more)
+    if unavailable_percent and unavailable is not None and unavailable > 100:
+        causes.append(invalid(f"{path}.maxUnavailable", rolling.get("maxUnavailable"), "must not be greater than 100%"))
+    if unavailable == 0 and surge == 0:
+        causes.append(
+            invalid(f"{path}.maxUnavailable", rolling.get("maxUnavailable"), "may not be 0 when `maxSurge` is 0")
+        )
+    return causes
+
+
+def validate_deployment_spec(spec: Any) -> list[Cause]:
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    causes = validate_nonnegative(spec.get("replicas", 0), "spec.replicas")
+    selector = spec.get("selector")
+    if selector is None:
+        causes.append(required("spec.selector"))
+    else:
+        causes.extend(validate_label_selector(selector, "spec.selector"))
+        if isinstance(selector, dict) and not selector.get("matchLabels") and not selector.get("matchExpressions"):
+            causes.append(
+                invalid(
+                    "spec.selector", _Raw(label_selector_json(selector)), "empty selector is invalid for deployment"
+                )
+            )
+    try:
+        parsed = labels_mod.selector_from_label_selector(selector)
+    except (ValueError, TypeError, AttributeError):
+        shown = _Raw(label_selector_json(selector)) if isinstance(selector, dict) else selector
+        causes.append(invalid("spec.selector", shown, "invalid label selector"))
+    else:
+        causes.extend(_validate_template_for_controller(spec.get("template"), parsed, "spec.template", "ReplicaSet"))
+    strategy = spec.get("strategy") if isinstance(spec.get("strategy"), dict) else {}
+    kind = strategy.get("type") or ""
+    if not kind:
+        causes.append(required("spec.strategy.type"))
+    elif kind not in DEPLOYMENT_STRATEGY_TYPES:
+        causes.append(not_supported("spec.strategy.type", kind, DEPLOYMENT_STRATEGY_TYPES))
+    elif kind == "Recreate":
+        if strategy.get("rollingUpdate") is not None:
+            causes.append(
+                forbidden("spec.strategy.rollingUpdate", "may not be specified when strategy `type` is 'Recreate'")
+            )
+    else:
+        causes.extend(_validate_rolling_update(strategy.get("rollingUpdate"), "spec.strategy.rollingUpdate"))
+    if spec.get("revisionHistoryLimit") is not None:
+        causes.extend(validate_nonnegative(spec["revisionHistoryLimit"], "spec.revisionHistoryLimit"))
+    min_ready = spec.get("minReadySeconds", 0) or 0
+    causes.extend(validate_nonnegative(min_ready, "spec.minReadySeconds"))
+    deadline = spec.get("progressDeadlineSeconds")
+    if deadline is not None:
+        causes.extend(validate_nonnegative(deadline, "spec.progressDeadlineSeconds"))
+        if isinstance(deadline, int) and isinstance(min_ready, int) and deadline <= min_ready:
+            causes.append(invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"))
+    return causes
+
+
+def validate_deployment(d: Obj) -> list[Cause]:
+    causes = validate_object_meta(d["metadata"], True, names.name_is_dns_subdomain)
+    causes.extend(validate_deployment_spec(d.get("spec")))
+    return causes
+
+
+def validate_deployment_update(new: Obj, old: Obj) -> list[Cause]:
+    causes = validate_deployment(new)
+    causes.extend(validate_object_meta_update(new["metadata"], old["metadata"]))
+    new_selector = (new.get("spec") or {}).get("selector")
+    if new_selector != (old.get("spec") or {}).get("selector"):
+        shown = _Raw(label_selector_json(new_selector)) if isinstance(new_selector, dict) else new_selector
+        causes.append(invalid("spec.selector", shown, FIELD_IMMUTABLE_ERROR_MSG))
+    return _dedupe(causes)
+
+
+def validate_deployment_status_update(new: Obj, old: Obj) -> list[Cause]:
+    """ValidateDeploymentStatusUpdate: non-negative counters; collisionCount never decreases."""
+    causes = validate_object_meta_update(new["metadata"], old["metadata"])
+    status = new.get("status") if isinstance(new.get("status"), dict) else {}
+    for key in (
+        "observedGeneration",
+        "replicas",
+        "updatedReplicas",
+        "readyReplicas",
+        "availableReplicas",
+        "unavailableReplicas",
+        "terminatingReplicas",
+        "collisionCount",
+    ):
+        if status.get(key) is not None:
+            causes.extend(validate_nonnegative(status[key], f"status.{key}"))
+    old_count = (old.get("status") or {}).get("collisionCount")
+    new_count = status.get("collisionCount")
+    if old_count is not None and (new_count is None or new_count < old_count):
+        causes.append(invalid("status.collisionCount", new_count, "cannot be decremented"))
     return causes
 
 

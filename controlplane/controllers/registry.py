@@ -40,11 +40,13 @@ Guarantees
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from controlplane.controllers.stages import (
+    DEPLOYMENT_STAGES,
+    DEPLOYMENT_WORKER,
     REPLICA_SET_STAGES,
     REPLICA_SET_WORKER,
     REPLICATION_MANAGER_STAGES,
@@ -104,6 +106,11 @@ class ControllerSpec:
     component: str  # Event source and client user agent: "replicaset-controller"
     owns: tuple[OwnedKind, ...]  # the kinds of its children
     versions: tuple[ControllerVersion, ...]
+    # On in a scenario that does not say `config.controllers`. A controller added later is off
+    # by default, so that today's scenarios keep their reports byte for byte: the report's
+    # `objects`, the garbage collector's informers and the fault swarm's draws read the
+    # controllers a world runs or runs by default (`Registry.in_world`), not every spec.
+    enabled_by_default: bool = True
 
     @property
     def group_resource(self) -> str:
@@ -188,7 +195,27 @@ REPLICATION_CONTROLLER = ControllerSpec(
     ),
 )
 
-CONTROLLERS: tuple[ControllerSpec, ...] = (REPLICA_SET, REPLICATION_CONTROLLER)
+DEPLOYMENT = ControllerSpec(
+    name="deployment",
+    kind="Deployment",
+    resource="deployments",
+    group="apps",
+    api_version="apps/v1",
+    queue_name="deployment",
+    component="deployment-controller",
+    owns=(OwnedKind("ReplicaSet", "replicasets", "apps/v1"),),
+    versions=(
+        ControllerVersion(
+            "v1.36",
+            "controlplane.deployment.deployment_controller:new_controller",
+            DEPLOYMENT_STAGES,
+            DEPLOYMENT_WORKER,
+        ),
+    ),
+    enabled_by_default=False,  # `config.controllers: [..., deployment]` turns it on
+)
+
+CONTROLLERS: tuple[ControllerSpec, ...] = (REPLICA_SET, REPLICATION_CONTROLLER, DEPLOYMENT)
 
 
 class Registry:
@@ -222,6 +249,22 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         """Every controller's name, in registry order."""
         return tuple(self._by_name)
+
+    def default_names(self) -> tuple[str, ...]:
+        """The controllers a scenario runs when its config does not name them, in registry order."""
+        return tuple(spec.name for spec in self.specs if spec.enabled_by_default)
+
+    def defaults(self) -> Registry:
+        """The registry of the controllers on by default (what the fault swarm draws from)."""
+        return Registry(tuple(spec for spec in self.specs if spec.enabled_by_default))
+
+    def in_world(self, running: Iterable[str]) -> Registry:
+        """The registry of a world running the controllers `running`: those, and those on by
+        default (a world that turns a default one off still reports its kind and still has the
+        garbage collector watch its resources, as before the registry had an off-by-default
+        controller), in registry order."""
+        names = set(running)
+        return Registry(tuple(spec for spec in self.specs if spec.enabled_by_default or spec.name in names))
 
     def stage_groups(self) -> list[dict[str, Any]]:
         """The sync stages of every controller version, grouped by stage table (the breakpoint

@@ -151,3 +151,91 @@ REPLICATION_MANAGER_STAGES: tuple[SyncStage, ...] = (
         "calculateStatus, then UpdateStatus if anything changed (one retry after a GET).",
     ),
 )
+
+# -- v1.36: the Deployment controller (controlplane.deployment) -------------------------------------
+# deployment_controller.go at the same pinned commit as the ReplicaSet controller's replica_set.go
+# (pohly/kubernetes bf9daf44, a snapshot of upstream master; 629 lines, counted in that commit's
+# text): processNextWorkItem L454, getReplicaSetsForDeployment L492 (ClaimReplicaSets L516),
+# getPodMapForDeployment L525, syncDeployment L542: dLister.Get L556, getReplicaSetsForDeployment
+# call L580, syncStatusOnly L586, checkPausedConditions L592, sync (paused) L597, rollback L603,
+# isScalingEvent L607, sync (scaling event) L612, getPodMapForDeployment call L619,
+# rolloutRecreate L623, rolloutRolling L625. sync.go, rolling.go, recreate.go and progress.go are
+# not in that snapshot and the stored kubernetes/kubernetes copies that could be read are older
+# (extensions/v1beta1-era) revisions, so a stage of a function of theirs links to the call in
+# syncDeployment that leads to it, as the ReplicaSet table does for controller_utils.go.
+_DEPLOYMENT_GO = (
+    f"https://github.com/pohly/kubernetes/blob/{RS_COMMIT}/pkg/controller/deployment/deployment_controller.go"
+)
+DEPLOYMENT_WORKER = f"{_DEPLOYMENT_GO}#L454"
+_SYNC_STATUS_ONLY = f"{_DEPLOYMENT_GO}#L586"
+_PAUSED_SYNC = f"{_DEPLOYMENT_GO}#L597"
+_RECREATE = f"{_DEPLOYMENT_GO}#L623"
+_ROLLING = f"{_DEPLOYMENT_GO}#L625"
+DEPLOYMENT_STAGES: tuple[SyncStage, ...] = (
+    SyncStage("get", "syncDeployment: dLister.Get", f"{_DEPLOYMENT_GO}#L556", "D4.2"),
+    SyncStage(
+        "getReplicaSetsForDeployment",
+        "getReplicaSetsForDeployment → ClaimReplicaSets",
+        f"{_DEPLOYMENT_GO}#L492",
+        "D5.1",
+        "List the namespace's ReplicaSets; adopt matching orphans, release owned ones that no longer match.",
+    ),
+    SyncStage("syncStatusOnly", "syncStatusOnly", _SYNC_STATUS_ONLY, "D4.6", "Being deleted: status only."),
+    SyncStage(
+        "checkPausedConditions",
+        "checkPausedConditions",
+        f"{_DEPLOYMENT_GO}#L592",
+        "D12.7",
+        "Progressing=Unknown DeploymentPaused / DeploymentResumed, so a pause does not count toward the deadline.",
+    ),
+    SyncStage("sync", "sync", _PAUSED_SYNC, "D10.1", "Paused or scaled: scale, clean up (paused), status."),
+    SyncStage("rollback", "rollback", f"{_DEPLOYMENT_GO}#L603", "D13.2", "The legacy rollback annotation."),
+    SyncStage(
+        "isScalingEvent",
+        "isScalingEvent",
+        f"{_DEPLOYMENT_GO}#L607",
+        "D10.2",
+        "Does an active ReplicaSet's desired-replicas annotation differ from spec.replicas?",
+    ),
+    SyncStage(
+        "getNewReplicaSet",
+        "getAllReplicaSetsAndSyncRevision → getNewReplicaSet",
+        f"{_DEPLOYMENT_GO}#L607",
+        "D6.5",
+        "Find the ReplicaSet of the current template (sync its revision), or create it.",
+    ),
+    SyncStage(
+        "scale", "scale", f"{_DEPLOYMENT_GO}#L612", "D10.3", "Scale one active ReplicaSet, or all proportionally."
+    ),
+    SyncStage("getPodMapForDeployment", "getPodMapForDeployment", f"{_DEPLOYMENT_GO}#L619", "D5.3"),
+    SyncStage("rolloutRecreate", "rolloutRecreate", _RECREATE, "D9.1"),
+    SyncStage("scaleDownOldReplicaSetsForRecreate", "scaleDownOldReplicaSetsForRecreate", _RECREATE, "D9.1"),
+    SyncStage("oldPodsRunning", "oldPodsRunning", _RECREATE, "D9.1", "Is any old pod not yet Failed or Succeeded?"),
+    SyncStage("scaleUpNewReplicaSetForRecreate", "scaleUpNewReplicaSetForRecreate", _RECREATE, "D9.1"),
+    SyncStage("rolloutRolling", "rolloutRolling", _ROLLING, "D8.1"),
+    SyncStage(
+        "reconcileNewReplicaSet",
+        "reconcileNewReplicaSet",
+        _ROLLING,
+        "D8.2",
+        "Scale the new ReplicaSet up to the surge.",
+    ),
+    SyncStage(
+        "reconcileOldReplicaSets",
+        "reconcileOldReplicaSets",
+        _ROLLING,
+        "D8.3",
+        "maxScaledDown = all - minAvailable - new unavailable.",
+    ),
+    SyncStage("cleanupUnhealthyReplicas", "cleanupUnhealthyReplicas", _ROLLING, "D8.4"),
+    SyncStage("scaleDownOldReplicaSetsForRollingUpdate", "scaleDownOldReplicaSetsForRollingUpdate", _ROLLING, "D8.5"),
+    SyncStage("cleanupDeployment", "cleanupDeployment", _ROLLING, "D11", "Delete old ReplicaSets beyond the limit."),
+    SyncStage(
+        "syncRolloutStatus",
+        "syncRolloutStatus",
+        _ROLLING,
+        "D12.6",
+        "Status, the Progressing condition, and the requeue at the progress deadline.",
+    ),
+    SyncStage("syncDeploymentStatus", "syncDeploymentStatus", _PAUSED_SYNC, "D12.1"),
+)

@@ -71,7 +71,7 @@ def quiet(sim: Simulation) -> bool:
             return False
         if any(w["readyAt"] <= now + IDLE_HORIZON for w in snap["waiting"]):
             return False
-        if c.pod_informer.lag() or c.rs_informer.lag():
+        if any(informer.lag() for informer in c.informers):
             return False
     return sim.settling() is None
 
@@ -101,7 +101,7 @@ def stuck(sim: Simulation, goal: Goal) -> str | None:
     for c in sim.controllers.values():
         if c.config.manual_workers:
             continue
-        for informer in (c.pod_informer, c.rs_informer):
+        for informer in c.informers:
             due = informer.next_resync()
             if due is not None and due <= goal.until:
                 return None  # a periodic resync (v1.5's every 10 minutes) queues the keys again

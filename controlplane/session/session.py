@@ -388,7 +388,7 @@ class Session:
     def _informer_lags(self) -> list[Obj]:
         out = []
         for c in self.sim.controllers.values():
-            for informer in (c.pod_informer, c.rs_informer):
+            for informer in c.informers:
                 out.append({"name": informer.name, "resource": informer.resource, "lag": informer.lag()})
         return out
 

@@ -237,7 +237,7 @@ def informers(session: Session) -> Obj:
     revision = sim.server.revision
     rows = []
     for name, c in sim.controllers.items():
-        for informer in (c.pod_informer, c.rs_informer):
+        for informer in c.informers:
             snap = informer.snapshot(revision)
             snap["controller"] = name
             snap["store_count"] = sim.server.count(informer.resource)
@@ -319,7 +319,7 @@ def faults(session: Session) -> Obj:
     rules = [rule.describe() for rule in sim.faults.api_rules]
     paused = []
     for name, c in sim.controllers.items():
-        for informer in (c.pod_informer, c.rs_informer):
+        for informer in c.informers:
             if informer.reflector.paused:
                 paused.append({"controller": name, "informer": informer.name, "resource": informer.resource})
     node_names = sorted(sim.nodes.kubelets, key=node_order)

@@ -66,7 +66,12 @@ ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
 # Each controller version's sync stages, with the upstream line each links to, and the line of
 # its worker loop (the inspector's first and last rows): the controller registry's
 # (controlplane.controllers, through the facade).
-_VERSIONS = {version.version: version for spec in CONTROLLER_REGISTRY for version in spec.versions}
+# A version name two controllers share (v1.36) means the first's (the ReplicaSet controller's,
+# which the inspector narrates; the Deployment controller's stages are the registry's too).
+_VERSIONS: dict[str, Any] = {}
+for _spec in CONTROLLER_REGISTRY:
+    for _version in _spec.versions:
+        _VERSIONS.setdefault(_version.version, _version)
 STAGES = {stage.name: stage for stage in _VERSIONS[DEFAULT_CONTROLLER_VERSION].stages}
 PROCESS_NEXT_WORK_ITEM = _VERSIONS[DEFAULT_CONTROLLER_VERSION].worker_source
 # The v1.5 ReplicationManager (config.controllerVersion.replicationcontroller: v1.5): the lines

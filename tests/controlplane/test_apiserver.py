@@ -750,7 +750,7 @@ def test_requests_emit_api_request_and_response_trace_records():
 def test_an_unknown_resource_is_404():
     _, server = make_server()
     with pytest.raises(ApiError) as err:
-        server.list("deployments")
+        server.list("statefulsets")
     assert err.value.message == "the server could not find the requested resource"
 
 

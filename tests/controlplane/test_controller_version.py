@@ -100,8 +100,13 @@ def test_a_v1_5_run_is_deterministic():
             "config.controllerVersion.replicaset: only v1.36 is implemented for this controller (got 'v1.5')",
         ),
         (
+            "controllerVersion: {statefulset: v1.5}",
+            "config.controllerVersion.statefulset: unknown controller "
+            "(one of replicaset, replicationcontroller, deployment)",
+        ),
+        (
             "controllerVersion: {deployment: v1.5}",
-            "config.controllerVersion.deployment: unknown controller (one of replicaset, replicationcontroller)",
+            "config.controllerVersion.deployment: only v1.36 is implemented for this controller (got 'v1.5')",
         ),
         (
             "lookupCacheSize: 100",

@@ -27,6 +27,7 @@ from controlplane.controllers import (
 )
 from controlplane.controllers.config import ControllerConfig
 from controlplane.controllers.runtime import ControllerRuntime
+from controlplane.deployment.deployment_controller import DeploymentController
 from controlplane.kernel import Kernel
 from controlplane.replicaset import ReplicaSetController
 from controlplane.replication import ReplicationManager
@@ -89,11 +90,23 @@ def test_the_lookups_find_each_controller_by_each_of_its_names():
 
 
 def test_the_garbage_collectors_resources_are_the_owner_graph_in_registry_order():
-    assert REGISTRY.managed_resources() == ("pods", "replicasets", "replicationcontrollers")
+    assert REGISTRY.managed_resources() == ("pods", "replicasets", "replicationcontrollers", "deployments")
+
+
+def test_a_world_reads_the_controllers_it_runs_and_those_on_by_default():
+    # The Deployment controller is off by default: a world that does not run it watches, reports
+    # and snapshots exactly what it did before the controller existed.
+    assert REGISTRY.default_names() == ("replicaset", "replicationcontroller")
+    assert REGISTRY.defaults().managed_resources() == ("pods", "replicasets", "replicationcontrollers")
+    assert REGISTRY.in_world(["replicaset"]).kinds() == ("ReplicaSet", "ReplicationController")
+    running = REGISTRY.in_world(["replicaset", "deployment"])
+    assert running.kinds() == ("ReplicaSet", "ReplicationController", "Deployment")
+    assert running.managed_resources() == ("pods", "replicasets", "replicationcontrollers", "deployments")
+    assert scenario.default_config()["controllers"] == ["replicaset", "replicationcontroller"]
 
 
 def test_a_controller_that_owns_replica_sets_can_be_declared_and_looked_up():
-    registry = Registry((*CONTROLLERS, DEPLOYMENT))
+    registry = Registry((*CONTROLLERS[:2], DEPLOYMENT))
     assert registry.by_name("deployment") is DEPLOYMENT
     assert registry.by_kind("Deployment") is DEPLOYMENT
     assert registry.by_resource("deployments") is DEPLOYMENT
@@ -107,9 +120,9 @@ def test_a_controller_that_owns_replica_sets_can_be_declared_and_looked_up():
 
 def test_two_controllers_may_not_share_a_kind_or_a_queue():
     with pytest.raises(ValueError, match="same kind"):
-        Registry((*CONTROLLERS, ControllerSpec(**{**DEPLOYMENT.__dict__, "kind": "ReplicaSet"})))
+        Registry((*CONTROLLERS[:2], ControllerSpec(**{**DEPLOYMENT.__dict__, "kind": "ReplicaSet"})))
     with pytest.raises(ValueError, match="same queue_name"):
-        Registry((*CONTROLLERS, ControllerSpec(**{**DEPLOYMENT.__dict__, "queue_name": "replicaset"})))
+        Registry((*CONTROLLERS[:2], ControllerSpec(**{**DEPLOYMENT.__dict__, "queue_name": "replicaset"})))
 
 
 def test_a_registered_spec_stays_the_registrys_object_through_pickle_and_a_toy_one_by_value():
@@ -125,6 +138,7 @@ def test_a_registered_spec_stays_the_registrys_object_through_pickle_and_a_toy_o
         ("replicationcontroller", "v1.36", ReplicaSetController),
         ("replicationcontroller", "v1.5", ReplicationManager),
         ("replicationcontroller", "v1.5-late", ReplicationManager),
+        ("deployment", "v1.36", DeploymentController),
     ],
 )
 def test_every_versions_factory_builds_that_version_on_the_runtime(name, version, cls):

@@ -113,7 +113,7 @@ def test_a_pod_with_another_live_owner_only_loses_the_dangling_reference():
 
 def test_owners_of_unserved_kinds_are_never_considered_gone():
     kernel, server, _, _ = world(pods=0)
-    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d", "uid": "dep-1", "controller": True}
+    ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "d", "uid": "sts-1", "controller": True}
     server.create(
         "replicasets", "default", {**rs_manifest(name="child"), "metadata": {"name": "child", "ownerReferences": [ref]}}
     )

@@ -63,7 +63,7 @@ async def test_failures_are_status_objects_and_change_nothing(running_host):
     assert (status, body["reason"]) == (415, "UnsupportedMediaType")
     status, body = await call("POST", "/api/v1/namespaces/default/pods", b"{not json", AUTH)
     assert (status, body["reason"]) == (400, "BadRequest")
-    status, body = await call("GET", "/apis/apps/v1/deployments", headers=AUTH)
+    status, body = await call("GET", "/apis/apps/v1/statefulsets", headers=AUTH)
     assert status == 404
     status, body = await call("GET", "/sim/nosuch/k8s/api/v1/pods", headers=AUTH)
     assert status == 404 and body["message"] == 'simulation "nosuch" is not running'
