@@ -193,7 +193,8 @@ def test_one_replay_path_and_the_export_replays_to_the_same_report(name, tmp_pat
         recording = json.loads(json.dumps(live.recording(until=t)))
         entries = [e for e in stored[1] if e["time"] <= t]
         stored_form = recording_of(stored[0], entries, live.timeline_pending)  # (stored: no `until`)
-        assert stored_form == {**recording, "scenario": {k: v for k, v in recording["scenario"].items() if k != "until"}}
+        scenario = {k: v for k, v in recording["scenario"].items() if k != "until"}
+        assert stored_form == {**recording, "scenario": scenario}
         from_recording = Replay.from_recording(recording, index=False)
         from_recording.run_to_time(t)
         assert from_recording.sim.report_json() == exported
