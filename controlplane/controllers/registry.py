@@ -268,21 +268,28 @@ class Registry:
 
     def stage_groups(self) -> list[dict[str, Any]]:
         """The sync stages of every controller version, grouped by stage table (the breakpoint
-        form shows the groups of the versions that run): `versions` (space-separated: the
-        versions that share one stage table, in registry order), `stages` [(name, function)]."""
-        groups: list[tuple[Any, list[str]]] = []
+        form shows the groups of the versions that run): `controllers` and `versions`
+        (space-separated, in registry order: the controllers and versions that share one stage
+        table), `stages` [(name, function)]."""
+        groups: list[tuple[Any, list[str], list[str]]] = []
         for spec in self.specs:
             for version in spec.versions:
-                for stages, versions in groups:
+                for stages, controllers, versions in groups:
                     if stages is version.stages:
+                        if spec.name not in controllers:
+                            controllers.append(spec.name)
                         if version.version not in versions:
                             versions.append(version.version)
                         break
                 else:
-                    groups.append((version.stages, [version.version]))
+                    groups.append((version.stages, [spec.name], [version.version]))
         return [
-            {"versions": " ".join(versions), "stages": [(stage.name, stage.function) for stage in stages]}
-            for stages, versions in groups
+            {
+                "controllers": " ".join(controllers),
+                "versions": " ".join(versions),
+                "stages": [(stage.name, stage.function) for stage in stages],
+            }
+            for stages, controllers, versions in groups
         ]
 
     def stage_names(self) -> tuple[str, ...]:

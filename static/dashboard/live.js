@@ -515,11 +515,12 @@
       const label = versions[b.dataset.name] ? `${b.dataset.name} ${versions[b.dataset.name]}` : b.dataset.name;
       if (b.textContent !== label) b.textContent = label;
     }
-    const running = new Set(Object.values(versions));
     const stage = document.getElementById("bp-stage");
     if (stage) {
       for (const group of stage.querySelectorAll("optgroup")) {
-        const shown = group.dataset.versions.split(" ").some((v) => running.has(v));
+        // A stage table is shown when one of its controllers runs one of its versions.
+        const tables = group.dataset.versions.split(" ");
+        const shown = group.dataset.controllers.split(" ").some((c) => tables.includes(versions[c]));
         group.hidden = !shown;
         group.disabled = !shown;
       }

@@ -67,7 +67,7 @@ def test_a_rejected_request_is_logged_and_answers_the_status():
     ("body", "error"),
     [
         ({"verb": "get", "resource": "pods"}, "request.verb: must be one of"),
-        ({"verb": "create", "resource": "deployments", "body": {}}, "request.resource: must be one of"),
+        ({"verb": "create", "resource": "daemonsets", "body": {}}, "request.resource: must be one of"),
         ({"verb": "patch", "resource": "pods", "name": "x", "body": {}}, "request.patchType: required for patch"),
         ({"verb": "delete", "resource": "pods"}, "request.name: required for delete"),
         (

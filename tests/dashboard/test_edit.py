@@ -132,7 +132,7 @@ def test_an_edit_kubectl_would_refuse_is_refused_and_changes_nothing(change, mes
 @pytest.mark.parametrize(
     ("cmd", "message"),
     [
-        ({"kind": "Deployment", "name": "web"}, "kind: one of"),
+        ({"kind": "DaemonSet", "name": "web"}, "kind: one of"),
         ({"kind": "Event", "name": "web"}, "kind: one of"),
         ({"kind": "ReplicaSet", "name": ""}, "name:"),
         ({"kind": "ReplicaSet", "name": "nope"}, 'replicasets "nope" not found'),

@@ -175,7 +175,7 @@ def test_the_index_rebuilds_when_the_history_no_longer_holds_the_events() -> Non
 @pytest.mark.parametrize(
     ("cmd", "code", "reason"),
     [
-        ({"resource": "deployments", "limit": 5}, 404, "NotFound"),
+        ({"resource": "daemonsets", "limit": 5}, 404, "NotFound"),
         ({"resource": "pods", "limit": 5, "labelSelector": "app in (("}, 400, "BadRequest"),
         ({"resource": "pods", "limit": 5, "fieldSelector": "spec.nope=1"}, 400, "BadRequest"),
         ({"resource": "pods", "limit": 5, "continue": "not-a-token"}, 400, "BadRequest"),

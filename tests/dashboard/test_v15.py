@@ -268,9 +268,11 @@ def test_a_stage_breakpoint_names_the_field_of_a_bad_stage():
 
 
 def test_the_stage_groups_are_each_versions_stages():
-    groups = {g["versions"]: [name for name, _ in g["stages"]] for g in REGISTRY.stage_groups()}
-    assert groups["v1.36"][:3] == ["consistency", "get", "expectations"]
-    assert groups["v1.5 v1.5-late"][0] == "podStoreSynced" and "classify" in groups["v1.5 v1.5-late"]
+    groups = {(g["controllers"], g["versions"]): [name for name, _ in g["stages"]] for g in REGISTRY.stage_groups()}
+    assert groups[("replicaset replicationcontroller", "v1.36")][:3] == ["consistency", "get", "expectations"]
+    v15 = groups[("replicationcontroller", "v1.5 v1.5-late")]
+    assert v15[0] == "podStoreSynced" and "classify" in v15
+    assert groups[("deployment", "v1.36")][:2] == ["get", "getReplicaSetsForDeployment"]
 
 
 # -- pages ----------------------------------------------------------------------------------------------
