@@ -533,11 +533,11 @@ def _validate_template_for_controller(
     return causes
 
 
-def validate_replica_set_spec(spec: Any) -> list[Cause]:
-    if not isinstance(spec, dict):
-        return [required("spec")]
-    causes = validate_nonnegative(spec.get("replicas", 0), "spec.replicas")
-    causes.extend(validate_nonnegative(spec.get("minReadySeconds", 0), "spec.minReadySeconds"))
+def _validate_selector_and_template(spec: Obj) -> list[Cause]:
+    """The selector (required, non-empty: upstream's message says "deployment" for both kinds)
+    and the pod template it must select, as ValidateReplicaSetSpec and ValidateDeploymentSpec
+    both check them (ValidatePodTemplateSpecForReplicaSet)."""
+    causes: list[Cause] = []
     selector = spec.get("selector")
     if selector is None:
         causes.append(required("spec.selector"))
@@ -556,6 +556,15 @@ def validate_replica_set_spec(spec: Any) -> list[Cause]:
         causes.append(invalid("spec.selector", shown, "invalid label selector"))
     else:
         causes.extend(_validate_template_for_controller(spec.get("template"), parsed, "spec.template", "ReplicaSet"))
+    return causes
+
+
+def validate_replica_set_spec(spec: Any) -> list[Cause]:
+    if not isinstance(spec, dict):
+        return [required("spec")]
+    causes = validate_nonnegative(spec.get("replicas", 0), "spec.replicas")
+    causes.extend(validate_nonnegative(spec.get("minReadySeconds", 0), "spec.minReadySeconds"))
+    causes.extend(_validate_selector_and_template(spec))
     return causes
 
 
@@ -647,24 +656,7 @@ def validate_deployment_spec(spec: Any) -> list[Cause]:
     if not isinstance(spec, dict):
         return [required("spec")]
     causes = validate_nonnegative(spec.get("replicas", 0), "spec.replicas")
-    selector = spec.get("selector")
-    if selector is None:
-        causes.append(required("spec.selector"))
-    else:
-        causes.extend(validate_label_selector(selector, "spec.selector"))
-        if isinstance(selector, dict) and not selector.get("matchLabels") and not selector.get("matchExpressions"):
-            causes.append(
-                invalid(
-                    "spec.selector", _Raw(label_selector_json(selector)), "empty selector is invalid for deployment"
-                )
-            )
-    try:
-        parsed = labels_mod.selector_from_label_selector(selector)
-    except (ValueError, TypeError, AttributeError):
-        shown = _Raw(label_selector_json(selector)) if isinstance(selector, dict) else selector
-        causes.append(invalid("spec.selector", shown, "invalid label selector"))
-    else:
-        causes.extend(_validate_template_for_controller(spec.get("template"), parsed, "spec.template", "ReplicaSet"))
+    causes.extend(_validate_selector_and_template(spec))
     strategy = spec.get("strategy") if isinstance(spec.get("strategy"), dict) else {}
     kind = strategy.get("type") or ""
     if not kind:
