@@ -460,48 +460,57 @@
   // The page's one time format (time.js): the clock, the status line, the banners.
   const fmtT = (t) => window.CtrlscopeTime.format(t);
 
+  // A property of an element, written only when it differs: the status line is applied with
+  // every frame (ten a second at 1x), and an unchanged write is still a DOM mutation the page
+  // restyles for (issue 31).
+  function put(el, prop, value) {
+    if (el && el[prop] !== value) el[prop] = value;
+  }
+
   function applyStatus(st) {
     if (!st) return;
     state.status = st;
-    document.getElementById("st-time").textContent = fmtT(st.t);
-    document.getElementById("st-time").title = `virtual time: ${st.t.toFixed(3)} seconds (what run to t= and view t= take)`;
-    document.getElementById("st-seed").textContent = st.seed;
-    document.getElementById("st-events").textContent = st.events.toLocaleString("en-US");
+    const time = document.getElementById("st-time");
+    put(time, "textContent", fmtT(st.t));
+    put(time, "title", `virtual time: ${st.t.toFixed(3)} seconds (what run to t= and view t= take)`);
+    put(document.getElementById("st-seed"), "textContent", String(st.seed));
+    put(document.getElementById("st-events"), "textContent", st.events.toLocaleString("en-US"));
     const mode = document.getElementById("st-mode");
     const running = st.mode !== "paused";
-    mode.textContent = st.goal ? `stepping: ${st.goal}` : running ? (st.mode === "fast" ? "running at max" : `running ${st.speed}×`) : "paused";
-    mode.className = "mode mode-" + (st.goal ? "stepping" : st.mode);
-    mode.title = mode.textContent;
-    document.body.classList.toggle("is-paused", !running && !st.goal);
-    document.getElementById("st-rate").textContent = running && st.rate != null ? `(${st.rate}× actual)` : "";
-    document.getElementById("st-next").textContent = st.next ? `next timer t=${fmtT(st.next.t)}: ${st.next.what}` : "no timer scheduled";
+    put(mode, "textContent", st.goal ? `stepping: ${st.goal}` : running ? (st.mode === "fast" ? "running at max" : `running ${st.speed}×`) : "paused");
+    put(mode, "className", "mode mode-" + (st.goal ? "stepping" : st.mode));
+    put(mode, "title", mode.textContent);
+    if (document.body.classList.contains("is-paused") !== (!running && !st.goal)) document.body.classList.toggle("is-paused", !running && !st.goal);
+    put(document.getElementById("st-rate"), "textContent", running && st.rate != null ? `(${st.rate}× actual)` : "");
+    const next = document.getElementById("st-next");
+    put(next, "textContent", st.next ? `next timer t=${fmtT(st.next.t)}: ${st.next.what}` : "no timer scheduled");
     const hit = document.getElementById("st-hit");
     if (st.error) {
-      hit.className = "banner bad";
-      hit.textContent = `Stopped on an error at t=${fmtT(st.t)}: ${st.error}`;
+      put(hit, "className", "banner bad");
+      put(hit, "textContent", `Stopped on an error at t=${fmtT(st.t)}: ${st.error}`);
     } else if (st.hit && !running) {
-      hit.className = "banner " + (st.hit.breakpoint ? "hit" : "info");
-      hit.textContent = (st.hit.breakpoint ? `❚❚ Breakpoint #${st.hit.breakpoint} fired at t=${fmtT(st.hit.t)}: ${st.hit.why}` : `❚❚ Paused at t=${fmtT(st.hit.t)}: ${st.hit.why}`) + (st.hit.detail ? ` — ${st.hit.detail}` : "");
+      put(hit, "className", "banner " + (st.hit.breakpoint ? "hit" : "info"));
+      put(hit, "textContent", (st.hit.breakpoint ? `❚❚ Breakpoint #${st.hit.breakpoint} fired at t=${fmtT(st.hit.t)}: ${st.hit.why}` : `❚❚ Paused at t=${fmtT(st.hit.t)}: ${st.hit.why}`) + (st.hit.detail ? ` — ${st.hit.detail}` : ""));
     } else if (!running && !st.goal) {
-      hit.className = "banner info";
-      hit.textContent = `❚❚ Paused at t=${fmtT(st.t)}`;
+      put(hit, "className", "banner info");
+      put(hit, "textContent", `❚❚ Paused at t=${fmtT(st.t)}`);
     } else {
-      hit.className = "";
-      hit.textContent = "";
+      put(hit, "className", "");
+      put(hit, "textContent", "");
     }
     showVersions(st.versions || {}, st.garbageCollector);
     if (st.config) showConfig(st.config);
-    hit.title = hit.textContent; // the status line is one line: a long message reads in full on hover
-    document.getElementById("st-next").title = document.getElementById("st-next").textContent;
+    put(hit, "title", hit.textContent); // the status line is one line: a long message reads in full on hover
+    put(next, "title", next.textContent);
     // The select shows the host's speed, except while the user's own choice is on its way: a
     // frame built before the host took it must not put the old speed back (▶ Run sends the
     // select's value).
     const sel = document.getElementById("speed");
     const want = st.mode === "fast" ? "max" : String(st.speed);
     if (state.speedChoice === want) state.speedChoice = null;
-    if (state.speedChoice === null && document.activeElement !== sel && SPEEDS.includes(want)) sel.value = want;
-    document.getElementById("btn-run").disabled = running && !st.goal;
-    document.getElementById("btn-pause").disabled = !running && !st.goal;
+    if (state.speedChoice === null && document.activeElement !== sel && SPEEDS.includes(want)) put(sel, "value", want);
+    put(document.getElementById("btn-run"), "disabled", running && !st.goal);
+    put(document.getElementById("btn-pause"), "disabled", !running && !st.goal);
   }
 
   // Which version each controller runs: the status line, the controller tabs, the breakpoint
@@ -521,8 +530,8 @@
         // A stage table is shown when one of its controllers runs one of its versions.
         const tables = group.dataset.versions.split(" ");
         const shown = group.dataset.controllers.split(" ").some((c) => tables.includes(versions[c]));
-        group.hidden = !shown;
-        group.disabled = !shown;
+        put(group, "hidden", !shown);
+        put(group, "disabled", !shown);
       }
       const current = stage.selectedOptions[0];
       if (!current || current.parentElement.disabled) {

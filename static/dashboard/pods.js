@@ -184,6 +184,69 @@ window.CtrlscopeTransitions = {
 
   let lastDrawMs = 0; // how long the last draw took (benchmarks)
 
+  // What the canvas shows, to redraw only what changed: the canvas' geometry, the open pod's
+  // ring, the pulse's phase, and per group its place and its tiles (ids, states, selection).
+  // A frame that changes one pod redraws that pod's group (its name and counts too), not the
+  // 10,000 tiles of every group (issue 31: a step drew every tile of the page, twice).
+  let shown = null;
+  let shownLabels = []; // where each group's name ends, as last drawn
+
+  function snapshot() {
+    const openId = model.open === null ? undefined : model.byKey.get(model.open);
+    const pitch = layout.size + layout.gap;
+    let ring = null;
+    const groups = layout.groups.map((g) => {
+      const states = new Uint8Array(g.ids.length);
+      let sel = "", pulse = false;
+      g.ids.forEach((id, i) => {
+        const state = model.pods.get(id)[1];
+        states[i] = state;
+        if ((STYLE[model.states[state]] || STYLE.Unknown).pulse) pulse = true;
+        if (model.selected.size && model.selected.has(id)) sel += i + ",";
+        if (id === openId) ring = [g.left + (i % g.cols) * pitch, g.top + Math.floor(i / g.cols) * pitch];
+      });
+      const place = [g.owner, model.owners[g.owner], g.left, g.top, g.header, g.cols, g.rows, g.width].join(" ");
+      return { place, box: groupBox(g), ids: g.ids.slice(), states, sel, pulse };
+    });
+    return {
+      frame: [canvas.width, canvas.height, layout.size, layout.gap, layout.labelled, groups.length].join(" "),
+      ring: ring && ring.join(" "), ringAt: ring, drag: Boolean(drag && drag.moved), pulseOn, groups,
+    };
+  }
+
+  // What to redraw since `before` was drawn: the indexes of the groups whose tiles changed and
+  // the boxes to clear first (a group that moved or grew: where it was and where it is; the
+  // others keep their boxes, which overlap neither), or null: the whole canvas.
+  function changed(before, now) {
+    if (!before || before.frame !== now.frame || before.ring !== now.ring || before.drag || now.drag || !now.groups.length) return null;
+    const groups = [], boxes = [];
+    now.groups.forEach((g, i) => {
+      const b = before.groups[i];
+      if (b.place !== g.place) {
+        groups.push(i);
+        boxes.push(b.box, g.box);
+      } else if (b.sel !== g.sel || (g.pulse && before.pulseOn !== now.pulseOn) || !sameTiles(b, g)) {
+        groups.push(i);
+        boxes.push(g.box);
+      }
+    });
+    return groups.length === now.groups.length ? null : { groups, boxes };
+  }
+
+  function sameTiles(a, b) {
+    if (a.ids.length !== b.ids.length) return false;
+    for (let i = 0; i < a.ids.length; i++) if (a.ids[i] !== b.ids[i] || a.states[i] !== b.states[i]) return false;
+    return true;
+  }
+
+  // The box a group draws in: its name above, its tiles, a selected tile's outline (2 px out).
+  function groupBox(g) {
+    const pitch = layout.size + layout.gap;
+    const top = layout.labelled ? g.header : g.top - 2;
+    const right = g.left + Math.max(g.cols * pitch + 2, layout.labelled ? Math.max(g.width, 40) : 0);
+    return [g.left - 2, top, right - (g.left - 2), g.top + g.rows * pitch + 2 - top];
+  }
+
   function draw() {
     const started = performance.now();
     layout = computeLayout(width, room);
@@ -193,16 +256,21 @@ window.CtrlscopeTransitions = {
       canvas.height = Math.round(layout.height * dpr);
       canvas.style.width = width + "px";
       canvas.style.height = layout.height + "px";
+      shown = null; // a resized canvas is blank
     }
+    const now = snapshot();
+    const redraw = changed(shown, now);
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, layout.height);
+    const boxes = redraw === null ? null : redraw.boxes;
+    if (boxes === null) ctx.clearRect(0, 0, width, layout.height);
+    else for (const b of boxes) ctx.clearRect(...b);
     const { size, gap, small } = layout;
     const pitch = size + gap;
     let pulsing = false;
     const readyState = model.states.indexOf("Ready");
-    const openId = model.open === null ? undefined : model.byKey.get(model.open);
-    let openAt = null;
-    for (const g of layout.groups) {
+    layout.groups.forEach((g, gi) => {
+      if (now.groups[gi].pulse) pulsing = true;
+      if (redraw !== null && !redraw.groups.includes(gi)) return;
       if (!layout.labelled) {
         ctx.fillStyle = "#e4e8ef";
         ctx.fillRect(g.left - 1, g.top - 1, g.cols * pitch + 1, g.rows * pitch + 1);
@@ -214,17 +282,15 @@ window.CtrlscopeTransitions = {
         const x = g.left + (i % g.cols) * pitch;
         const y = g.top + Math.floor(i / g.cols) * pitch;
         const style = STYLE[model.states[state]] || STYLE.Unknown;
-        if (style.pulse) pulsing = true;
         tile(x, y, size, style);
         if (model.selected.has(id)) {
           ctx.strokeStyle = "#1f5fd6";
           ctx.lineWidth = size >= 10 ? 2 : 1;
           ctx.strokeRect(x - 1, y - 1, size + 2, size + 2);
         }
-        if (id === openId) openAt = [x, y];
       });
       // The group's name (a click on it focuses the page on that owner), cut to its block.
-      if (!layout.labelled) continue;
+      if (!layout.labelled) return;
       // The whole name and counts when they fit the block, else the name without its kind and
       // the count (hovering a tile tells the rest).
       const full = model.owners[g.owner] || "no controller (orphans)";
@@ -252,20 +318,34 @@ window.CtrlscopeTransitions = {
       ctx.font = plain;
       ctx.fillText(detail, g.left + w, g.header + (small ? 9 : 12));
       ctx.restore();
-    }
+    });
+    // A group not redrawn keeps where its name ends (a click there focuses its owner).
+    if (redraw !== null) layout.groups.forEach((g, gi) => { if (!redraw.groups.includes(gi)) g.labelRight = shownLabels[gi]; });
+    shownLabels = layout.groups.map((g) => g.labelRight);
     const counts = layout.counts;
     if (!layout.groups.length) {
       ctx.fillStyle = "#5b6475";
       ctx.font = "13px system-ui, sans-serif";
       ctx.fillText("No pods.", 4, 20);
     }
-    if (openAt) ringOpen(openAt[0], openAt[1], size);
+    if (now.ringAt && boxes === null) ringOpen(now.ringAt[0], now.ringAt[1], size);
+    else if (now.ringAt && boxes.length) {
+      // The ring is where it was: drawn again over the boxes redrawn only (twice over the
+      // rest would darken its edges).
+      ctx.save();
+      ctx.beginPath();
+      for (const b of boxes) ctx.rect(...b);
+      ctx.clip();
+      ringOpen(now.ringAt[0], now.ringAt[1], size);
+      ctx.restore();
+    }
     if (drag && drag.moved) {
       ctx.strokeStyle = "#1f5fd6";
       ctx.setLineDash([4, 3]);
       ctx.strokeRect(drag.x0, drag.y0, drag.x1 - drag.x0, drag.y1 - drag.y0);
       ctx.setLineDash([]);
     }
+    shown = now;
     legend(counts);
     for (const id of model.pods.keys()) if (id > drawnUpTo) { drawnUpTo = id; drawnAt = started; }
     const total = model.pods.size.toLocaleString("en-US");
@@ -273,8 +353,10 @@ window.CtrlscopeTransitions = {
     const countEl = document.getElementById("pods-count");
     if (countEl.textContent !== countText) countEl.textContent = countText;
     const bar = document.getElementById("selection-bar");
-    bar.hidden = model.selected.size === 0;
-    document.getElementById("selection-count").textContent = `${model.selected.size} selected`;
+    if (bar.hidden !== (model.selected.size === 0)) bar.hidden = model.selected.size === 0;
+    const selection = document.getElementById("selection-count");
+    const selectionText = `${model.selected.size} selected`;
+    if (selection.textContent !== selectionText) selection.textContent = selectionText;
     if (pulsing) setTimeout(() => { pulseOn = !pulseOn; schedule(); }, 600);
     lastDrawMs = performance.now() - started;
   }

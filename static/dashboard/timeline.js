@@ -322,19 +322,18 @@
       if (!any) continue;
       ctx.fillStyle = COLOR[name];
       ctx.beginPath();
+      // The band's outline: its top edge left to right, its bottom edge (the bands below) back.
+      // A corner only where an edge's height changes from one column to the next: a count that
+      // holds for a thousand columns is one line, not two thousand (the same polygon; the path's
+      // size follows the changes in view, not the canvas' width: issue 31).
+      const tops = new Float32Array(cols);
+      for (let c = 0; c < cols; c++) tops[c] = base[c] + grid[c][s] * scale;
       ctx.moveTo(LEFT, top + laneH - base[0]);
-      for (let c = 0; c < cols; c++) {
-        const yTop = top + laneH - base[c] - grid[c][s] * scale;
-        ctx.lineTo(LEFT + c, yTop);
-        ctx.lineTo(LEFT + c + 1, yTop);
-      }
-      for (let c = cols - 1; c >= 0; c--) {
-        ctx.lineTo(LEFT + c + 1, top + laneH - base[c]);
-        ctx.lineTo(LEFT + c, top + laneH - base[c]);
-      }
+      steps(tops, cols, top + laneH, 1);
+      steps(base, cols, top + laneH, -1);
       ctx.closePath();
       ctx.fill();
-      for (let c = 0; c < cols; c++) base[c] += grid[c][s] * scale;
+      base.set(tops);
     }
     l.grid = grid;
     l.top = top;
@@ -345,6 +344,23 @@
       ctx.font = "10px system-ui, sans-serif";
       ctx.fillText(String(l.max), LEFT + W - 24, top + 10);
     }
+  }
+
+  // One edge of a band as a staircase of column heights `h` (px above `bottom`): left to right
+  // (dir 1) or right to left (dir -1), with a corner only where the height changes.
+  function steps(h, cols, bottom, dir) {
+    const first = dir > 0 ? 0 : cols - 1;
+    let y = bottom - h[first];
+    ctx.lineTo(LEFT + (dir > 0 ? 0 : cols), y);
+    for (let c = first + dir; c >= 0 && c < cols; c += dir) {
+      const next = bottom - h[c];
+      if (next === y) continue;
+      const x = LEFT + (dir > 0 ? c : c + 1); // the boundary between column c and the one before it
+      ctx.lineTo(x, y);
+      ctx.lineTo(x, next);
+      y = next;
+    }
+    ctx.lineTo(LEFT + (dir > 0 ? cols : 0), y);
   }
 
   const keyOwner = []; // key index -> "Kind/name" (keys only grow)
@@ -388,15 +404,31 @@
     ctx.strokeStyle = "#5a3fc0";
     ctx.lineWidth = 1.5;
     ctx.beginPath();
-    let last = 0;
+    // A step line; the samples outside the view are pinned to its edges, and several in one
+    // pixel column draw as one vertical stroke through their lowest and highest (the line's
+    // corners follow the pixels in view, not the session's history of samples: issue 31).
+    const yOf = (d) => top + DEPTH - (d / max) * (DEPTH - 4);
+    let last = 0, col = null, lo = 0, hi = 0;
+    const flush = () => {
+      if (col === null) return;
+      ctx.lineTo(col, yOf(lo));
+      ctx.lineTo(col, yOf(hi));
+      ctx.lineTo(col, yOf(last));
+    };
     ctx.moveTo(LEFT, top + DEPTH);
     for (const [t, , d] of pts) {
-      const x = Math.min(Math.max(xOf(t), LEFT), width);
-      ctx.lineTo(x, top + DEPTH - (last / max) * (DEPTH - 4));
-      ctx.lineTo(x, top + DEPTH - (d / max) * (DEPTH - 4));
+      const x = Math.round(Math.min(Math.max(xOf(t), LEFT), width));
+      if (x !== col) {
+        flush();
+        ctx.lineTo(x, yOf(last));
+        col = x; lo = hi = last;
+      }
+      if (d < lo) lo = d;
+      if (d > hi) hi = d;
       last = d;
     }
-    ctx.lineTo(width, top + DEPTH - (last / max) * (DEPTH - 4));
+    flush();
+    ctx.lineTo(width, yOf(last));
     ctx.stroke();
     ctx.fillStyle = "#1d2330";
     ctx.font = "600 11px system-ui, sans-serif";
