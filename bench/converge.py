@@ -32,9 +32,19 @@ alternately (v1.36, v1.5, v1.36, v1.5 ...) so that both see the same machine, an
 line per version plus a `compare` line with `ratio` = best v1.5 wall / best v1.36 wall (and the
 same in CPU time).
 
+`--kind deployment` (issue 28) is a rollout: `--replicasets` Deployments (default 1) of
+`--replicas` (default 10,000) converge from empty (each Deployment's status: replicas, updated,
+ready and available all `--replicas`, generation observed), then every Deployment's template gets a
+new image and the run goes on until each rollout is complete (the same status again, so the old
+ReplicaSet is at 0 pods). The line adds `converge_wall_s` / `rollout_wall_s` (and the virtual
+seconds of each phase); `us_per_pod` is over the whole run (10,000 pods created, 10,000 replaced).
+The same invocation also runs the ReplicaSet converge of the same size (1 x 10,000), the two kinds'
+children alternately so that both see the same machine, and prints its line and a `compare` line
+(`ratio` = deployment wall / replicaset wall, and the same in CPU time).
+
 Usage: .venv/bin/python bench/converge.py [--replicasets 1000] [--replicas 100] [--nodes PODS/100]
        [--repeat 2] [--gc policy|default] [--breakdown]
-       [--kind replicaset|replicationcontroller] [--version v1.36|v1.5|both]
+       [--kind replicaset|replicationcontroller|deployment] [--version v1.36|v1.5|both]
 Run long ones (1,000,000 pods: --replicasets 10000) with `nice -n 10`.
 """
 
@@ -95,6 +105,40 @@ def replica_set(i: int, replicas: int) -> dict:
             },
         },
     }
+
+
+def deployment(i: int, replicas: int) -> dict:
+    name = f"deploy-{i:04d}"
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+
+
+def rolled_out(sim: Simulation, count: int, replicas: int) -> bool:
+    """Every Deployment complete: all its pods updated, ready and available, none of an old
+    ReplicaSet left (status.replicas counts every ReplicaSet's), its generation observed."""
+    done = 0
+    for d in sim.server.objects("deployments"):
+        status = d.get("status") or {}
+        if (
+            status.get("replicas") == replicas
+            and status.get("updatedReplicas") == replicas
+            and status.get("readyReplicas") == replicas
+            and status.get("availableReplicas") == replicas
+            and status.get("observedGeneration") == d["metadata"].get("generation")
+        ):
+            done += 1
+    return done == count
 
 
 def floor_seconds(n: int, owners: int) -> float:
@@ -201,7 +245,12 @@ def scenario(replicasets: int, replicas: int, nodes: int, kind: str = "replicase
             "controllers": [kind],
         }
     )
-    if kind == "replicationcontroller":
+    if kind == "deployment":
+        # The Deployment controller drives the ReplicaSet controller (the registry's default set
+        # plus the opt-in Deployment controller).
+        config["controllers"] = ["replicaset", kind]
+        objects = [deployment(i, replicas) for i in range(replicasets)]
+    elif kind == "replicationcontroller":
         config["controllerVersion"] = {**config["controllerVersion"], "replicationcontroller": version}
         objects = [replication_controller(i, replicas) for i in range(replicasets)]
     else:
@@ -222,16 +271,40 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
     )
     world = scenario(args.replicasets, args.replicas, args.nodes, args.kind, args.version)
     api_resource = "replicationcontrollers" if args.kind == "replicationcontroller" else "replicasets"
+    rollout = args.kind == "deployment"
+    if rollout:
+        limits = RunLimits(pods=limits.pods, nodes=limits.nodes, events=2 * limits.events)
+
+    def done() -> bool:
+        if rollout:
+            return rolled_out(sim, args.replicasets, args.replicas)
+        return converged(sim, args.replicasets, args.replicas, api_resource)
+
     sim = Simulation(world, record=False, limits=limits)
     sim.start()
     hold = gcpolicy.simulation_gc() if args.gc == "policy" else None
+    phases: dict[str, float] = {}
     try:
         virtual = 0.0
         while virtual < args.max_virtual:
             sim.advance(1.0)
             virtual = sim.now
-            if converged(sim, args.replicasets, args.replicas, api_resource):
+            if done():
                 break
+        if rollout:
+            phases = {"converge_wall_s": time.perf_counter() - start, "converge_virtual_s": virtual}
+            for i in range(args.replicasets):
+                image = {"spec": {"template": {"spec": {"containers": [{"name": "app", "image": "nginx:1.28"}]}}}}
+                answer = sim.apply({"patch": {"kind": "Deployment", "name": f"deploy-{i:04d}", "patch": image}})
+                assert answer["ok"], answer
+            began = virtual
+            while virtual - began < args.max_virtual:
+                sim.advance(1.0)
+                virtual = sim.now
+                if done():
+                    break
+            phases["rollout_wall_s"] = time.perf_counter() - start - phases["converge_wall_s"]
+            phases["rollout_virtual_s"] = virtual - began
         wall = time.perf_counter() - start
         cpu = time.process_time() - cpu_start
     finally:
@@ -241,7 +314,8 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "wall_s": wall,
         "cpu_s": cpu,
-        "converged": converged(sim, args.replicasets, args.replicas, api_resource),
+        "converged": done(),
+        **phases,
         "virtual_s": virtual,
         "events": sim.kernel.events,
         "scheduled": sim.kernel._seq,
@@ -258,8 +332,8 @@ def run_once(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--replicasets", type=int, default=1000)
-    parser.add_argument("--replicas", type=int, default=100)
+    parser.add_argument("--replicasets", type=int, default=None, help="default 1000 (deployment: 1)")
+    parser.add_argument("--replicas", type=int, default=None, help="default 100 (deployment: 10000)")
     parser.add_argument("--nodes", type=int, default=None, help="default: one per 100 pods (maxPods is 110)")
     parser.add_argument("--max-virtual", type=float, default=3600.0)
     parser.add_argument("--repeat", type=int, default=2, help="simulation runs; the best wall time counts")
@@ -272,6 +346,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.version != "v1.36" and args.kind != "replicationcontroller":
         parser.error("--version: only ReplicationControllers have a v1.5 controller (--kind replicationcontroller)")
+    rollout = args.kind == "deployment"
+    if args.replicasets is None:
+        args.replicasets = 1 if rollout else 1000
+    if args.replicas is None:
+        args.replicas = 10_000 if rollout else 100
     if args.nodes is None:
         args.nodes = max(1, args.replicasets * args.replicas // 100)
     if args.child:
@@ -290,6 +369,9 @@ def main() -> None:
     if "--version" in sys.argv[1:]:  # "--version X" as two words
         i = sys.argv.index("--version")
         base = sys.argv[1:i] + sys.argv[i + 2 :]
+    if rollout:
+        _rollout_and_replica_sets(args, floors, floors_cpu, floor_on, machine_start)
+        return
     for _ in range(max(1, args.repeat)):
         for version in versions:  # alternately, so both versions see the same machine
             child = [sys.executable, __file__, "--child", *base, "--version", version]
@@ -315,6 +397,58 @@ def main() -> None:
                 }
             )
         )
+
+
+def _rollout_and_replica_sets(
+    args: argparse.Namespace,
+    floors: list[float],
+    floors_cpu: list[float],
+    floor_on: float,
+    machine_start: dict[str, Any],
+) -> None:
+    """`--kind deployment`: the rollout and the ReplicaSet converge of the same size, their
+    children alternately (deployment, replicaset, deployment, ...)."""
+    size = ["--replicasets", str(args.replicasets), "--replicas", str(args.replicas), "--nodes", str(args.nodes)]
+    size += ["--max-virtual", str(args.max_virtual), "--gc", args.gc]
+    kinds = ("deployment", "replicaset")
+    runs_of: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
+    for _ in range(max(1, args.repeat)):
+        for kind in kinds:
+            child = [sys.executable, __file__, "--child", *size, "--kind", kind]
+            out = subprocess.run(child, check=True, stdout=subprocess.PIPE, text=True).stdout
+            runs_of[kind].append(json.loads(out.strip().splitlines()[-1]))
+    lines = []
+    for kind in kinds:
+        line = _line(
+            argparse.Namespace(**{**vars(args), "kind": kind}),
+            "v1.36",
+            runs_of[kind],
+            floors,
+            floors_cpu,
+            floor_on,
+            machine_start,
+        )
+        if kind == "deployment":
+            best = min(runs_of[kind], key=lambda r: r["wall_s"])
+            line["benchmark"] = "converge-rollout"
+            for key in ("converge_wall_s", "converge_virtual_s", "rollout_wall_s", "rollout_virtual_s"):
+                line[key] = round(best[key], 3)
+        lines.append(line)
+        print(json.dumps(line))
+    rollout_line, rs_line = lines
+    print(
+        json.dumps(
+            {
+                "benchmark": "converge-compare",
+                "kinds": list(kinds),
+                "pods": args.replicasets * args.replicas,
+                "ratio": round(rollout_line["wall_s"] / rs_line["wall_s"], 3),
+                "cpu_ratio": round(rollout_line["cpu_s"] / rs_line["cpu_s"], 3),
+                "walls_s": {k: line["walls_s"] for k, line in zip(kinds, lines, strict=True)},
+                "machine": lines[-1]["machine"],
+            }
+        )
+    )
 
 
 def _line(

@@ -44,11 +44,36 @@ Guarantees
   Event correlator (events.py) aggregates repeats into counts, so a crash loop is a few Events
   with growing counts, not one per restart.
 
+* Image faults (`config.imageFaults`: fnmatch pattern of the spec's image reference ->
+  `ErrImagePull` or `NeverReady`; the first pattern that matches wins), as upstream's image
+  manager (pkg/kubelet/images/image_manager.go `pullImage`) and kuberuntime `startContainer`
+  report them:
+  - `ErrImagePull`: a pull the pod has to make (policy Always, or the image not on the node)
+    fails when it would have finished: Warning `Failed` "Failed to pull image \"X\": <err>" and
+    Warning `Failed` "Error: ErrImagePull"; the container waits with reason ErrImagePull. The
+    pull's back-off (`flowcontrol.Backoff` keyed by pod UID and image: 10 s doubling to 300 s,
+    reset after 2 x max without a failure) starts; the next pod sync (1 s later, the PLEG relist)
+    finds it backing off: Normal `BackOff` "Back-off pulling image \"X\"" and Warning `Failed`
+    "Error: ImagePullBackOff"; the container waits with reason ImagePullBackOff, message
+    "Back-off pulling image \"X\": ErrImagePull: <err>" (v1.32+). When the back-off ends the
+    kubelet pulls again (`Pulling`), reading the faults anew: a lifted fault lets the pull succeed.
+    The pod stays Pending and never Ready meanwhile.
+  - `NeverReady`: the containers start and run, but the readiness probe never passes: one Warning
+    `Unhealthy` "Readiness probe failed: HTTP probe failed with statuscode: 503" when readiness
+    would have come. Lifting the fault (a `config` action) makes those pods Ready at once; a
+    `ready` pod fault does too (the probe passes).
+  A fault applies to pulls and container starts from then on; pods already running are not
+  touched by a new fault.
+
 Simplifications (said here so nobody mistakes them for upstream): all containers of a pod share
 one lifecycle; an image pull takes the whole `podStartup` (a restart's pull with policy Always
 takes no time); `imagePullPolicy: Never` counts the image as present; `BackOff` is recorded once
 per crash (upstream repeats it on each pod sync during the back-off); readiness comes from
-`podReadyDelay` and `set_ready`, not from probes.
+`podReadyDelay`, `set_ready` and the `NeverReady` image fault, not from probes; a failing pull
+holds every container of the pod (upstream starts the others); the ImagePullBackOff `BackOff`
+Event is recorded once per back-off (upstream repeats it on every pod sync in the back-off) and
+`Unhealthy` once (upstream repeats it every probe period); the pull error is containerd's
+"not found" for every failing image.
 """
 
 from __future__ import annotations
@@ -56,6 +81,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Callable, Iterable
+from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any
 
@@ -79,9 +105,38 @@ RUNNING = "running"  # containers running (ready or not)
 BACKOFF = "backoff"  # crashed, waiting out CrashLoopBackOff
 STOPPING = "stopping"  # deletion seen, containers being stopped
 TERMINATED = "terminated"  # containers stopped for good (terminal phase or deleted)
+IMAGE_PULL = "imagepull"  # a failed image pull: waiting out ErrImagePull / ImagePullBackOff
+
+# config.imageFaults values.
+ERR_IMAGE_PULL = "ErrImagePull"
+NEVER_READY = "NeverReady"
+IMAGE_FAULTS = (ERR_IMAGE_PULL, NEVER_READY)
+# The image pull back-off (kubelet.go: backOffPeriod 10 s, MaxContainerBackOff 300 s).
+IMAGE_BACKOFF_INITIAL = 10.0
+IMAGE_BACKOFF_MAX = 300.0
+# The pod sync that finds a failed pull backing off: the PLEG relist period (1 s).
+PLEG_RELIST_PERIOD = 1.0
+READINESS_FAILURE = "HTTP probe failed with statuscode: 503"
 
 
 Action = Callable[["Kubelet", "_PodRecord"], None]
+
+
+class _ImageFault:
+    """The image fault of one pod (most pods have none): which containers' pulls fail, with
+    what, the pull back-off; or that readiness never passes."""
+
+    __slots__ = ("backoff", "containers", "error", "failed_at", "image", "kind", "pull_started", "reason")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.containers: tuple[str, ...] = ()
+        self.image = ""
+        self.error = ""
+        self.reason = ERR_IMAGE_PULL  # the waiting reason the containers show
+        self.backoff: float | None = None
+        self.failed_at = 0.0
+        self.pull_started: float | None = None
 
 
 class _PodRecord:
@@ -99,6 +154,7 @@ class _PodRecord:
         "dirty",
         "due",
         "exit_code",
+        "fault",
         "finished_at",
         "key",
         "last_state",
@@ -142,6 +198,7 @@ class _PodRecord:
         self.pod_ip: int | None = None
         # Names of the containers whose image pull began at admission; None once they started.
         self.pulling: tuple[str, ...] | None = None
+        self.fault: _ImageFault | None = None  # config.imageFaults at work on this pod
         self.deleting = False
         self.removed = False
         self.syncing = False
@@ -378,6 +435,8 @@ class Kubelet:
             return False
         if rec.action is Kubelet._become_ready:
             self._disarm(rec)  # the probe result overrides the pending initial readiness
+        if ready and rec.fault is not None:
+            rec.fault = None  # the probe passes: a NeverReady fault is over for this pod
         if rec.ready != ready:
             rec.ready = ready
             self._sync(rec)
@@ -441,7 +500,10 @@ class Kubelet:
         """Pulled, Created, Started for each container. A first start ends the pulls begun at
         admission; a restart pulls again (policy Always) in no time."""
         restart = rec.pulling is None
-        duration = _go_ms_duration(0.0 if restart else self.kernel.now - rec.admitted_at)
+        began = rec.admitted_at
+        if rec.fault is not None and rec.fault.pull_started is not None:
+            began = rec.fault.pull_started  # the retry of a failed pull
+        duration = _go_ms_duration(0.0 if restart else self.kernel.now - began)
         for container in rec.pod["spec"].get("containers") or []:
             image = container.get("image", "")
             if restart:
@@ -469,23 +531,131 @@ class Kubelet:
 
     def _start_containers(self, rec: _PodRecord) -> None:
         now = self.kernel.now
+        faults = self.config.get("imageFaults")
+        if faults and rec.pulling is not None and self._pull_failed(rec, faults):
+            return
         self._containers_started_events(rec)
         rec.state = RUNNING
         rec.started_at = now
         rec.container_id = self._container_id(rec)
         if rec.pod_ip is None:
             rec.pod_ip = self._allocate_ip()
+        rec.fault = None
+        if faults and any(
+            image_fault(faults, c.get("image", "")) == NEVER_READY for c in rec.pod["spec"].get("containers") or []
+        ):
+            rec.fault = _ImageFault(NEVER_READY)
         delay = float(self.config["podReadyDelay"])
         if delay > 0:
             rec.ready = False
             self._arm(rec, Kubelet._become_ready, delay)
+        elif rec.fault is not None:
+            rec.ready = False
+            self._readiness_failed(rec)
         else:
             rec.ready = True
         self._sync(rec)
 
     def _become_ready(self, rec: _PodRecord) -> None:
+        if rec.fault is not None and rec.fault.kind == NEVER_READY:
+            self._readiness_failed(rec)
+            return
         rec.ready = True
         self._sync(rec)
+
+    def _readiness_failed(self, rec: _PodRecord) -> None:
+        """The readiness probe fails (prober.go: Warning `Unhealthy` "Readiness probe failed: ...")."""
+        for container in rec.pod["spec"].get("containers") or []:
+            self._container_event(
+                rec, container, "Warning", "Unhealthy", f"Readiness probe failed: {READINESS_FAILURE}"
+            )
+
+    # -- image faults ---------------------------------------------------------------------------
+    def _pull_failed(self, rec: _PodRecord, faults: Obj) -> bool:
+        """The pulls begun for `rec` end now: when one of them fails (an ErrImagePull image the
+        pod must pull), record the failure, start the pull back-off and return True."""
+        failing = [
+            c
+            for c in rec.pod["spec"].get("containers") or []
+            if c["name"] in (rec.pulling or ()) and image_fault(faults, c.get("image", "")) == ERR_IMAGE_PULL
+        ]
+        if not failing:
+            return False
+        now = self.kernel.now
+        fault = rec.fault if rec.fault is not None and rec.fault.kind == ERR_IMAGE_PULL else _ImageFault(ERR_IMAGE_PULL)
+        # flowcontrol.Backoff.Next: initial, or doubled up to max; the entry expires 2 x max after
+        # its last update.
+        if fault.backoff is None or now - fault.failed_at > 2 * IMAGE_BACKOFF_MAX:
+            fault.backoff = IMAGE_BACKOFF_INITIAL
+        else:
+            fault.backoff = min(fault.backoff * 2, IMAGE_BACKOFF_MAX)
+        fault.failed_at = now
+        fault.containers = _shared_names(tuple(c["name"] for c in failing))
+        fault.image = failing[0].get("image", "")
+        fault.error = pull_error(fault.image)
+        fault.reason = ERR_IMAGE_PULL
+        fault.pull_started = None
+        rec.fault = fault
+        rec.state = IMAGE_PULL
+        rec.ready = False
+        for container in failing:
+            image = container.get("image", "")
+            self._container_event(
+                rec, container, "Warning", "Failed", f'Failed to pull image "{image}": {pull_error(image)}'
+            )
+            self._container_event(rec, container, "Warning", "Failed", f"Error: {ERR_IMAGE_PULL}")
+        self._arm(rec, Kubelet._image_pull_backoff, min(PLEG_RELIST_PERIOD, fault.backoff))
+        self._sync(rec)
+        return True
+
+    def _image_pull_backoff(self, rec: _PodRecord) -> None:
+        """The next pod sync finds the pull backing off: ImagePullBackOff until it ends."""
+        fault = rec.fault
+        if fault is None or rec.state != IMAGE_PULL:
+            return
+        fault.reason = "ImagePullBackOff"
+        for container in rec.pod["spec"].get("containers") or []:
+            if container["name"] in fault.containers:
+                image = container.get("image", "")
+                self._container_event(rec, container, "Normal", "BackOff", f'Back-off pulling image "{image}"')
+                self._container_event(rec, container, "Warning", "Failed", "Error: ImagePullBackOff")
+        self._arm(rec, Kubelet._retry_pull, fault.failed_at + (fault.backoff or 0.0) - self.kernel.now)
+        self._sync(rec)
+
+    def _retry_pull(self, rec: _PodRecord) -> None:
+        """The back-off is over: pull the images again (the faults are read when it ends)."""
+        fault = rec.fault
+        if fault is None or rec.state != IMAGE_PULL:
+            return
+        fault.pull_started = self.kernel.now
+        pulling = []
+        for container in rec.pod["spec"].get("containers") or []:
+            if self._must_pull(container):
+                pulling.append(container["name"])
+                image = container.get("image", "")
+                self._container_event(rec, container, "Normal", "Pulling", f'Pulling image "{image}"')
+        rec.pulling = _shared_names(tuple(pulling))
+        self._arm(rec, Kubelet._start_containers, float(self.config["podStartup"]))
+
+    def image_faults_changed(self) -> None:
+        """`config.imageFaults` changed: pods held unready by a NeverReady fault that no longer
+        matches become Ready (their probe passes). Failed pulls retry when their back-off ends."""
+        if not self.running:
+            return
+        faults = self.config.get("imageFaults") or {}
+        for rec in self.pods.values():
+            fault = rec.fault
+            if fault is None or fault.kind != NEVER_READY or rec.state != RUNNING or rec.deleting:
+                continue
+            containers = rec.pod["spec"].get("containers") or []
+            if any(image_fault(faults, c.get("image", "")) == NEVER_READY for c in containers):
+                continue
+            rec.fault = None
+            if rec.action is Kubelet._become_ready:
+                continue  # the pending initial readiness now passes
+            if not rec.ready:
+                rec.ready = True
+                self._sync(rec)
 
     def _restart_container(self, rec: _PodRecord) -> None:
         self._start_containers(rec)
@@ -667,7 +837,8 @@ class Kubelet:
         # Sized exactly (a list comprehension over-allocates): every stored pod keeps this list.
         statuses = list(tuple(self._container_status(rec, c) for c in containers))
         creating = rec.state == STARTING
-        phase = rec.phase if rec.state == TERMINATED else "Pending" if creating else "Running"
+        pending = creating or rec.state == IMAGE_PULL
+        phase = rec.phase if rec.state == TERMINATED else "Pending" if pending else "Running"
         all_ready = rec.ready and rec.state == RUNNING
 
         if phase in ("Succeeded", "Failed"):
@@ -741,6 +912,8 @@ class Kubelet:
     def _container_status(self, rec: _PodRecord, container: Obj) -> Obj:
         if rec.state == STARTING:
             return _creating_status(container["name"], container.get("image", ""))
+        if rec.state == IMAGE_PULL:
+            return self._image_pull_status(rec, container)
         image, image_id = image_refs(container.get("image", ""))
         state: Obj
         last: Obj = _EMPTY
@@ -786,6 +959,28 @@ class Kubelet:
             "imageID": image_id,
             "containerID": rec.container_id,
             "started": started,
+        }
+
+    def _image_pull_status(self, rec: _PodRecord, container: Obj) -> Obj:
+        """A container that waits for its image: ErrImagePull / ImagePullBackOff with the pull's
+        message, or ContainerCreating for the others of the pod."""
+        fault = rec.fault
+        name, image = container["name"], container.get("image", "")
+        if fault is None or name not in fault.containers:
+            return _creating_status(name, image)
+        if fault.reason == ERR_IMAGE_PULL:
+            message = pull_error(image)
+        else:
+            message = f'Back-off pulling image "{image}": {ERR_IMAGE_PULL}: {pull_error(image)}'
+        return {
+            "name": name,
+            "state": {"waiting": {"reason": fault.reason, "message": message}},
+            "lastState": _EMPTY,
+            "ready": False,
+            "restartCount": 0,
+            "image": image,
+            "imageID": "",
+            "started": False,
         }
 
     def _container_id(self, rec: _PodRecord) -> str:
@@ -858,6 +1053,25 @@ class Kubelet:
 SETTLING: frozenset[Action] = frozenset(
     {Kubelet._start_containers, Kubelet._become_ready, Kubelet._containers_stopped, Kubelet._sync}
 )
+
+
+def image_fault(faults: Obj, image: str) -> str | None:
+    """The fault `config.imageFaults` sets for `image`: the value of the first pattern (fnmatch,
+    case-sensitive) that matches the spec's image reference, or None."""
+    for pattern, fault in faults.items():
+        if fnmatchcase(image, pattern):
+            return str(fault)
+    return None
+
+
+@lru_cache(maxsize=1024)
+def pull_error(image: str) -> str:
+    """What containerd answers for an image that is not in its registry (the CRI error text)."""
+    ref, _ = image_refs(image)
+    return (
+        f'rpc error: code = NotFound desc = failed to pull and unpack image "{ref}": '
+        f'failed to resolve reference "{ref}": {ref}: not found'
+    )
 
 
 def node_host_ip(index: int) -> str:

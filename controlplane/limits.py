@@ -49,6 +49,10 @@ MAX_NODES: Final = 100_000
 """The most nodes a config may name at all; `RunLimits.nodes` is the (lower) ceiling of a run."""
 MAX_LOOKUP_CACHE_SIZE: Final = 1 << 20
 """The most entries of the v1.5 ReplicationManager's lookup cache (`config.lookupCacheSize`)."""
+MAX_IMAGE_FAULTS: Final = 100
+"""The most patterns of `config.imageFaults`."""
+MAX_IMAGE_PATTERN: Final = 256
+"""The most characters of one `config.imageFaults` pattern."""
 
 # -- API request bodies ------------------------------------------------------------------------
 MAX_CLIENT: Final = 512

@@ -73,6 +73,7 @@ DEFAULT_CONFIG: dict[str, Any] = {
     "nodeControllerQPS": 20.0,  # kube-controller-manager --kube-api-qps
     "nodeControllerBurst": 30,
     "apiLatency": 0.005,  # seconds per request of these clients
+    "imageFaults": {},  # image pattern -> ErrImagePull | NeverReady (kubelet.py)
 }
 
 POD_STATES = (
@@ -730,7 +731,11 @@ class NodeSimulator:
         nodes = changes.get("nodes")
         if nodes is not None and int(nodes) < len(self.kubelets):
             raise ValueError(f"nodes: cannot shrink from {len(self.kubelets)} to {nodes} at run time")
+        image_faults = self.config["imageFaults"]
         self._merge_config(changes)
+        if self.config["imageFaults"] != image_faults:
+            for kubelet in self.kubelets.values():
+                kubelet.image_faults_changed()
         latency = float(self.config["apiLatency"])
         clients = [(self.scheduler.client, "scheduler"), (self.lifecycle.client, "nodeController")]
         clients += [(self.scheduler.recorder.client, "scheduler")]

@@ -22,6 +22,7 @@ from typing import Any
 from controlplane import limits, safeyaml
 from controlplane.controllers.registry import REGISTRY
 from controlplane.duplicate_keys import collect_duplicates
+from controlplane.kubelet import IMAGE_FAULTS
 from controlplane.vocabulary import KINDS, type_name
 from controlplane.vocabulary import ScenarioError as ScenarioError  # the error of an invalid file
 
@@ -122,6 +123,7 @@ def default_config() -> dict[str, Any]:
     config["manualWorkers"] = []
     config["controllerVersion"] = {spec.name: spec.default_version.version for spec in REGISTRY.specs}
     config["enableGarbageCollector"] = True  # --enable-garbage-collector
+    config["imageFaults"] = {}  # image pattern -> ErrImagePull | NeverReady (the kubelets)
     return config
 
 
@@ -258,6 +260,7 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
         "manualWorkers",
         "controllerVersion",
         "enableGarbageCollector",
+        "imageFaults",
     )
     _keys(value, path, (), allowed)
     for key, item in value.items():
@@ -289,6 +292,8 @@ def check_config(raw: Any, path: str = "config", *, partial: bool = False) -> di
             out[key] = _controller_versions(item, where)
         elif key == "enableGarbageCollector":
             out[key] = _bool(item, where)
+        elif key == "imageFaults":
+            out[key] = _image_faults(item, where)
         elif key in ("controllers", "manualWorkers"):
             if not isinstance(item, list):
                 raise _fail(where, f"must be a list, not {type_name(item)}")
@@ -312,6 +317,20 @@ def merge_config(config: dict[str, Any], changes: dict[str, Any]) -> dict[str, A
     for key, item in changes.items():
         merged[key] = {**merged[key], **item} if key in MERGED_CONFIG else item
     return merged
+
+
+def _image_faults(raw: Any, path: str) -> dict[str, str]:
+    """config.imageFaults: image reference pattern (fnmatch) -> ErrImagePull | NeverReady."""
+    faults = _mapping(raw, path)
+    if len(faults) > limits.MAX_IMAGE_FAULTS:
+        raise _fail(path, f"at most {limits.MAX_IMAGE_FAULTS} patterns (got {len(faults)})")
+    for pattern, fault in faults.items():
+        if not pattern:
+            raise _fail(path, "a pattern must not be empty")
+        if len(pattern) > limits.MAX_IMAGE_PATTERN:
+            raise _fail(path, f"pattern {pattern[:40]!r}...: at most {limits.MAX_IMAGE_PATTERN} characters")
+        _string(fault, f"{path}.{pattern}", IMAGE_FAULTS)
+    return dict(faults)
 
 
 def _controller_versions(raw: Any, path: str) -> dict[str, str]:

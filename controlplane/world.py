@@ -90,6 +90,7 @@ NODE_CONFIG_KEYS = (
     "kubeletBurst",
     "schedulerQPS",
     "schedulerBurst",
+    "imageFaults",
 )
 KUBELET_STEPS = {
     "_start_containers": "containers start",
@@ -97,6 +98,8 @@ KUBELET_STEPS = {
     "_restart_container": "crash-loop restart",
     "_containers_stopped": "containers stop",
     "_sync": "status retry",
+    "_image_pull_backoff": "image pull back-off",
+    "_retry_pull": "image pull retry",
 }
 MAX_ERRORS_KEPT = 1000  # `errors` keeps the first ones; `errors_dropped` counts the rest
 

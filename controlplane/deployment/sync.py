@@ -221,6 +221,9 @@ class SyncMixin:
                         await self._update_deployment_status(ctx, d)
                 self.recorder.event(d, "Warning", util.FAILED_RS_CREATE_REASON, msg)
                 return None, exc
+        if not already_exists:
+            # The create answered: the new ReplicaSet exists (breakpoints stop here).
+            self._stage(ctx, "getNewReplicaSet", action="created", replicaSet=name, revision=new_revision)
         if not already_exists and new_replicas > 0:
             self.recorder.event(
                 d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {new_replicas}"

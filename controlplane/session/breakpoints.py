@@ -14,7 +14,18 @@ Kinds (each may name a `controller`; where it is omitted any controller matches)
   podState {owner, state}             a pod owned by `owner` enters `state`: "ReplicaSet/web" in any
                                       namespace, "ReplicaSet/team-a/web" in that one
   stage {stage, key?}                 a sync reaches `stage` (a `sync.stage` record): one of the
-                                      v1.36 stages or the v1.5 ReplicationManager's
+                                      stages of a controller version (the registry's stage groups:
+                                      the ReplicaSet's, the v1.5 ReplicationManager's, the
+                                      Deployment's)
+The Deployment controller's (each may name the Deployment's `key`, "namespace/name"; a
+`controller` other than deployment is refused):
+  newReplicaSet {key?}                a sync created a new ReplicaSet (getNewReplicaSet: the create
+                                      was answered 201)
+  rolloutComplete {key?}              a sync wrote the Progressing condition with reason
+                                      NewReplicaSetAvailable (syncRolloutStatus: the rollout is
+                                      complete)
+  progressDeadlineExceeded {key?}     a sync wrote the Progressing condition with reason
+                                      ProgressDeadlineExceeded (syncRolloutStatus: timed out)
 """
 
 from __future__ import annotations
@@ -31,7 +42,32 @@ from controlplane.session.timefmt import vtime
 
 Obj = dict[str, Any]
 
-KINDS = ("dequeue", "syncError", "expectationsExpired", "podWrite", "informerLag", "podState", "stage")
+KINDS = (
+    "dequeue",
+    "syncError",
+    "expectationsExpired",
+    "podWrite",
+    "informerLag",
+    "podState",
+    "stage",
+    "newReplicaSet",
+    "rolloutComplete",
+    "progressDeadlineExceeded",
+)
+# The kinds about Deployments: the sync.stage record that fires each (stage, field, value). The
+# controller that writes them is the registry's one whose children are other controllers' objects
+# (the Deployment controller owns ReplicaSets), not a literal.
+_DEPLOYMENT = next(
+    (spec.name for spec in REGISTRY.specs if any(o.kind in REGISTRY.kinds() for o in spec.owns)), None
+)
+# podWrite is about pods: the controllers whose children are pods (the Deployment controller's
+# ReplicaSet writes are `sync.request` records too, and do not fire it).
+_POD_WRITERS = frozenset(spec.name for spec in REGISTRY.specs if any(o.resource == "pods" for o in spec.owns))
+ROLLOUT_KINDS: dict[str, tuple[str, str, str]] = {
+    "newReplicaSet": ("getNewReplicaSet", "action", "created"),
+    "rolloutComplete": ("syncRolloutStatus", "progress", "complete"),
+    "progressDeadlineExceeded": ("syncRolloutStatus", "progress", "timedOut"),
+}
 QUEUE_NAMES = {spec.name: spec.queue_name for spec in REGISTRY.specs}  # controller -> its workqueue's name
 _RESOURCES = REGISTRY.managed_resources()  # what a write breakpoint may name: pods, replicasets, ...
 _OWNER_KINDS = REGISTRY.kinds()
@@ -100,6 +136,13 @@ class Breakpoint:
             return f"{s.get('resource') or 'any'} informer more than {s['above']} changes behind"
         if self.kind == "stage":
             return f"{who}sync of {s.get('key') or 'any key'} reaches stage {s['stage']}"
+        deployment = f"Deployment {s['key']}" if s.get("key") else "any Deployment"
+        if self.kind == "newReplicaSet":
+            return f"{deployment}: a new ReplicaSet is created"
+        if self.kind == "rolloutComplete":
+            return f"{deployment}: rollout complete (NewReplicaSetAvailable)"
+        if self.kind == "progressDeadlineExceeded":
+            return f"{deployment}: progress deadline exceeded (ProgressDeadlineExceeded)"
         return f"a pod of {s['owner']} becomes {s['state']}"
 
 
@@ -146,6 +189,12 @@ def parse(spec: Any, next_id: int) -> Breakpoint:
                 raise BreakpointError(f"resource: must be {_either(_RESOURCES)}")
             clean["resource"] = resource
         clean["above"] = _count(spec, "above", 0, required=True)
+    elif kind in ROLLOUT_KINDS:
+        if controller is not None and controller != _DEPLOYMENT:
+            raise BreakpointError(f"controller: {kind} is a breakpoint of the {_DEPLOYMENT} controller")
+        key = _text(spec, "key", required=False)
+        if key is not None:
+            clean["key"] = key
     elif kind == "stage":
         stage = spec.get("stage")
         names = REGISTRY.stage_names()
@@ -272,12 +321,35 @@ def _match(bp: Breakpoint, record: Obj) -> str | None:
                 f"(timeout {vtime(EXPECTATIONS_TIMEOUT)}); the sync goes ahead"
             )
     elif bp.kind == "podWrite":
-        if kind == "sync.request" and record["verb"] == s["verb"] and s.get("n") in (None, record["n"]):
+        if (
+            kind == "sync.request"
+            and record["verb"] == s["verb"]
+            and s.get("n") in (None, record["n"])
+            and record.get("controller") in _POD_WRITERS
+        ):
             what = f"delete of pod {record['pod']}" if record["verb"] == "delete" else "create"
             return f"sync of {record['key']} issued its {record['verb']} #{record['n']} ({what}); not yet answered"
     elif bp.kind == "stage":
         if kind == "sync.stage" and record["stage"] == s["stage"] and s.get("key") in (None, record["key"]):
             return f"sync of {record['key']} reached {record['stage']} (worker {record.get('worker')})"
+    elif bp.kind in ROLLOUT_KINDS:
+        stage, field_name, value = ROLLOUT_KINDS[bp.kind]
+        if (
+            kind == "sync.stage"
+            and record["stage"] == stage
+            and record.get(field_name) == value
+            and record.get("controller") == _DEPLOYMENT
+            and s.get("key") in (None, record["key"])
+            and (stage != "syncRolloutStatus" or record.get("written"))
+        ):
+            if bp.kind == "newReplicaSet":
+                return (
+                    f"sync of {record['key']} created ReplicaSet {record.get('replicaSet')} "
+                    f"(revision {record.get('revision')})"
+                )
+            if bp.kind == "rolloutComplete":
+                return f"sync of {record['key']} set Progressing=True, reason NewReplicaSetAvailable"
+            return f"sync of {record['key']} set Progressing=False, reason ProgressDeadlineExceeded"
     elif bp.kind == "podState" and (
         kind == "pod.transition" and record["to"] == s["state"] and _owned_by(record, s["owner"])
     ):
