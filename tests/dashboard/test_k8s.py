@@ -249,5 +249,9 @@ async def test_metrics_expose_the_simulations_figures_with_a_simulation_label(ru
         'apiserver_request_total{client="replicaset-controller",code="201",resource="pods",simulation="demo",verb="create"}',
         'ctrlscope_virtual_time_seconds{simulation="demo"}',
         'ctrlscope_kernel_events_total{simulation="demo"}',
+        # The demo runs the Deployment controller: its queue is there, and it exports no
+        # ReplicaSet-controller figures (its metrics are `{}`).
+        'workqueue_depth{name="deployment",simulation="demo"}',
     ):
         assert name in text, name
+    assert 'controller="deployment"' not in text
