@@ -13,10 +13,12 @@ Guarantees
 ----------
 * The messages are the upstream `generated.proto` definitions (field numbers and types) of the
   fields ctrlscope serves, built with `descriptor_pb2` at first use and parsed by the `protobuf`
-  library: no hand-written wire parser. A field the subset leaves out is dropped when it holds
-  its zero value (Go's protobuf writes every non-pointer field, empty or not); one that holds a
-  value (a probe, a volume) raises `UnsupportedKind` naming it, so nothing a client sent is lost
-  silently: it is told to send JSON, which keeps every field.
+  library: no hand-written wire parser. Fields the subset leaves out are unknown to the parser
+  and dropped, as an older server drops a newer client's fields, except in a controller's kind:
+  there a field left out is dropped only when it holds its zero value (Go's protobuf writes every
+  non-pointer field, empty or not), and one that holds a value (a probe, a volume) raises
+  `UnsupportedKind` naming it, so nothing of a workload is lost silently: the client is told to
+  send JSON, which keeps every field.
 * The workload kinds are the controllers' (the registry's `CONTROLLER_REGISTRY`): a kind whose
   `<Kind>Spec` message is defined here is decoded (`metadata` 1, `spec` 2, `status` 3, as every
   upstream kind).
@@ -274,6 +276,8 @@ _FIELDS: dict[str, list[tuple[str, int, str, bool, str | None]]] = {
     ],
 }
 # Each controller's kind whose spec message is defined above: `kubectl create deployment` POSTs one.
+# Its messages are decoded strictly: a field left out here that holds a value is refused (415).
+_CONTROLLER_KINDS: set[str] = set()
 for _spec in CONTROLLER_REGISTRY:
     if f"{_spec.kind}Spec" in _FIELDS:
         _FIELDS[_spec.kind] = [
@@ -282,6 +286,7 @@ for _spec in CONTROLLER_REGISTRY:
             ("status", 3, _MESSAGE, False, f"{_spec.kind}Status"),
         ]
         KINDS[(_spec.api_version, _spec.kind)] = _spec.kind
+        _CONTROLLER_KINDS.add(_spec.kind)
 # Go pointers (*int64, *string, *bool, *Preconditions): present in JSON only when set, even when
 # zero (gracePeriodSeconds: 0 means "now"). Every other scalar is omitempty.
 _POINTERS = {
@@ -390,7 +395,7 @@ def decode(raw: bytes, expected: tuple[str, ...]) -> tuple[str, str, Obj]:
         message.ParseFromString(unknown.raw)
     except DecodeError as exc:
         raise ProtobufError(f"the {kind} in the protobuf body could not be decoded: {exc}") from None
-    obj = _to_json(message, message_name)
+    obj = _to_json(message, message_name, strict=message_name in _CONTROLLER_KINDS)
     if message_name != "DeleteOptions":
         obj = {"apiVersion": api_version, "kind": kind, **obj}
     return api_version, kind, obj
@@ -414,8 +419,11 @@ def _refuse_unknown(message: Any, name: str) -> None:
             raise UnsupportedKind(f"field number {field.field_number} of {name} (not modelled)")
 
 
-def _to_json(message: Any, name: str) -> Obj:
-    _refuse_unknown(message, name)
+def _to_json(message: Any, name: str, strict: bool = False) -> Obj:
+    """The JSON of `message`; `strict` (a controller's kind and everything in it): a field this
+    subset lacks that holds a value is refused (`_refuse_unknown`), not dropped."""
+    if strict:
+        _refuse_unknown(message, name)
     if name == "IntOrString":  # the JSON is the int or the string its type names
         return {"value": message.strVal if message.type == 1 else message.intVal}
     out: Obj = {}
@@ -425,13 +433,16 @@ def _to_json(message: Any, name: str) -> Obj:
         if kind == "map":
             if value:
                 out[json_name] = {
-                    key: (item if type_name is None else _value(item, type_name)) for key, item in sorted(value.items())
+                    key: (item if type_name is None else _value(item, type_name, strict))
+                    for key, item in sorted(value.items())
                 }
             continue
         if repeated:
             if value:
                 convert: Callable[[Any], Any] = (
-                    (lambda item, t=type_name: _to_json(item, t)) if type_name is not None else (lambda item: item)
+                    (lambda item, t=type_name: _to_json(item, t, strict))
+                    if type_name is not None
+                    else (lambda item: item)
                 )
                 out[json_name] = [convert(item) for item in value]
             continue
@@ -445,9 +456,9 @@ def _to_json(message: Any, name: str) -> Obj:
                 continue
             assert type_name is not None
             if type_name in _SCALAR_MESSAGES:
-                out[json_name] = _value(value, type_name)
+                out[json_name] = _value(value, type_name, strict)
                 continue
-            inner = _to_json(value, type_name)
+            inner = _to_json(value, type_name, strict)
             if inner or pointer:
                 out[json_name] = inner
             continue
@@ -462,9 +473,10 @@ def _to_json(message: Any, name: str) -> Obj:
 _SCALAR_MESSAGES = ("IntOrString", "Quantity")  # messages whose JSON is a scalar
 
 
-def _value(message: Any, name: str) -> Any:
+def _value(message: Any, name: str, strict: bool) -> Any:
     """The JSON of a message that is a scalar in JSON: an IntOrString's int or string, a Quantity's string."""
     if name == "Quantity":
-        _refuse_unknown(message, name)
+        if strict:
+            _refuse_unknown(message, name)
         return message.string
-    return _to_json(message, name)["value"]
+    return _to_json(message, name, strict)["value"]
