@@ -455,9 +455,22 @@ def _without_hash(template: Obj | None) -> Obj:
     return template
 
 
+def _without_nulls(value: Any) -> Any:
+    """`value` without its JSON nulls: a null decodes into Go's zero value, as an absent field does,
+    so the typed templates upstream compares cannot tell them apart (`kubectl rollout undo` sends
+    the ReplicaSet's template with `creationTimestamp: null`)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def equal_ignore_hash(template1: Obj | None, template2: Obj | None) -> bool:
-    """EqualIgnoreHash: semantic equality after dropping the pod-template-hash label."""
-    return _without_hash(template1) == _without_hash(template2)
+    """EqualIgnoreHash: semantic equality after dropping the pod-template-hash label (and nulls,
+    which Go's decoding leaves as zero values)."""
+    a, b = _without_hash(template1), _without_hash(template2)
+    return a == b or _without_nulls(a) == _without_nulls(b)
 
 
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"

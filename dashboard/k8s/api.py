@@ -85,8 +85,17 @@ PATCH_CONTENT_TYPES = {
 # What a POST or PUT body (and a DELETE's DeleteOptions) may be; no Content-Type means JSON, as
 # the official Python client sends it.
 BODY_CONTENT_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
-# The kinds a protobuf body may carry, by (resource, subresource) of a POST or PUT.
-PROTOBUF_KINDS = {("namespaces", None): ("Namespace",), ("pods", "eviction"): ("Eviction",)}
+# The kinds a protobuf body may carry, by (resource, subresource) of a POST or PUT: a controller's
+# kind when dashboard.k8s.protobuf decodes it (`kubectl create deployment`).
+PROTOBUF_KINDS = {
+    ("namespaces", None): ("Namespace",),
+    ("pods", "eviction"): ("Eviction",),
+    **{
+        (info.plural, None): (info.kind,)
+        for info in RESOURCES.values()
+        if (info.api_version, info.kind) in protobuf.KINDS
+    },
+}
 
 
 def route(path: str) -> tuple[str, str, str, str | None] | None:
@@ -757,7 +766,7 @@ class Call:
                 raise Failure(
                     415,
                     "UnsupportedMediaType",
-                    "ctrlscope decodes protobuf bodies of Namespace, DeleteOptions and Eviction only; "
+                    "ctrlscope decodes protobuf bodies of Namespace, Deployment, DeleteOptions and Eviction only; "
                     "send this one as application/json",
                 )
             try:

@@ -9,7 +9,8 @@ Guarantees (see ../shared/spec/kubectl-surface.md §2 and §8)
 * Legacy discovery (`/api`, `/apis`, `/api/v1`, `/apis/apps/v1`) and aggregated discovery
   (`apidiscovery.k8s.io/v2` or `v2beta1`, only when the Accept header lists it, with its exact
   Content-Type) carry shortNames, `categories: [all]`, verbs and the `status` / `scale`
-  subresources, and `pods/eviction` (policy/v1 Eviction, create).
+  subresources, and `pods/eviction` (policy/v1 Eviction, create); a group's resources are
+  listed by name, as upstream lists them.
 * `/openapi/v3` is an index of one document per group/version (`api/v1`, `apis/apps/v1`), each
   URL carrying the hash of its document (kubectl caches by it); the documents are the schemas
   generated from the API server's type table (controlplane/apiserver/openapi.py): what
@@ -49,7 +50,9 @@ GROUPS = ("", "apps")
 
 
 def _resources(group: str) -> list[ResourceInfo]:
-    return [info for info in RESOURCES.values() if info.group == group]
+    """A group's resources in upstream's discovery order: by name (kube-apiserver installs a
+    group's routes sorted by path), so `kubectl get all` prints deployments before replicasets."""
+    return sorted((info for info in RESOURCES.values() if info.group == group), key=lambda info: info.plural)
 
 
 def _verbs(info: ResourceInfo) -> list[str]:

@@ -89,9 +89,10 @@ class SimulationCollector:
                 unfinished.add_metric(labels, q["unfinished"])
                 longest.add_metric(labels, q["longestRunning"])
             for controller, figures in sorted(snap["controllers"].items()):
-                h = figures["replicaset_controller_sorting_deletion_age_ratio"]
-                ratio.add_metric([sim_id, controller], _buckets(h), h["sum"])
-                for skip in figures["replicaset_controller_stale_sync_skips_total"]:
+                h = figures.get("replicaset_controller_sorting_deletion_age_ratio")
+                if h is not None:  # a controller that exports none (the Deployment controller's `{}`)
+                    ratio.add_metric([sim_id, controller], _buckets(h), h["sum"])
+                for skip in figures.get("replicaset_controller_stale_sync_skips_total", ()):
                     skips.add_metric([sim_id, controller, skip["group"], skip["resource"]], skip["value"])
             for client, verb, resource, code, n in snap["requests"]:
                 requests.add_metric([sim_id, client, verb, resource, str(code)], n)

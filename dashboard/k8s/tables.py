@@ -4,7 +4,8 @@
 Guarantees
 ----------
 * Columns, their order, `format: name` on Name and `priority: 1` on the `-o wide` columns are
-  upstream's for pods, replicasets, replicationcontrollers, nodes, events and namespaces.
+  upstream's for pods, replicasets, replicationcontrollers, deployments, nodes, events and
+  namespaces.
 * Cells are final strings or integers: kubectl prints them verbatim. Ages are
   `duration.HumanDuration(now - timestamp)` with `now` the simulation's virtual time.
 * `include_object` is `Metadata` (a `PartialObjectMetadata`, the default), `Object` (the whole
@@ -212,6 +213,52 @@ def print_replication_controller(rc: Obj, now: float) -> list[Any]:
     return _controller_cells(rc, now, ",".join(f"{k}={selector[k]}" for k in sorted(selector)))
 
 
+# -- deployments (a controller whose children are ReplicaSets) -------------------------------------
+ROLLOUT_COLUMNS = [
+    NAME,
+    _col("Ready", description="Number of the pod with ready state"),
+    _col(
+        "Up-to-date",
+        description="Total number of non-terminated pods targeted by this deployment that have the desired template "
+        "spec.",
+    ),
+    _col(
+        "Available",
+        description="Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+    ),
+    AGE,
+    _col("Containers", priority=1, description="Names of each container in the template."),
+    _col("Images", priority=1, description="Images referenced by each container in the template."),
+    _col(
+        "Selector",
+        priority=1,
+        description="Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones "
+        "affected by this deployment. It must match the pod template's labels.",
+    ),
+]
+
+
+def print_rollout(obj: Obj, now: float) -> list[Any]:
+    """printDeployment: READY is ready/desired, UP-TO-DATE and AVAILABLE the status's counts."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or ()
+    try:
+        selector = str(selector_from_label_selector(spec.get("selector")))
+    except ValueError:
+        selector = "<invalid>"
+    return [
+        obj["metadata"]["name"],
+        f"{int(status.get('readyReplicas') or 0)}/{int(spec.get('replicas') or 0)}",
+        int(status.get("updatedReplicas") or 0),
+        int(status.get("availableReplicas") or 0),
+        since(obj["metadata"].get("creationTimestamp"), now),
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+        selector,
+    ]
+
+
 # -- nodes -------------------------------------------------------------------------------------------
 NODE_COLUMNS = [
     NAME,
@@ -337,8 +384,12 @@ def print_namespace(ns: Obj, now: float) -> list[Any]:
 
 
 def _controller_printer(spec: Any) -> tuple[list[Obj], Printer]:
-    """kubectl's printer of a controller's resource (a spec of the controller registry): an apps/v1
-    kind's selector is a LabelSelector, the core group's (the RC's) a map of labels."""
+    """kubectl's printer of a controller's resource (a spec of the controller registry): a
+    controller of pods prints its replica counts (an apps/v1 kind's selector is a LabelSelector,
+    the core group's, the RC's, a map of labels); one whose children are ReplicaSets prints its
+    rollout (printDeployment)."""
+    if all(owned.resource != "pods" for owned in spec.owns):
+        return ROLLOUT_COLUMNS, print_rollout
     return _controller_columns(spec.kind), print_replicaset if spec.group else print_replication_controller
 
 

@@ -61,7 +61,8 @@ def test_cli_prints_the_report_with_the_documented_keys():
     # The contract's keys first; later issues add sections after them (never rename or remove).
     assert list(report)[:7] == ["seed", "time", "objects", "apiCalls", "syncs", "expectations", "queues"]
     assert list(report)[7:] == ["statusHistory", "metrics", "nodes", "actions", "checks"]
-    assert list(report["objects"]) == ["ReplicaSet", "ReplicationController", "Pod", "Node", "Event"]
+    # The five kinds, and Deployment after the controllers' kinds: the demo runs the Deployment controller.
+    assert list(report["objects"]) == ["ReplicaSet", "ReplicationController", "Deployment", "Pod", "Node", "Event"]
     assert report["time"] == 5.0
     assert set(report["apiCalls"][0]) == {"time", "client", "verb", "resource", "namespace", "name", "code"}
     assert list(report["syncs"][0])[:5] == ["controller", "key", "start", "end", "error"]

@@ -527,7 +527,9 @@ def test_status_says_mode_clock_seed_events_and_the_next_timer():
 def test_step_sync_is_refused_when_only_a_click_could_start_one():
     h = hosted()
     run_until(h, 1.0)
-    h.command({"op": "act", "action": {"config": {"manualWorkers": ["replicaset", "replicationcontroller"]}}})
+    # Every controller the demo runs (the Deployment controller too) waits for a click.
+    every = ["replicaset", "replicationcontroller", "deployment"]
+    h.command({"op": "act", "action": {"config": {"manualWorkers": every}}})
     run_until(h, 3.0)
     before = h.sim.now
     with pytest.raises(CommandError, match="sync next"):

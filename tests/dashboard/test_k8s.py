@@ -133,6 +133,27 @@ def test_human_durations_and_pod_status_as_kubectl_prints_them():
     assert tables.print_pod(terminating, 60.0)[2] == "Terminating"
 
 
+def test_a_deployment_prints_as_print_deployment_prints_it():
+    columns, printer = tables.PRINTERS["deployments"]
+    assert [c["name"] for c in columns] == [
+        *("Name", "Ready", "Up-to-date", "Available", "Age", "Containers", "Images", "Selector")
+    ]
+    assert [c["priority"] for c in columns] == [0, 0, 0, 0, 0, 1, 1, 1]
+    deployment = {
+        "metadata": {"name": "web", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "replicas": 5,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"spec": {"containers": [{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:2"}]}},
+        },
+        "status": {"replicas": 6, "updatedReplicas": 3, "readyReplicas": 4, "availableReplicas": 2},
+    }
+    assert printer(deployment, 90.0) == ["web", "4/5", 3, 2, "90s", "a,b", "a:1,b:2", "app=web"]
+    broken = {**deployment, "spec": {**deployment["spec"], "selector": {"matchLabels": {"app": "no spaces"}}}}
+    assert printer(broken, 90.0)[-1] == "<invalid>"
+    assert printer({"metadata": {"name": "new"}, "spec": {"replicas": 1}}, 0.0)[:4] == ["new", "0/1", 0, 0]
+
+
 def _pod(name):
     return {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
 
@@ -228,5 +249,9 @@ async def test_metrics_expose_the_simulations_figures_with_a_simulation_label(ru
         'apiserver_request_total{client="replicaset-controller",code="201",resource="pods",simulation="demo",verb="create"}',
         'ctrlscope_virtual_time_seconds{simulation="demo"}',
         'ctrlscope_kernel_events_total{simulation="demo"}',
+        # The demo runs the Deployment controller: its queue is there, and it exports no
+        # ReplicaSet-controller figures (its metrics are `{}`).
+        'workqueue_depth{name="deployment",simulation="demo"}',
     ):
         assert name in text, name
+    assert 'controller="deployment"' not in text

@@ -65,6 +65,74 @@ async def test_create_namespace_from_kubectls_protobuf_body(running_host):
     assert "x" in _objects(running_host, "namespaces")
 
 
+# kubectl 1.32's `create deployment web2 --image=nginx --replicas=3 --port=80`, byte for byte: every
+# non-pointer field written, empty or not (captured behind a logging proxy).
+KUBECTL_DEPLOYMENT = bytes.fromhex(
+    "6b3873000a150a07617070732f7631120a4465706c6f796d656e7412bc010a210a047765623212001a0022002a0032"
+    "00380042005a0b0a036170701204776562321288010803120d0a0b0a036170701204776562321a6d0a1d0a0012001a"
+    "0022002a003200380042005a0b0a03617070120477656232124c122e0a056e67696e7812056e67696e782a00320a0a"
+    "001000185022002a0042006a007200800100880100900100a201001a00320042004a0052005800600068008201008a"
+    "01009a0100c2010022020a00280038001a0c0800100018002000280038001a002200"
+)
+
+
+async def test_create_deployment_from_kubectls_protobuf_body(running_host):
+    path = "/apis/apps/v1/namespaces/default/deployments?fieldManager=kubectl-create&fieldValidation=Strict"
+    status, body = await call("POST", path, KUBECTL_DEPLOYMENT, PROTOBUF)
+    assert status == 201, body
+    assert body["kind"] == "Deployment" and body["metadata"]["labels"] == {"app": "web2"}
+    spec = body["spec"]
+    assert spec["replicas"] == 3 and spec["selector"] == {"matchLabels": {"app": "web2"}}
+    [container] = spec["template"]["spec"]["containers"]
+    assert (container["name"], container["image"], container["ports"]) == (
+        "nginx",
+        "nginx",
+        [{"containerPort": 80, "protocol": "TCP"}],
+    )
+    assert spec["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}
+    assert "web2" in _objects(running_host, "deployments")
+
+
+def test_protobuf_deployment_fields_int_or_string_quantities_and_pointers():
+    classes = protobuf._message_classes()
+    spec = classes["DeploymentSpec"](replicas=0, revisionHistoryLimit=0)
+    spec.strategy.rollingUpdate.maxSurge.type = 1
+    spec.strategy.rollingUpdate.maxSurge.strVal = "50%"
+    spec.strategy.rollingUpdate.maxUnavailable.intVal = 0
+    container = spec.template.spec.containers.add(name="c", image="x")
+    container.resources.limits["cpu"].string = "500m"
+    inner = classes["Deployment"](spec=spec)
+    unknown = classes["Unknown"](raw=inner.SerializeToString())
+    unknown.typeMeta.apiVersion, unknown.typeMeta.kind = "apps/v1", "Deployment"
+    _, _, obj = protobuf.decode(protobuf.MAGIC + unknown.SerializeToString(), ("Deployment",))
+    # replicas 0 and revisionHistoryLimit 0 are pointers: set, so kept (not defaulted to 1 and 10).
+    assert obj["spec"]["replicas"] == 0 and obj["spec"]["revisionHistoryLimit"] == 0
+    assert obj["spec"]["strategy"] == {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": "50%"}}
+    assert obj["spec"]["template"]["spec"]["containers"] == [
+        {"name": "c", "image": "x", "resources": {"limits": {"cpu": "500m"}}}
+    ]
+
+
+async def test_a_protobuf_deployment_with_a_field_not_modelled_is_415_and_nothing_is_stored(running_host):
+    classes = protobuf._message_classes()
+    # A livenessProbe (Container field 10) holding {periodSeconds: 5} (Probe field 4).
+    container = classes["Container"].FromString(
+        classes["Container"](name="c", image="x").SerializeToString() + bytes.fromhex("52022005")
+    )
+    inner = classes["Deployment"]()
+    inner.metadata.name = "probed"
+    inner.spec.selector.matchLabels["app"] = "probed"
+    inner.spec.template.metadata.labels["app"] = "probed"
+    inner.spec.template.spec.containers.append(container)
+    unknown = classes["Unknown"](raw=inner.SerializeToString())
+    unknown.typeMeta.apiVersion, unknown.typeMeta.kind = "apps/v1", "Deployment"
+    body = protobuf.MAGIC + unknown.SerializeToString()
+    status, answer = await call("POST", "/apis/apps/v1/namespaces/default/deployments", body, PROTOBUF)
+    assert status == 415 and answer["reason"] == "UnsupportedMediaType", answer
+    assert "field number 10 of Container" in answer["message"] and "application/json" in answer["message"]
+    assert "probed" not in _objects(running_host, "deployments")
+
+
 async def test_a_protobuf_delete_options_body_is_honoured(running_host):
     name = await a_pod(running_host)
     body = envelope("v1", "DeleteOptions", "DeleteOptions", gracePeriodSeconds=0)

@@ -160,6 +160,15 @@ def test_equal_ignore_hash():
     assert util.equal_ignore_hash(a, b) and not util.equal_ignore_hash(a, c)
 
 
+def test_equal_ignore_hash_takes_a_null_for_an_absent_field():
+    # `kubectl rollout undo` sends the ReplicaSet's template with `creationTimestamp: null`: Go
+    # decodes both into the zero Time, so the old ReplicaSet is still the template's.
+    stored = {"metadata": {"labels": {"app": "x", "pod-template-hash": "1"}}, "spec": {"containers": [{"name": "c"}]}}
+    undone = {"metadata": {"creationTimestamp": None, "labels": {"app": "x"}}, "spec": {"containers": [{"name": "c"}]}}
+    assert util.equal_ignore_hash(stored, undone)
+    assert not util.equal_ignore_hash(stored, {**undone, "spec": {"containers": [{"name": "d"}]}})
+
+
 # TestMaxRevision / LastRevision
 def test_max_and_last_revision_skip_unparsable_ones():
     rss = [
