@@ -286,6 +286,15 @@ def owners(session: Session) -> list[Obj]:
                     "selector": selector,
                     "deleting": bool(meta.get("deletionTimestamp")),
                     "min_ready": spec.get("minReadySeconds", 0),
+                    # Its controlling owner (a Deployment's ReplicaSet): {kind, name}, else None.
+                    "controlled_by": next(
+                        (
+                            {"kind": ref.get("kind"), "name": ref.get("name")}
+                            for ref in meta.get("ownerReferences") or ()
+                            if ref.get("controller")
+                        ),
+                        None,
+                    ),
                 }
             )
     return rows

@@ -285,9 +285,14 @@ def owners(hosted: Hosted) -> Obj:
     for row in views.owners(hosted):
         owner = owner_label(row["kind"], row["namespace"], row["name"])
         index = hosted.frames.owner_index.get(owner)
-        rows.append({**row, "owner": owner, "tiles": tiles.get(index, {}) if index is not None else {}})
+        by = row.get("controlled_by")
+        # An owner that is itself owned (a Deployment's ReplicaSet): the page groups its lane and
+        # tiles under its parent, and focusing the parent shows them.
+        parent = owner_label(str(by["kind"]), row["namespace"], str(by["name"])) if by else ""
+        tiles_of = tiles.get(index, {}) if index is not None else {}
+        rows.append({**row, "owner": owner, "parent": parent, "tiles": tiles_of})
     orphans = sum(tiles.get(0, {}).values())
-    return {"rows": rows, "orphans": orphans}
+    return {"rows": rows, "orphans": orphans, "kinds": [kind for _, kind, *_ in views.OWNER_KINDS]}
 
 
 def nodes(hosted: Hosted) -> Obj:
