@@ -70,6 +70,10 @@ ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
 # ReplicaSet controller's (and its RC adapter's) and the Deployment controller's, two tables.
 _VERSIONS = SYNC_VERSIONS
 _V15 = next(v for v in _VERSIONS.values() if v.narration == "v1.5")
+# The default narration's table (the first controller told in v1.36's ReplicaSet words).
+_DEFAULT = next(v for v in _VERSIONS.values() if v.narration == DEFAULT_CONTROLLER_VERSION)
+STAGES = {stage.name: stage for stage in _DEFAULT.stages}
+PROCESS_NEXT_WORK_ITEM = _DEFAULT.worker_source
 # The v1.5 ReplicationManager (config.controllerVersion.replicationcontroller: v1.5): the lines
 # within a sync its narration links to besides its stages, at the pinned commit K15 (the
 # verified anchors docs/versions.md cites).
@@ -370,23 +374,25 @@ def inspector(hosted: Hosted, controller: str | None, key: str | None) -> Obj:
     }
 
 
-def narration_tables(narration: Any, controller: str | None = None) -> Obj:
+def narration_tables(narration: Any = None, controller: str | None = None) -> Obj:
     """What the inspector links a sync's stages to: the `SyncStage`s by name of the controller
     version that ran it (`narration`: None before any sync, then the table of `controller`'s
     running default), its worker loop's line, the words it is told in (`narrator`: the version's
     `narration`), and the K15 lines within a v1.5 sync."""
     if narration is not None:
         version = _VERSIONS.get((narration.controller, narration.version))
+    elif controller is not None:
+        version = _VERSIONS.get((controller, DEFAULT_CONTROLLER_VERSION))
     else:
-        version = _VERSIONS.get((controller or "", DEFAULT_CONTROLLER_VERSION))
+        version = _DEFAULT
     if version is None:  # a controller this registry does not know: told as raw records
-        return {"stages": {}, "process_next_work_item": "", "narrator": "", "stages15": {}, "k15": K15_LINES}
+        version = _DEFAULT
     stages = {stage.name: stage for stage in version.stages}
     return {
         "stages": stages,
         "process_next_work_item": version.worker_source,
         "narrator": version.narration,
-        "stages15": stages,
+        "stages15": {stage.name: stage for stage in _V15.stages},
         "k15": K15_LINES,
     }
 

@@ -13,9 +13,7 @@ from playwright.sync_api import Page, expect
 from .conftest import TOKEN, shot
 from .test_dashboard import errors, run_to, stop  # noqa: F401 - errors is a fixture
 
-DEPLOYMENT_GO = (
-    "https://github.com/pohly/kubernetes/blob/bf9daf44"  # the pinned commit's prefix
-)
+DEPLOYMENT_GO = "https://github.com/pohly/kubernetes/blob/bf9daf44"  # the pinned commit's prefix
 
 
 def start_rollout(page: Page, url: str) -> str:
@@ -56,7 +54,8 @@ def test_a_rolling_update_read_and_driven_from_the_rollout_panel(page: Page, liv
     for words in ("getReplicaSetsForDeployment → ClaimReplicaSets", "rolloutRolling", "reconcileOldReplicaSets"):
         expect(inspector).to_contain_text(words)
     expect(inspector.locator("a:text-is('rolloutRolling')")).to_have_attribute(
-        "href", re.compile(re.escape(DEPLOYMENT_GO) + r"[0-9a-f]*/pkg/controller/deployment/deployment_controller.go#L625")
+        "href",
+        re.compile(re.escape(DEPLOYMENT_GO) + r"[0-9a-f]*/pkg/controller/deployment/deployment_controller.go#L625"),
     )
     shot(page, "dashboard-rollout")
 
