@@ -54,6 +54,7 @@ from controlplane.compare import with_config as with_config
 from controlplane.controllers.registry import CONTROLLERS as CONTROLLER_REGISTRY  # noqa: F401 - the inspector's links
 from controlplane.controllers.registry import REGISTRY as _REGISTRY
 from controlplane.controllers.registry import SYNC_STAGES as SYNC_STAGES
+from controlplane.controllers.registry import SYNC_VERSIONS as SYNC_VERSIONS
 from controlplane.controllers.stages import K15 as K15
 from controlplane.controllers.stages import UPSTREAM_COMMIT as REPLICATION_MANAGER_COMMIT  # noqa: F401 - v1.5's links
 from controlplane.duplicate_keys import collect_duplicates as collect_duplicates

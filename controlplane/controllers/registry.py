@@ -81,6 +81,10 @@ class ControllerVersion:
     # The scenario config keys its factory reads as flags of that version (v1.5's
     # kube-controller-manager flags): a scenario may set them only while a version reading them runs.
     flags: tuple[str, ...] = ()
+    # The words the sync inspector tells its stages in (the page's narration of a sync): "v1.36"
+    # (the ReplicaSet controller's sync), "v1.5" (the v1.5 ReplicationManager's), "rollout" (the
+    # Deployment controller's). Two versions share one when their stages are told alike.
+    narration: str = "v1.36"
 
     def new(self, kernel: Any, client: Any, config: Any, *, trace: Any, flags: Mapping[str, Any]) -> Any:
         """A new controller of this version (not started)."""
@@ -184,6 +188,7 @@ REPLICATION_CONTROLLER = ControllerSpec(
             REPLICATION_MANAGER_STAGES,
             REPLICATION_MANAGER_WORKER,
             _V1_5_FLAGS,
+            narration="v1.5",
         ),
         ControllerVersion(
             "v1.5-late",
@@ -191,6 +196,7 @@ REPLICATION_CONTROLLER = ControllerSpec(
             REPLICATION_MANAGER_STAGES,
             REPLICATION_MANAGER_WORKER,
             _V1_5_FLAGS,
+            narration="v1.5",
         ),
     ),
 )
@@ -210,6 +216,7 @@ DEPLOYMENT = ControllerSpec(
             "controlplane.deployment.deployment_controller:new_controller",
             DEPLOYMENT_STAGES,
             DEPLOYMENT_WORKER,
+            narration="rollout",
         ),
     ),
     enabled_by_default=False,  # `config.controllers: [..., deployment]` turns it on
@@ -319,6 +326,18 @@ class Registry:
                 stages.setdefault(version.version, version.stages)
         return stages
 
+    def sync_versions(self) -> dict[tuple[str, str], ControllerVersion]:
+        """Every controller version by (controller name, version name), in registry order: the
+        stage table a `sync.start` record's controller and version name (the sync inspector's
+        key: one version name, v1.36, is two controllers' with two stage tables)."""
+        return {(spec.name, version.version): version for spec in self.specs for version in spec.versions}
+
+    def children_of(self, name: str) -> tuple[ControllerSpec, ...]:
+        """The controllers whose kind controller `name` owns (a Deployment's ReplicaSets' controller),
+        in registry order; () for a controller whose children are pods."""
+        owned = {kind.kind for kind in self.by_name(name).owns}
+        return tuple(spec for spec in self.specs if spec.kind in owned)
+
     def managed_resources(self) -> tuple[str, ...]:
         """Every resource a controller owns objects of or controls, once each, in registry order
         (each controller's children first, then its own): the owner graph's resources."""
@@ -341,6 +360,8 @@ REGISTRY = Registry(CONTROLLERS)
 # The stages of each version's sync, as its `sync.stage` records name them (the sync inspector's
 # and the breakpoint form's table): upstream function, file at the pinned commit, spec rule.
 SYNC_STAGES: dict[str, tuple[SyncStage, ...]] = REGISTRY.sync_stages()
+# The same, keyed by (controller, version): what the sync inspector links a sync's stages to.
+SYNC_VERSIONS: dict[tuple[str, str], ControllerVersion] = REGISTRY.sync_versions()
 
 
 def by_name(name: str) -> ControllerSpec:

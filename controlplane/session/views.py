@@ -12,13 +12,16 @@ shows before "+N more").
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from controlplane.apiserver.resources import lookup
 from controlplane.consistency import RealConsistencyStore
 from controlplane.controllers.registry import REGISTRY
+from controlplane.deployment import util as deployment_util
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.informers import NAMESPACE_INDEX
+from controlplane.kernel import parse_rfc3339, rfc3339
 from controlplane.labels import selector_from_label_selector, selector_from_set
 from controlplane.podutil import is_pod_active
 from controlplane.replicaset.replica_set import POD_CONTROLLER_INDEX, pod_controller_index_key
@@ -283,6 +286,15 @@ def owners(session: Session) -> list[Obj]:
                     "selector": selector,
                     "deleting": bool(meta.get("deletionTimestamp")),
                     "min_ready": spec.get("minReadySeconds", 0),
+                    # Its controlling owner (a Deployment's ReplicaSet): {kind, name}, else None.
+                    "controlled_by": next(
+                        (
+                            {"kind": ref.get("kind"), "name": ref.get("name")}
+                            for ref in meta.get("ownerReferences") or ()
+                            if ref.get("controller")
+                        ),
+                        None,
+                    ),
                 }
             )
     return rows
@@ -505,3 +517,139 @@ def _pod_word(pod: Obj) -> str:
     if pod["metadata"].get("deletionTimestamp"):
         return "terminating"
     return "active" if is_pod_active(pod) else str((pod.get("status") or {}).get("phase", "inactive")).lower()
+
+
+# -- a rollout: an owner of owners (a Deployment and its ReplicaSets) -------------------------------
+RESTARTED_AT_ANNOTATION = "kubectl.kubernetes.io/restartedAt"  # kubectl rollout restart's
+
+
+def child_controllers(name: str) -> list[str]:
+    """The controllers whose kind controller `name` owns (the registry's `owns`): a Deployment's
+    ReplicaSets' controller; [] for a controller whose children are pods."""
+    try:
+        return [spec.name for spec in REGISTRY.children_of(name)]
+    except KeyError:
+        return []
+
+
+def rollout(session: Session, controller: str, key: str) -> Obj:
+    """One Deployment's rollout now, from the API server's store (no request): its strategy and
+    the surge and unavailability budget of the moment (maxSurge / maxUnavailable resolved by the
+    controller's own `ResolveFenceposts`), its ReplicaSets by revision with their counts (the new
+    one marked), its conditions with the progress deadline's countdown in virtual time, and what
+    the page's rollout actions need (the containers for *set image*, the previous revision's
+    template for *undo*, the virtual time for *restart*). `found` False when there is none."""
+    sim = session.sim
+    spec = REGISTRY.by_name(controller)
+    empty: Obj = {"controller": controller, "key": key, "found": False, "kind": spec.kind}
+    if key.count("/") != 1:
+        return empty
+    namespace, name = key.split("/", 1)
+    d = sim.server.peek(spec.resource, namespace, name)
+    if d is None:
+        return empty
+    meta, dspec, status = d["metadata"], d.get("spec") or {}, d.get("status") or {}
+    uid = meta.get("uid")
+    children = []
+    for child in REGISTRY.children_of(controller):
+        for rs in sim.server.objects(child.resource):
+            rmeta = rs["metadata"]
+            if rmeta.get("namespace") != namespace:
+                continue
+            if any(ref.get("controller") and ref.get("uid") == uid for ref in rmeta.get("ownerReferences") or ()):
+                children.append((child, rs))
+    new_rs = deployment_util.find_new_replica_set(d, [rs for _, rs in children])
+    now = sim.now
+    want = deployment_util.replicas(d)
+    rolling = deployment_util.is_rolling_update(d)
+    max_surge = deployment_util.max_surge(d)
+    max_unavailable = deployment_util.max_unavailable(d)
+    replica_sets = []
+    for child, rs in children:
+        rspec, rstatus = rs.get("spec") or {}, rs.get("status") or {}
+        template = rspec.get("template") or {}
+        replica_sets.append(
+            {
+                "controller": child.name,
+                "kind": child.kind,
+                "name": rs["metadata"]["name"],
+                "key": f"{namespace}/{rs['metadata']['name']}",
+                "revision": deployment_util.revision(rs),
+                "new": new_rs is not None and rs["metadata"].get("uid") == new_rs["metadata"].get("uid"),
+                "desired": rspec.get("replicas", 1),
+                "replicas": rstatus.get("replicas", 0),
+                "ready": rstatus.get("readyReplicas", 0),
+                "available": rstatus.get("availableReplicas", 0),
+                "images": [c.get("image") for c in (template.get("spec") or {}).get("containers") or ()],
+                "template": template,
+            }
+        )
+    replica_sets.sort(key=lambda r: (r["revision"], r["name"]), reverse=True)
+    total = sum(r["desired"] for r in replica_sets)
+    available = sum(r["available"] for r in replica_sets)
+    conditions = []
+    deadline = dspec.get("progressDeadlineSeconds") if deployment_util.has_progress_deadline(d) else None
+    for cond in status.get("conditions") or ():
+        row = {k: cond.get(k) for k in ("type", "status", "reason", "message", "lastUpdateTime")}
+        row["deadline_in"] = None
+        if (
+            cond.get("type") == deployment_util.DEPLOYMENT_PROGRESSING
+            and deadline is not None
+            and cond.get("status") == "True"
+            and cond.get("reason") != deployment_util.NEW_RS_AVAILABLE_REASON
+            and cond.get("lastUpdateTime")
+        ):
+            # DeploymentTimedOut: strictly after lastUpdateTime + progressDeadlineSeconds.
+            row["deadline_at"] = parse_rfc3339(cond["lastUpdateTime"]) + int(deadline)
+            row["deadline_in"] = row["deadline_at"] - now
+        conditions.append(row)
+    # kubectl rollout undo (no --to-revision): the ReplicaSet of the revision before the current
+    # one; its template, without the pod-template-hash label, becomes the Deployment's.
+    current = deployment_util.revision(d)
+    previous = [r for r in replica_sets if 0 < r["revision"] < current] if current else []
+    undo = None
+    if previous:
+        target = max(previous, key=lambda r: r["revision"])
+        template = copy.deepcopy(target["template"])
+        labels = (template.get("metadata") or {}).get("labels") or {}
+        labels.pop(deployment_util.DEFAULT_DEPLOYMENT_UNIQUE_LABEL_KEY, None)
+        undo = {"revision": target["revision"], "replicaSet": target["name"], "template": template}
+    containers = [c.get("name") for c in ((dspec.get("template") or {}).get("spec") or {}).get("containers") or ()]
+    return {
+        **empty,
+        "found": True,
+        "namespace": namespace,
+        "name": name,
+        "resource": spec.resource,
+        "revision": current,
+        "generation": meta.get("generation"),
+        "observed": status.get("observedGeneration"),
+        "paused": bool(dspec.get("paused")),
+        "strategy": deployment_util.strategy_type(d),
+        "rolling": rolling,
+        "desired": want,
+        "max_surge": max_surge,
+        "max_unavailable": max_unavailable,
+        "max_surge_spec": ((dspec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxSurge"),
+        "max_unavailable_spec": ((dspec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable"),
+        "allowed": want + max_surge,
+        "total": total,
+        "surge_used": max(0, total - want),
+        "min_available": max(0, want - max_unavailable),
+        "available": available,
+        "status": {
+            k: status.get(k, 0)
+            for k in ("replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas")
+        },
+        "replica_sets": replica_sets,
+        "conditions": conditions,
+        "deadline": deadline,
+        "containers": containers,
+        "undo": undo,
+        "now": now,
+        "now_rfc3339": rfc3339(now),
+        "restarted_at": ((dspec.get("template") or {}).get("metadata") or {})
+        .get("annotations", {})
+        .get(RESTARTED_AT_ANNOTATION),
+        "restarted_at_key": RESTARTED_AT_ANNOTATION,
+    }

@@ -53,7 +53,7 @@ def sync_history(hosted: Hosted, cmd: Obj) -> Obj:
         "sim": hosted,
         "narration": chosen or (syncs[-1] if syncs else None),
         "history": list(reversed(syncs)),
-        **panels.narration_tables(),
+        **panels.narration_tables(chosen or (syncs[-1] if syncs else None), controller),
         "controller": controller,
         "key": key,
         "follow": False,

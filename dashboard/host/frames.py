@@ -60,6 +60,8 @@ TICK_EVERY = 1.0  # seconds: a panel only the clock changes (ages, countdowns) i
 CATCHUP_FRAMES = 256  # recent frames kept to catch a lagging viewer up (13 s at 20 frames/s) ...
 CATCHUP_BYTES = 8 * 1024 * 1024  # ... and at most this much of their JSON text
 LOGS_KEPT = 5  # controller.log lines kept per controller (the lookup cache panel shows them)
+STATUS_SAMPLES = 120  # status writes kept per key for the rollout panel's sparklines
+MAX_NARRATED_REQUESTS = 50  # a sync's writes its narration lists (a 500-pod burst counts the rest)
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {spec.name: i for i, spec in enumerate(CONTROLLER_REGISTRY)}  # the page's index of each
@@ -117,6 +119,10 @@ class Narration:
     # (the `list` stage's scope), which decides the create call the narration names.
     garbage_collector: bool | None = None
     start_seq: int = 0  # the seq of its sync.start record (the span's link to its moment and why?)
+    # Its numbered writes (`sync.request`: verb, the object's name, n), in order, for a narration
+    # whose writes are not pods (the Deployment controller's ReplicaSet creates and updates).
+    requests: list[Obj] = field(default_factory=list)
+    requeue: Obj | None = None  # `sync.end`'s requeue decision
 
     @property
     def duration(self) -> float | None:
@@ -159,6 +165,9 @@ class FrameBuilder(SessionListener):
         self.sent_sizes = (0, 0, 0)  # lengths of owners, nodes, keys the viewers have
         # -- narrations -----------------------------------------------------------------------
         self.narrations: dict[tuple[str, str], deque[Narration]] = {}
+        # Each key's status as its syncs wrote it (`sync.stage` records carrying `status`):
+        # [time, replicas, ready, available], the newest STATUS_SAMPLES (the rollout's sparklines).
+        self.status_series: dict[tuple[str, str], deque[list[float]]] = {}
         self.running: dict[tuple[str, str], Narration] = {}
         self.latest: Narration | None = None
         self.narration_seq = 0
@@ -346,9 +355,24 @@ class FrameBuilder(SessionListener):
         if kind == "sync.stage":
             fields = {k: v for k, v in record.items() if k not in ("kind", "seq", "controller", "key", "worker")}
             narration.stages.append(fields)
+            status = fields.get("status")
+            if isinstance(status, dict) and fields.get("written", True):
+                series = self.status_series.setdefault(ident, deque(maxlen=STATUS_SAMPLES))
+                sample = [
+                    record["time"],
+                    status.get("replicas") or 0,
+                    status.get("readyReplicas") or 0,
+                    status.get("availableReplicas") or 0,
+                ]
+                if series and series[-1][0] == sample[0]:
+                    series[-1] = sample
+                else:
+                    series.append(sample)
             if fields["stage"] == "list" and "scope" in fields:
                 narration.garbage_collector = fields["scope"] == "namespace"
         elif kind == "sync.request":
+            if len(narration.requests) < MAX_NARRATED_REQUESTS:
+                narration.requests.append({"verb": record["verb"], "name": record.get("pod"), "n": record.get("n")})
             if record["verb"] == "create":
                 narration.creates += 1
             else:
@@ -356,6 +380,7 @@ class FrameBuilder(SessionListener):
         elif kind == "sync.end":
             narration.end = record["time"]
             narration.error = record["error"]
+            narration.requeue = record.get("requeue")
             del self.running[ident]
             key_index = self.key_index.get(f"{controller}:{key}")
             if key_index is None:
@@ -589,7 +614,11 @@ class FrameBuilder(SessionListener):
         # between a click and its result.
         start = time.perf_counter()
         # The focused queue and expectations panels tick like the ones they filter (countdowns).
-        every = self._panel_ids() + [p for p in focused if p.startswith(("queue-", "expectations-"))]
+        # So does a focused rollout (the progress deadline's countdown), and it is dirty with the
+        # owner cards (a ReplicaSet's or Deployment's spec or status written).
+        every = self._panel_ids() + [p for p in focused if p.startswith(("queue-", "expectations-", "rollout:"))]
+        if "owners" in self.dirty:
+            self.dirty.update(p for p in focused if p.startswith("rollout:"))
         starve = 2 * STARVE if urgent else STARVE
 
         def cost(p: str) -> float:

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 import yaml
 
 from controlplane.simulation import (
-    CONTROLLER_REGISTRY,
     DEFAULT_CONTROLLER_VERSION,
     K15,
+    SYNC_VERSIONS,
     Kube,
     session_state,
     views,
@@ -47,6 +47,7 @@ class Folds(Protocol):
     node_states: dict[str, str]
     transitions: list[list[Any]]
     narrations: dict[tuple[str, str], Any]
+    status_series: dict[tuple[str, str], Any]  # (controller, key) -> [[time, replicas, ready, available]]
     latest: Any
     logs: dict[str, Any]
 
@@ -64,16 +65,15 @@ if TYPE_CHECKING:
 ALWAYS = ("informers", "faults", "clients", "breakpoints", "timers")
 ON_CHANGE = ("owners", "nodes", "actions", "inspector-latest")
 # Each controller version's sync stages, with the upstream line each links to, and the line of
-# its worker loop (the inspector's first and last rows): the controller registry's
-# (controlplane.controllers, through the facade).
-# A version name two controllers share (v1.36) means the first's (the ReplicaSet controller's,
-# which the inspector narrates; the Deployment controller's stages are the registry's too).
-_VERSIONS: dict[str, Any] = {}
-for _spec in CONTROLLER_REGISTRY:
-    for _version in _spec.versions:
-        _VERSIONS.setdefault(_version.version, _version)
-STAGES = {stage.name: stage for stage in _VERSIONS[DEFAULT_CONTROLLER_VERSION].stages}
-PROCESS_NEXT_WORK_ITEM = _VERSIONS[DEFAULT_CONTROLLER_VERSION].worker_source
+# its worker loop (the inspector's first and last rows): the controller registry's, by
+# (controller, version) through the facade. A version name is not enough: v1.36 is the
+# ReplicaSet controller's (and its RC adapter's) and the Deployment controller's, two tables.
+_VERSIONS = SYNC_VERSIONS
+_V15 = next(v for v in _VERSIONS.values() if v.narration == "v1.5")
+# The default narration's table (the first controller told in v1.36's ReplicaSet words).
+_DEFAULT = next(v for v in _VERSIONS.values() if v.narration == DEFAULT_CONTROLLER_VERSION)
+STAGES = {stage.name: stage for stage in _DEFAULT.stages}
+PROCESS_NEXT_WORK_ITEM = _DEFAULT.worker_source
 # The v1.5 ReplicationManager (config.controllerVersion.replicationcontroller: v1.5): the lines
 # within a sync its narration links to besides its stages, at the pinned commit K15 (the
 # verified anchors docs/versions.md cites).
@@ -83,7 +83,7 @@ _K15_UTILS = K15 + "pkg/controller/controller_utils.go"
 _K15_REF = K15 + "pkg/controller/controller_ref_manager.go"
 _K15_CACHE = K15 + "pkg/controller/lookup_cache.go"
 K15_LINES = {
-    "worker": _VERSIONS["v1.5"].worker_source,
+    "worker": _V15.worker_source,
     "forget": f"{_K15_RC}#L471",
     "add_rate_limited": f"{_K15_RC}#L475",
     "sleep": f"{_K15_RC}#L624",
@@ -150,11 +150,20 @@ def pod_id(key: str) -> str:
     return f"pod:{key}"
 
 
+def rollout_id(controller: str, key: str) -> str:
+    """The rollout panel of one owner whose children are owners themselves (a Deployment)."""
+    return f"rollout:{controller}:{key}"
+
+
 def owner_panel_ids(controller: str, key: str) -> list[str]:
     """The panels of a page focused on one key (#19 §3): the controller's queue and expectations
     with only that key's entries (`queue-replicaset:default/web`), filtered before the lists are
-    capped, so that a focused list shows the key's entries and not the first 50 of everyone's."""
-    return [f"{queue_id(controller)}:{key}", f"{expectations_id(controller)}:{key}"]
+    capped, so that a focused list shows the key's entries and not the first 50 of everyone's;
+    and for an owner of owners (a Deployment: `views.child_controllers`), its rollout."""
+    ids = [f"{queue_id(controller)}:{key}", f"{expectations_id(controller)}:{key}"]
+    if views.child_controllers(controller):
+        ids.append(rollout_id(controller, key))
+    return ids
 
 
 def owner_label(kind: str, namespace: str | None, name: str) -> str:
@@ -175,7 +184,7 @@ def owner_parts(label: str) -> tuple[str, str, str]:
 
 
 def is_focused_panel(panel_id: str) -> bool:
-    return panel_id.startswith(("inspector:", "truth:", "pod:")) or (
+    return panel_id.startswith(("inspector:", "truth:", "pod:", "rollout:")) or (
         panel_id.startswith(("queue-", "expectations-")) and ":" in panel_id
     )
 
@@ -209,6 +218,9 @@ def context(hosted: Hosted, panel_id: str) -> Obj:
         controller, key = rest.split(":", 1)
         builder = inspector if base == "inspector" else truth
         return {"panel_id": panel_id, "sim": hosted, **builder(hosted, controller, key)}
+    if base == "rollout":
+        controller, key = rest.split(":", 1)
+        return {"panel_id": panel_id, "sim": hosted, **rollout(hosted, controller, key)}
     if base == "pod":
         namespace, name = rest.split("/", 1)
         return {"panel_id": panel_id, "sim": hosted, **pod_context(hosted, namespace, name)}
@@ -277,9 +289,14 @@ def owners(hosted: Hosted) -> Obj:
     for row in views.owners(hosted):
         owner = owner_label(row["kind"], row["namespace"], row["name"])
         index = hosted.frames.owner_index.get(owner)
-        rows.append({**row, "owner": owner, "tiles": tiles.get(index, {}) if index is not None else {}})
+        by = row.get("controlled_by")
+        # An owner that is itself owned (a Deployment's ReplicaSet): the page groups its lane and
+        # tiles under its parent, and focusing the parent shows them.
+        parent = owner_label(str(by["kind"]), row["namespace"], str(by["name"])) if by else ""
+        tiles_of = tiles.get(index, {}) if index is not None else {}
+        rows.append({**row, "owner": owner, "parent": parent, "tiles": tiles_of})
     orphans = sum(tiles.get(0, {}).values())
-    return {"rows": rows, "orphans": orphans}
+    return {"rows": rows, "orphans": orphans, "kinds": [kind for _, kind, *_ in views.OWNER_KINDS]}
 
 
 def nodes(hosted: Hosted) -> Obj:
@@ -350,20 +367,32 @@ def inspector(hosted: Hosted, controller: str | None, key: str | None) -> Obj:
     return {
         "narration": narration,
         "history": history,
-        **narration_tables(),
+        **narration_tables(narration, controller),
         "key": key,
         "controller": controller,
         "follow": controller is None,
     }
 
 
-def narration_tables() -> Obj:
-    """What the inspector links each version's stages to: v1.36's `SyncStage`s by name and its
-    processNextWorkItem line, v1.5's `SyncStage`s by name and the K15 lines within a v1.5 sync."""
+def narration_tables(narration: Any = None, controller: str | None = None) -> Obj:
+    """What the inspector links a sync's stages to: the `SyncStage`s by name of the controller
+    version that ran it (`narration`: None before any sync, then the table of `controller`'s
+    running default), its worker loop's line, the words it is told in (`narrator`: the version's
+    `narration`), and the K15 lines within a v1.5 sync."""
+    if narration is not None:
+        version = _VERSIONS.get((narration.controller, narration.version))
+    elif controller is not None:
+        version = _VERSIONS.get((controller, DEFAULT_CONTROLLER_VERSION))
+    else:
+        version = _DEFAULT
+    if version is None:  # a controller this registry does not know: told as raw records
+        version = _DEFAULT
+    stages = {stage.name: stage for stage in version.stages}
     return {
-        "stages": STAGES,
-        "process_next_work_item": PROCESS_NEXT_WORK_ITEM,
-        "stages15": {stage.name: stage for stage in _VERSIONS["v1.5"].stages},
+        "stages": stages,
+        "process_next_work_item": version.worker_source,
+        "narrator": version.narration,
+        "stages15": {stage.name: stage for stage in _V15.stages},
         "k15": K15_LINES,
     }
 
@@ -421,3 +450,81 @@ _PANELS = {
     "timers": timers,
     "actions": actions,
 }
+
+
+# -- a rollout (a page focused on an owner of owners: a Deployment) ----------------------------------
+SPARK_W, SPARK_H = 160, 28  # a ReplicaSet's sparkline, in SVG units
+
+
+def rollout(hosted: Hosted, controller: str, key: str) -> Obj:
+    """The rollout of one Deployment (`views.rollout`), each ReplicaSet with sparklines of its
+    replicas, ready and available as its syncs wrote them (the frame builder's `status_series`),
+    over one shared window of virtual time so that old and new line up."""
+    view = views.rollout(hosted, controller, key)
+    if not view["found"]:
+        return view
+    series_of = getattr(hosted.frames, "status_series", {})
+    now = view["now"]
+    series = {r["key"]: list(series_of.get((r["controller"], r["key"]), ())) for r in view["replica_sets"]}
+    starts = [s[0][0] for s in series.values() if s]
+    t0 = min(starts) if starts else now
+    span = max(now - t0, 1e-9)
+    top = max([view["allowed"], 1] + [max(p[1], p[2], p[3]) for s in series.values() for p in s])
+    for row in view["replica_sets"]:
+        points = series[row["key"]]
+        row["samples"] = len(points)
+        row["spark"] = {
+            name: _polyline(points, index, t0, span, top, now)
+            for name, index in (("replicas", 1), ("ready", 2), ("available", 3))
+        }
+    view["window"] = {"from": t0, "to": now, "top": top, "w": SPARK_W, "h": SPARK_H}
+    view["cmds"] = rollout_commands(view)
+    return view
+
+
+def rollout_commands(view: Obj) -> Obj:
+    """The page's rollout actions on this Deployment, each an action of the session's vocabulary
+    (`Simulation.check_action`) as kubectl's `rollout` verbs write it: pause / resume / restart
+    as merge patches (`patch`), undo as kubectl's JSON patch of spec.template through the API
+    (`request`). *set image* (a strategic merge patch of one container) and the image fault
+    (a `config` action) are built by the page from their forms (static/dashboard/rollout.js)."""
+    target = {"kind": view["kind"], "name": view["name"], "namespace": view["namespace"]}
+
+    def patch(body: Obj) -> Obj:
+        return {"op": "act", "action": {"patch": {**target, "patch": body}}}
+
+    restart = {"template": {"metadata": {"annotations": {view["restarted_at_key"]: view["now_rfc3339"]}}}}
+    cmds: Obj = {
+        "pause": patch({"spec": {"paused": True}}),
+        "resume": patch({"spec": {"paused": False}}),
+        "restart": patch({"spec": restart}),
+        "undo": None,
+        "target": {"resource": view["resource"], "namespace": view["namespace"], "name": view["name"]},
+    }
+    if view["undo"] is not None:
+        request = {
+            "verb": "patch",
+            "resource": view["resource"],
+            "namespace": view["namespace"],
+            "name": view["name"],
+            "patchType": "json",
+            "body": [{"op": "replace", "path": "/spec/template", "value": view["undo"]["template"]}],
+        }
+        cmds["undo"] = {"op": "act", "action": {"request": request}}
+    return cmds
+
+
+def _polyline(points: list[Any], index: int, t0: float, span: float, top: float, now: float) -> str:
+    """SVG polyline points of a step function: each sample holds until the next, the last until now."""
+    out: list[str] = []
+    last = None
+    for sample in points:
+        x = (sample[0] - t0) / span * SPARK_W
+        y = SPARK_H - sample[index] / top * (SPARK_H - 2) - 1
+        if last is not None:
+            out.append(f"{x:.1f},{last:.1f}")
+        out.append(f"{x:.1f},{y:.1f}")
+        last = y
+    if last is not None:
+        out.append(f"{SPARK_W:.1f},{last:.1f}")
+    return " ".join(out)

@@ -50,9 +50,36 @@
     if (location.hash !== hash) history.replaceState(null, "", location.pathname + location.search + hash);
   }
 
+  // The owners a focus shows: the owner and its children (a Deployment's ReplicaSets: the owner
+  // cards that name it as their parent), so its tiles and lanes are theirs.
+  function family(owner) {
+    const children = [...document.querySelectorAll(`#owners article[data-parent="${CSS.escape(owner)}"]`)].map((a) => a.dataset.owner);
+    return children.length ? [owner, ...children] : owner;
+  }
+
+  // The timeline groups each child's lane under its parent (from the owner cards).
+  function parents() {
+    const map = {};
+    for (const card of document.querySelectorAll("#owners article[data-parent]")) map[card.dataset.owner] = card.dataset.parent;
+    return map;
+  }
+  let lastParents = "";
+  function syncFamilies() {
+    const map = parents();
+    const text = JSON.stringify(map);
+    if (text === lastParents) return;
+    lastParents = text;
+    if (window.CtrlscopeTimeline) window.CtrlscopeTimeline.setParents(map);
+    if (current) {
+      const owner = family(current.owner);
+      if (window.CtrlscopePods) window.CtrlscopePods.setOwner(owner);
+      if (window.CtrlscopeTimeline) window.CtrlscopeTimeline.only(owner);
+    }
+  }
+
   // Everything the focus changes on the page, from what the page already holds.
   function show() {
-    const owner = current ? current.owner : null;
+    const owner = current ? family(current.owner) : null;
     if (window.CtrlscopePods) window.CtrlscopePods.setOwner(owner);
     if (window.CtrlscopeTimeline) window.CtrlscopeTimeline.only(owner);
     chip.hidden = !current;
@@ -81,7 +108,7 @@
       card.scrollIntoView({ block: "nearest" });
     }
   }
-  new MutationObserver(() => { if (current) markCard(); }).observe(left, { childList: true, subtree: true });
+  new MutationObserver(() => { if (current) markCard(); syncFamilies(); }).observe(left, { childList: true, subtree: true });
 
   // Which element a panel goes to (live.js asks for every panel of a frame): a focused queue or
   // expectations panel takes the place of the one it filters while the page is focused on its

@@ -239,7 +239,7 @@
       if (id === "owners") ownersChanged = true;
       const ctl = /^(queue|workers|expectations|lookupcache)-([^:]+)$/.exec(id); // not a focused panel (…:key)
       if (ctl) ensureController(ctl[2]);
-      if (id.startsWith("inspector:") || id.startsWith("truth:") || id === "inspector-latest") continue;
+      if (id.startsWith("inspector:") || id.startsWith("truth:") || id.startsWith("rollout:") || id === "inspector-latest") continue;
       if (id.startsWith("pod:")) { showPod(id, html); continue; }
       const targetId = panelTarget(id);
       if (targetId === null) continue; // a focused panel of another key (focus.js)
@@ -371,6 +371,14 @@
     const inspectorId = state.followLatest || !key ? "inspector-latest" : "inspector:" + key;
     setSlot(inspector, inspectorId, state.followLatest ? "No sync yet." : "Waiting for the first sync of this key…");
     setSlot(truth, key ? "truth:" + key : null, "Pick a key (click a ReplicaSet's name).");
+    // The rollout of the owner the page is focused on, when it has one (an owner of owners).
+    const rollout = document.querySelector('[data-slot="rollout"]');
+    const owner = window.CtrlscopeFocus && window.CtrlscopeFocus.current();
+    const rolloutId = owner ? `rollout:${owner.controller}:${owner.key}` : null;
+    // (held back while the user types in its forms: the panel ticks with the deadline's countdown)
+    const typing = rollout && rollout.contains(document.activeElement) && document.activeElement.matches("input, select");
+    if (!typing) setSlot(rollout, rolloutId, "");
+    if (rollout) rollout.hidden = !(rolloutId && state.panels.get(rolloutId));
   }
 
   function setSlot(slot, id, empty) {

@@ -100,10 +100,10 @@ window.CtrlscopeTransitions = {
   // node's, or a search's result; null: everything. Checked in the pass the layout makes anyway.
   // owner and node are names (resolved to indexes per draw: an owner may have no pod yet).
   const filter = { owner: null, states: null, node: null, ids: null, label: "" };
-  let scope = { owner: -1, node: -1 };
+  let scope = { owners: new Set(), node: -1 };
 
   function inScope(entry, id) {
-    return (filter.owner === null || entry[0] === scope.owner) && (filter.node === null || entry[2] === scope.node)
+    return (filter.owner === null || scope.owners.has(entry[0])) && (filter.node === null || entry[2] === scope.node)
       && (filter.ids === null || filter.ids.has(id));
   }
 
@@ -145,7 +145,9 @@ window.CtrlscopeTransitions = {
   }
 
   function computeLayout(width, room) {
-    scope = { owner: filter.owner === null ? -1 : model.owners.indexOf(filter.owner), node: filter.node === null ? -1 : model.nodes.indexOf(filter.node) };
+    // An owner filter is one label or several (an owner of owners: a Deployment's ReplicaSets).
+    const wanted = filter.owner === null ? [] : [].concat(filter.owner);
+    scope = { owners: new Set(wanted.map((o) => model.owners.indexOf(o)).filter((i) => i >= 0)), node: filter.node === null ? -1 : model.nodes.indexOf(filter.node) };
     const byOwner = new Map();
     let shown = 0;
     const counts = new Array(model.states.length).fill(0); // the legend's: in scope, any state

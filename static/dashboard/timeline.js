@@ -44,7 +44,7 @@
   let hover = null;
   // Lanes: folded or not (the default folds them all beyond AUTO_FOLD lanes; a click on a name
   // toggles that one), and which owner the page is focused on (focus.js: only its lane).
-  const lanes = { foldAll: null, toggled: new Set(), only: null, scrollTop: 0, viewH: 0, placed: [] };
+  const lanes = { foldAll: null, toggled: new Set(), only: null, parents: new Map(), scrollTop: 0, viewH: 0, placed: [] };
 
   function reset(data) {
     if (data.states) m.states = data.states;
@@ -112,9 +112,12 @@
     requestAnimationFrame(() => { scheduled = false; draw(); });
   }
 
+  // Lanes by owner name, each owner's children (a Deployment's ReplicaSets: `parents`, from
+  // the owners panel) right beneath it, grouped under their parent's name.
   function laneOrder() {
-    const order = [...m.lanes.keys()].filter((o) => m.lanes.get(o).max > 0).sort((a, b) => (a === 0) - (b === 0) || m.owners[a].localeCompare(m.owners[b]));
-    return lanes.only === null ? order : order.filter((o) => m.owners[o] === lanes.only);
+    const group = (o) => { const name = m.owners[o]; const parent = lanes.parents.get(name); return parent ? `${parent}\u0000${name}` : name; };
+    const order = [...m.lanes.keys()].filter((o) => m.lanes.get(o).max > 0).sort((a, b) => (a === 0) - (b === 0) || group(a).localeCompare(group(b)));
+    return lanes.only === null ? order : order.filter((o) => lanes.only.includes(m.owners[o]));
   }
 
   function folded(owner, count) {
@@ -194,7 +197,9 @@
         const isFolded = h < LANE;
         const l = m.lanes.get(owner);
         drawLane(l, y, W, xOf, isFolded ? FOLDED : LANE);
-        const label = `${isFolded ? "▸" : "▾"} ${m.owners[owner] || "no controller"}`;
+        // A child lane names its parent: "Deployment/web › ReplicaSet/web-77768f5b79".
+        const parent = lanes.parents.get(m.owners[owner]);
+        const label = `${isFolded ? "▸" : "▾"} ${parent ? parent + " › " : ""}${m.owners[owner] || "no controller"}`;
         ctx.font = isFolded ? "600 10px system-ui, sans-serif" : "600 11px system-ui, sans-serif";
         const lw = ctx.measureText(label).width;
         ctx.fillStyle = "rgba(255,255,255,0.85)";
@@ -601,14 +606,21 @@
 
   // Focus (focus.js): only this owner's lane ("Kind/name"), or every lane (null).
   function only(owner) {
-    lanes.only = owner;
+    lanes.only = owner === null ? null : [].concat(owner);
     scroller.scrollTop = 0;
     lanes.scrollTop = 0;
     schedule();
   }
 
+  // Each child owner's parent ("ReplicaSet/web-x" -> "Deployment/web"): the owners panel's.
+  function setParents(parents) {
+    lanes.parents = new Map(Object.entries(parents || {}));
+    schedule();
+  }
+
   window.CtrlscopeTimeline = {
     only,
+    setParents,
     // For tests: the lanes drawn in the last draw (the rest are scrolled out of view) and
     // the height the timeline takes.
     drawn: () => lanes.placed.map((p) => ({ owner: p.owner, top: p.top, height: p.bottom - p.top })),
