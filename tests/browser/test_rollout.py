@@ -83,10 +83,6 @@ def test_a_rolling_update_read_and_driven_from_the_rollout_panel(page: Page, liv
     stop(page, live_server_url, sim)
 
 
-@pytest.mark.xfail(
-    reason="config.imageFaults is the core engineer's (kubelet image faults, issue #28 step 3): main refuses the key",
-    strict=True,
-)
 def test_the_image_fault_control_sends_config_image_faults(page: Page, live_server_url: str, errors):  # noqa: F811
     sim = start_rollout(page, live_server_url)
     run_to(page, 1)
@@ -101,3 +97,24 @@ def test_the_image_fault_control_sends_config_image_faults(page: Page, live_serv
         expect(rollout.locator(".form-result")).to_have_class(re.compile(r"\bok\b"))
     finally:
         stop(page, live_server_url, sim)
+
+
+def test_a_rollout_breakpoint_pauses_where_the_rollout_completes(page: Page, live_server_url: str, errors):  # noqa: F811
+    """The breakpoint form offers the Deployment controller's moments: a rollout starts a new
+    revision, completes, exceeds its progress deadline."""
+    sim = start_rollout(page, live_server_url)
+    page.click("#drawer-tabs [data-tab=tab-breakpoints]")
+    form = page.locator("#form-breakpoint")
+    form.locator("select[name=kind]").select_option("rolloutComplete")
+    expect(form.locator("input[name=key]")).to_be_visible()
+    form.locator("select[name=controller]").select_option("replicaset")
+    form.locator("button[type=submit]").click()
+    expect(form.locator(".form-result")).to_have_class(re.compile(r"\bbad\b"))  # not a Deployment's moment
+    form.locator("select[name=controller]").select_option("")
+    form.locator("input[name=key]").fill("default/web")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("#breakpoints li")).to_have_count(1)
+    page.click("#btn-run")
+    expect(page.locator("#st-hit")).to_contain_text("Breakpoint #1 fired")
+    expect(page.locator("#st-mode")).to_have_text("paused")
+    stop(page, live_server_url, sim)
