@@ -657,7 +657,7 @@ def validate_deployment_spec(spec: Any) -> list[Cause]:
         return [required("spec")]
     causes = validate_nonnegative(spec.get("replicas", 0), "spec.replicas")
     causes.extend(_validate_selector_and_template(spec))
-    strategy = spec.get("strategy") if isinstance(spec.get("strategy"), dict) else {}
+    strategy: Obj = spec["strategy"] if isinstance(spec.get("strategy"), dict) else {}
     kind = strategy.get("type") or ""
     if not kind:
         causes.append(required("spec.strategy.type"))
@@ -701,7 +701,7 @@ def validate_deployment_update(new: Obj, old: Obj) -> list[Cause]:
 def validate_deployment_status_update(new: Obj, old: Obj) -> list[Cause]:
     """ValidateDeploymentStatusUpdate: non-negative counters; collisionCount never decreases."""
     causes = validate_object_meta_update(new["metadata"], old["metadata"])
-    status = new.get("status") if isinstance(new.get("status"), dict) else {}
+    status: Obj = new["status"] if isinstance(new.get("status"), dict) else {}
     for key in (
         "observedGeneration",
         "replicas",

@@ -109,7 +109,7 @@ class SyncMixin:
                 except ApiError as exc:
                     return None, exc
                 return updated, None
-            needs_update = util.set_deployment_revision(d, util.annotations(rs_copy).get(util.REVISION_ANNOTATION, ""))
+            needs_update = util.set_deployment_revision(d, util.annotations_of(rs_copy).get(util.REVISION_ANNOTATION, ""))
             status = d.setdefault("status", {})
             cond = util.get_deployment_condition(status, util.DEPLOYMENT_PROGRESSING)
             if util.has_progress_deadline(d) and cond is None:
@@ -453,7 +453,7 @@ class SyncMixin:
 
 def get_rollback_to(d: Obj) -> int | None:
     """`getRollbackTo` (D13.1): the legacy annotation as an int64, or None."""
-    value = util.annotations(d).get(util.DEPRECATED_ROLLBACK_TO)
+    value = util.annotations_of(d).get(util.DEPRECATED_ROLLBACK_TO)
     if not value:
         return None
     try:

@@ -87,7 +87,7 @@ def status_of(obj: Obj | None, field: str) -> int:
     return int((obj.get("status") or {}).get(field) or 0)
 
 
-def annotations(obj: Obj) -> dict[str, str]:
+def annotations_of(obj: Obj) -> dict[str, str]:
     return (obj.get("metadata") or {}).get("annotations") or {}
 
 
@@ -115,7 +115,7 @@ def sort_by_size_newer(rss: list[Obj]) -> None:
 def revision(obj: Obj) -> int:
     """`Revision(obj)`: the revision annotation as an int; 0 when missing. ValueError when
     unparsable (the caller logs and skips it)."""
-    value = annotations(obj).get(REVISION_ANNOTATION)
+    value = annotations_of(obj).get(REVISION_ANNOTATION)
     if value is None:
         return 0
     return int(value, 10)
@@ -289,7 +289,7 @@ def _set_annotation(rs: Obj, key: str, value: str) -> None:
 def set_new_replica_set_annotations(d: Obj, rs: Obj, new_revision: str, exists: bool, limit: int) -> bool:
     """SetNewReplicaSetAnnotations (D6.7); mutates `rs["metadata"]` (give it a copy)."""
     changed = copy_deployment_annotations_to_replica_set(d, rs)
-    rs_annotations = annotations(rs)
+    rs_annotations = annotations_of(rs)
     old_revision = rs_annotations.get(REVISION_ANNOTATION, "")
     try:
         old_revision_int = int(old_revision) if old_revision else 0
@@ -300,7 +300,7 @@ def set_new_replica_set_annotations(d: Obj, rs: Obj, new_revision: str, exists: 
         _set_annotation(rs, REVISION_ANNOTATION, new_revision)
         changed = True
     if old_revision and old_revision_int < new_revision_int:
-        history = annotations(rs).get(REVISION_HISTORY_ANNOTATION, "")
+        history = annotations_of(rs).get(REVISION_HISTORY_ANNOTATION, "")
         old_revisions = history.split(",")
         if not old_revisions[0]:
             _set_annotation(rs, REVISION_HISTORY_ANNOTATION, old_revision)
@@ -319,9 +319,9 @@ def set_new_replica_set_annotations(d: Obj, rs: Obj, new_revision: str, exists: 
 
 def copy_deployment_annotations_to_replica_set(d: Obj, rs: Obj) -> bool:
     """copyDeploymentAnnotationsToReplicaSet: every annotation but the skip list; never removes."""
-    rs_annotations = dict(annotations(rs))
+    rs_annotations = dict(annotations_of(rs))
     changed = False
-    for key, value in annotations(d).items():
+    for key, value in annotations_of(d).items():
         if key in ANNOTATIONS_TO_SKIP or rs_annotations.get(key) == value:
             continue
         rs_annotations[key] = value
@@ -334,21 +334,21 @@ def copy_deployment_annotations_to_replica_set(d: Obj, rs: Obj) -> bool:
 def set_deployment_annotations_to(d: Obj, rollback_to_rs: Obj) -> None:
     """SetDeploymentAnnotationsTo (D13.3): the Deployment's skip-list annotations kept, every
     other one replaced by the ReplicaSet's."""
-    kept = {k: v for k, v in annotations(d).items() if k in ANNOTATIONS_TO_SKIP}
-    kept.update({k: v for k, v in annotations(rollback_to_rs).items() if k not in ANNOTATIONS_TO_SKIP})
+    kept = {k: v for k, v in annotations_of(d).items() if k in ANNOTATIONS_TO_SKIP}
+    kept.update({k: v for k, v in annotations_of(rollback_to_rs).items() if k not in ANNOTATIONS_TO_SKIP})
     d["metadata"]["annotations"] = kept
 
 
 def set_deployment_revision(d: Obj, new_revision: str) -> bool:
     """SetDeploymentRevision: copy `new_revision` onto the Deployment's annotation if different."""
-    if annotations(d).get(REVISION_ANNOTATION) == new_revision:
+    if annotations_of(d).get(REVISION_ANNOTATION) == new_revision:
         return False
     _set_annotation(d, REVISION_ANNOTATION, new_revision)
     return True
 
 
 def _int32_annotation(rs: Obj, key: str) -> int | None:
-    value = annotations(rs).get(key)
+    value = annotations_of(rs).get(key)
     if value is None:
         return None
     try:
@@ -369,11 +369,11 @@ def get_max_replicas_annotation(rs: Obj) -> int | None:
 def set_replicas_annotations(rs: Obj, desired: int, max_replicas: int) -> bool:
     """SetReplicasAnnotations: desired-replicas and max-replicas; True when either changed."""
     updated = False
-    current = annotations(rs)
+    current = annotations_of(rs)
     if current.get(DESIRED_REPLICAS_ANNOTATION) != str(desired):
         _set_annotation(rs, DESIRED_REPLICAS_ANNOTATION, str(desired))
         updated = True
-    if annotations(rs).get(MAX_REPLICAS_ANNOTATION) != str(max_replicas):
+    if annotations_of(rs).get(MAX_REPLICAS_ANNOTATION) != str(max_replicas):
         _set_annotation(rs, MAX_REPLICAS_ANNOTATION, str(max_replicas))
         updated = True
     return updated
@@ -383,8 +383,9 @@ def replicas_annotations_need_update(rs: Obj, desired: int, max_replicas: int) -
     current = (rs.get("metadata") or {}).get("annotations")
     if current is None:
         return True
-    return current.get(DESIRED_REPLICAS_ANNOTATION) != str(desired) or current.get(MAX_REPLICAS_ANNOTATION) != str(
-        max_replicas
+    return bool(
+        current.get(DESIRED_REPLICAS_ANNOTATION) != str(desired)
+        or current.get(MAX_REPLICAS_ANNOTATION) != str(max_replicas)
     )
 
 
@@ -560,7 +561,8 @@ def new_deployment_condition(cond_type: str, status: str, reason: str, message: 
 def get_deployment_condition(status: Obj, cond_type: str) -> Obj | None:
     for c in status.get("conditions") or ():
         if c.get("type") == cond_type:
-            return c
+            found: Obj = c
+            return found
     return None
 
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
 from controlplane.session.timefmt import vtime
+from tests.patience import PATIENCE_S
 
 from .conftest import PATIENCE_MS, shot
 from .test_dashboard import command, errors, pod_states, run_to, start, stop, wait_pods  # noqa: F401
@@ -201,12 +203,21 @@ def test_a_look_at_the_past_whose_worker_dies_says_why(page: Page, live_server_u
     expect(page.locator("#past-banner")).to_be_visible(timeout=PAST)
     page.click("#past-to-live")
     expect(page.locator("#past-banner")).to_be_hidden()
-    before = set(replay_workers(live_server_url))
-    assert before
+    # Idle, the worker sweeps ahead towards the live moment (keyframes), so how long a look at
+    # t=119 would take from it depends on how busy the machine is. It ends here; once the server
+    # has seen it end, the next look starts a worker with nothing ahead: it replays from t=0.
+    idle = set(replay_workers(live_server_url))
+    assert idle
+    for pid in idle:
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + PATIENCE_S
+    while set(replay_workers(live_server_url)) & idle:  # reaped by the server
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     view_at(page, "119")
     result = page.locator("#st-result")
     expect(result).to_contain_text("computing the past…", timeout=PAST)
-    for pid in before:
+    for pid in replay_workers(live_server_url):
         os.kill(pid, signal.SIGKILL)
     expect(result).to_have_text("the replay worker was killed by SIGKILL (out of memory?): try again", timeout=PAST)
     expect(page.locator("#past-banner")).to_be_hidden()
