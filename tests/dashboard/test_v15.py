@@ -63,7 +63,7 @@ def test_a_v1_5_sync_is_told_in_v1_5_stages_each_linked_to_its_line_at_k15():
     run_until(h, 1.0)
     first = h.frames.narrations[("replicationcontroller", RC_KEY)][0]
     assert first.version == "v1.5"
-    markup = render_to_string("dashboard/_inspector.html", {**panels.narration_tables(), "narration": first})
+    markup = render_to_string("dashboard/_inspector.html", {**panels.narration_tables(first), "narration": first})
     said = text(markup)
     for words in (
         "rm.queue.Get()",
@@ -120,7 +120,7 @@ def test_a_failed_delete_says_notfound_on_delete_is_an_error_and_links_deletion_
     run_until(h, 6.0)
     syncs = h.frames.narrations[("replicationcontroller", RC_KEY)]
     failed = next(n for n in syncs if n.error)
-    markup = render_to_string("dashboard/_inspector.html", {**panels.narration_tables(), "narration": failed})
+    markup = render_to_string("dashboard/_inspector.html", {**panels.narration_tables(failed), "narration": failed})
     said = text(markup)
     assert "NotFound on delete is an error" in said and "sort.Sort(controller.ActivePods)" in said
     assert f"{RC_GO}#L589" in markup and f"{RC_GO}#L563" in markup
@@ -131,7 +131,7 @@ def test_the_create_call_is_named_after_the_gc_setting():
     h = hosted({**V15, "enableGarbageCollector": False})
     run_until(h, 1.0)
     first = h.frames.narrations[("replicationcontroller", RC_KEY)][0]
-    markup = render_to_string("dashboard/_inspector.html", {**panels.narration_tables(), "narration": first})
+    markup = render_to_string("dashboard/_inspector.html", {**panels.narration_tables(first), "narration": first})
     assert first.garbage_collector is False
     assert "RealPodControl.CreatePods" in markup and f"{RC_GO}#L529" in markup
     assert f"{RC_GO}#L698" in markup  # the list by selector
@@ -155,7 +155,9 @@ def test_the_controller_panels_name_the_v1_5_manager_its_queue_and_the_version()
         assert re.search(r'class="version" title="replicationcontroller v1.5[^"]*">v1\.5<', render(h, panel_id))
     assert re.search(r'class="version" title="replicaset v1.36[^"]*">v1\.36<', render(h, "workers-replicaset"))
     assert "ReplicationManager" not in text(render(h, "workers-replicaset"))
-    assert panels.status(h)["versions"] == {"replicaset": "v1.36", "replicationcontroller": "v1.5"}
+    # the demo runs all three controllers
+    versions = {"replicaset": "v1.36", "replicationcontroller": "v1.5", "deployment": "v1.36"}
+    assert panels.status(h)["versions"] == versions
     owners = render(h, "owners")
     assert re.search(r'data-owner="ReplicationController/legacy".*?class="version"[^>]*>v1\.5<', owners, re.S)
 
