@@ -109,7 +109,8 @@ class SyncMixin:
                 except ApiError as exc:
                     return None, exc
                 return updated, None
-            needs_update = util.set_deployment_revision(d, util.annotations_of(rs_copy).get(util.REVISION_ANNOTATION, ""))
+            revision = util.annotations_of(rs_copy).get(util.REVISION_ANNOTATION, "")
+            needs_update = util.set_deployment_revision(d, revision)
             status = d.setdefault("status", {})
             cond = util.get_deployment_condition(status, util.DEPLOYMENT_PROGRESSING)
             if util.has_progress_deadline(d) and cond is None:

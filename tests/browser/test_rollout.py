@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import TOKEN, shot
