@@ -68,6 +68,20 @@ def _rss_kb() -> int:
         return int(f.read().split()[1]) * 4
 
 
+def _recorders(sim: Any, controllers: list[Any]) -> list[Any]:
+    """The EventRecorder of every component: controllers, the scheduler and each kubelet."""
+    nodes = sim.nodes
+    found = [c.recorder for c in controllers]
+    found.append(nodes.scheduler.recorder)
+    found.extend(k.recorder for k in nodes.kubelets.values())
+    return found
+
+
+def _recorder_data(recorder: Any) -> list[Any]:
+    """What a recorder holds per object (its `_LRU`s are slotted and not walked themselves)."""
+    return [recorder._spam._entries, recorder._aggregate._entries, recorder._posted._entries, recorder._outbox]
+
+
 def breakdown(sim: Any, pods: int) -> dict[str, Any]:
     from controlplane.apiserver import decode
     from controlplane.informers import store as key_table
@@ -92,7 +106,9 @@ def breakdown(sim: Any, pods: int) -> dict[str, Any]:
                 for c in controllers
             ],
         ),
-        ("event recorder", [vars(c.recorder) for c in controllers]),
+        # Every component's recorder: the correlator's three LRU caches (spam buckets, similar-event
+        # records, the last body of each Event) and the outbox of Events not yet posted.
+        ("event recorders (all components)", [_recorder_data(r) for r in _recorders(sim, controllers)]),
         ("watches (undelivered)", [w for ws in server._watches.values() for w in ws]),
         ("kernel queue", [sim.kernel._heap, sim.kernel._ready]),
         # Process-wide memo tables of the core (bounded): namespace/name keys, the API server's
