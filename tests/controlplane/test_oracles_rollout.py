@@ -205,3 +205,27 @@ def test_history_fires_when_more_old_replica_sets_are_kept_than_the_limit():
     sim.server.create(RS, "default", extra)
     check_liveness(sim, report)
     assert "rollout-history" in violated(report)
+
+
+def test_a_deployment_key_dropped_after_max_retries_is_no_crash():
+    # Found by the swarm with Deployments (seed 16): the `sync.requeue` record of a dropped key had
+    # no `delay`, and the world's sync history raised on it inside the controller's worker.
+    data = shipped("deployment-rolling-update")
+    data["actions"] = [
+        {"at": 30, "apiFault": {"verb": "create", "resource": RS, "code": 500, "count": 1000}},
+        data["actions"][0] | {"at": 31},
+        {"at": 400, "liftFault": {"apiFault": "all"}},
+    ]
+    data["config"]["resyncPeriod"] = 60
+    data["until"] = 400
+    sim = Simulation(parse_scenario(data))
+    dropped = []
+    sim.trace.subscribe(
+        lambda r: dropped.append(r) if r["kind"] == "sync.requeue" and r["decision"] == "dropped" else None
+    )
+    sim.start()
+    sim.run_until(300)
+    assert dropped, "the key was never dropped: the test does not reach handleErr's maxRetries"
+    assert sim.errors == []
+    result = run_scenario_checked(data, lift_time=400, quiet=200)
+    assert [str(v) for v in result.violations] == []
