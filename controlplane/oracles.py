@@ -181,6 +181,10 @@ class SafetyMonitor:
         self._announced: dict[str, int] = {}
         self._sent: dict[str, int] = {}
         self._components = {c.kind.component: name for name, c in sim.controllers.items()}
+        # The pod-write oracles (expectations-gate, burst, slow-start, status-from-listing,
+        # announced-writes) judge the controllers that own pods; the Deployment controller's
+        # sync.request records are ReplicaSet writes (RolloutMonitor judges those).
+        self._pod_owners = {spec.name for spec in REGISTRY.specs if any(o.resource == "pods" for o in spec.owns)}
         self._revision = sim.server.revision
         self._versions: dict[str, int] = {}  # uid -> last resourceVersion seen
         self._rollouts = RolloutMonitor(sim, report) if _rollout_spec(sim) is not None else None
@@ -296,6 +300,8 @@ class SafetyMonitor:
 
     def _on_request(self, r: Record) -> None:
         name = r["controller"]
+        if name not in self._pod_owners:
+            return
         self._announced[name] = self._announced.get(name, 0) + 1
         sync = self._syncs.get((name, r["key"]))
         if sync is None:
@@ -326,7 +332,7 @@ class SafetyMonitor:
 
     def _on_stage(self, r: Record) -> None:
         sync = self._syncs.get((r["controller"], r["key"]))
-        if sync is None:
+        if sync is None or r["controller"] not in self._pod_owners:
             return
         stage = r["stage"]
         if stage == "expectations":
@@ -466,8 +472,15 @@ class SafetyMonitor:
         now = self.sim.now
         versions = self._versions
         rollouts = False
-        for rv, event_type, resource, obj, _old in server.events_since(self._revision):
-            rollouts = rollouts or resource in _ROLLOUT_RESOURCES
+        grown: dict[str, list[Obj]] = {}
+        for rv, event_type, resource, obj, old in server.events_since(self._revision):
+            if resource in _ROLLOUT_RESOURCES:
+                rollouts = True
+                if resource != DEPLOYMENT.resource and event_type != "DELETED":
+                    ref = controller_ref(obj)
+                    before = 0 if old is None else (old.get("spec") or {}).get("replicas", 1)
+                    if ref is not None and (obj.get("spec") or {}).get("replicas", 1) > before:
+                        grown.setdefault(ref.get("uid") or "", []).append(obj)
             meta = obj["metadata"]
             self.report.check("resource-versions")
             where = f"{resource} {meta.get('namespace') or ''}/{meta.get('name')}"
@@ -492,7 +505,7 @@ class SafetyMonitor:
                     self.report.violate("single-controller", where, now, f"two controller owners: {names}")
         self._revision = server.revision
         if rollouts and self._rollouts is not None:
-            self._rollouts.evaluate()
+            self._rollouts.evaluate(grown)
 
 
 # -- liveness (ESR) -----------------------------------------------------------------------------
@@ -721,7 +734,9 @@ class RolloutMonitor:
 
     * `rollout-surge`: a RollingUpdate Deployment's ReplicaSets never want more than
       `spec.replicas + maxSurge` pods in total (the sum of their `spec.replicas`, which is what
-      reconcileNewReplicaSet bounds; their status lags the pods both ways).
+      reconcileNewReplicaSet bounds; their status lags the pods both ways). Judged when a
+      ReplicaSet of it grows, and only if the controller's own caches show the excess too
+      (`_seen_by_controller`: a stale cache faithfully over-surges).
     * `rollout-unavailable`: once a RollingUpdate Deployment has been available (the sum of its
       ReplicaSets' `status.availableReplicas` ≥ `spec.replicas - maxUnavailable`), that sum never
       drops below it again.
@@ -762,7 +777,9 @@ class RolloutMonitor:
             self._disrupted = f"a {verb} action at t={r['time']:g} may take pods away or leave counts stale"
             self.report.void("rollout-unavailable", self._disrupted)
 
-    def evaluate(self) -> None:
+    def evaluate(self, grown: dict[str, list[Obj]]) -> None:
+        """Judge every Deployment now; `grown` maps a Deployment's uid to its ReplicaSets whose
+        spec.replicas grew (or that were created) since the last evaluation."""
         server, now = self.sim.server, self.sim.now
         replica_sets = list(server.objects(DEPLOYMENT.owns[0].resource))
         for d in server.objects(DEPLOYMENT.resource):
@@ -777,7 +794,7 @@ class RolloutMonitor:
             owned = _replica_sets_of(d, replica_sets)
             self._hashes(d, owned, now)
             if is_rolling_update(d):
-                self._budget(d, uid, owned, now)
+                self._budget(d, uid, owned, now, grown)
 
     def _hashes(self, d: Obj, owned: list[Obj], now: float) -> None:
         self.report.check("rollout-hash-unique")
@@ -797,7 +814,30 @@ class RolloutMonitor:
                 )
             seen.setdefault(value, name)
 
-    def _budget(self, d: Obj, uid: str, owned: list[Obj], now: float) -> None:
+    def _seen_by_controller(self, d: Obj, grown: list[Obj]) -> str | None:
+        """Why the controller itself broke the budget, or None when it may not have: the sum as
+        its informers showed it when it grew `grown` (the other ReplicaSets and the Deployment
+        from its caches, the grown ones as written). Upstream's bound is on what the controller
+        sees: with a cache behind the store (two template changes a few milliseconds apart, a
+        paused or slow watch) it faithfully surges past the bound and scales back in later syncs."""
+        controller = self.sim.controllers.get(DEPLOYMENT.name)
+        if controller is None:
+            return None
+        meta = d["metadata"]
+        cached_d = controller.d_informer.indexer.get(meta["namespace"], meta["name"]) or d
+        bound = util_replicas(cached_d) + max_surge(cached_d)
+        written = {rs["metadata"]["uid"]: rs for rs in grown}
+        view = {
+            rs["metadata"]["uid"]: rs
+            for rs in _replica_sets_of(d, controller.rs_informer.indexer.by_index(NAMESPACE_INDEX, meta["namespace"]))
+        }
+        view.update(written)
+        total = sum(util_replicas(rs) for rs in view.values())
+        if total <= bound:
+            return None
+        return f"in the controller's own view they want {total}, over its bound {bound}"
+
+    def _budget(self, d: Obj, uid: str, owned: list[Obj], now: float, grown: dict[str, list[Obj]]) -> None:
         want = util_replicas(d)
         surge, unavailable = max_surge(d), max_unavailable(d)
         wanted = sum(util_replicas(rs) for rs in owned)
@@ -805,15 +845,18 @@ class RolloutMonitor:
         self.report.check("rollout-surge")
         if wanted <= bound:
             self._surge_armed[uid] = True
-        elif self._surge_armed.get(uid):
-            self._surge_armed[uid] = False  # once per excursion
-            names = ", ".join(f"{rs['metadata']['name']}={util_replicas(rs)}" for rs in owned)
-            self.report.violate(
-                "rollout-surge",
-                _where(d),
-                now,
-                f"its ReplicaSets want {wanted} pods ({names}), spec.replicas {want} + maxSurge {surge} = {bound}",
-            )
+        elif self._surge_armed.get(uid) and uid in grown:
+            seen = self._seen_by_controller(d, grown[uid])
+            if seen is not None:
+                self._surge_armed[uid] = False  # once per excursion
+                names = ", ".join(f"{rs['metadata']['name']}={util_replicas(rs)}" for rs in owned)
+                self.report.violate(
+                    "rollout-surge",
+                    _where(d),
+                    now,
+                    f"its ReplicaSets want {wanted} pods ({names}), spec.replicas {want} + maxSurge {surge} = {bound}; "
+                    f"{seen}",
+                )
         if self._disrupted is not None:
             return
         available = sum(int((rs.get("status") or {}).get("availableReplicas") or 0) for rs in owned)
