@@ -820,7 +820,9 @@ class RolloutMonitor:
         from its caches, the grown ones as written). Upstream's bound is on what the controller
         sees: with a cache behind the store (two template changes a few milliseconds apart, a
         paused or slow watch) it faithfully surges past the bound and scales back in later syncs."""
-        controller = self.sim.controllers.get(DEPLOYMENT.name)
+        # RunningWorld types its controllers as the pod controllers; this one is the Deployment
+        # controller (its `d_informer` and `rs_informer`).
+        controller: Any = self.sim.controllers.get(DEPLOYMENT.name)
         if controller is None:
             return None
         meta = d["metadata"]
