@@ -368,6 +368,8 @@ def describe(record: Record) -> str:
     if kind == "sync.end":
         return f"sync of {g('key')} ended" + (f" with an error: {g('error')}" if g("error") else "")
     if kind == "sync.requeue":
+        if g("decision") == "dropped":
+            return f"{g('key')} dropped from the queue after {g('requeues')} requeues"
         return f"{g('key')} requeued after a failed sync (in {_secs(g('delay'))})"
     if kind == "expectations":
         return f"expectations of {g('key')}: {g('op')} (add={g('add')}, del={g('del')})"

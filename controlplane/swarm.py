@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from controlplane.controllers.registry import DEPLOYMENT, REPLICA_SET, REPLICATION_CONTROLLER, by_kind
 from controlplane.controllers.registry import REGISTRY as _ALL_CONTROLLERS
-from controlplane.controllers.registry import REPLICA_SET, REPLICATION_CONTROLLER, by_kind
 from controlplane.gcpolicy import simulation_gc
 from controlplane.kernel import Rng, seeded_rng
 from controlplane.oracles import OracleReport, SafetyMonitor, TraceDigest, Violation, check_liveness, liveness_bound
@@ -193,6 +193,13 @@ def generate(seed: int, *, quiet: float = DEFAULT_QUIET, config: Obj | None = No
             base[key] = value
     objects = gen.cluster(base.get("nodes", 3))
     chaos = gen.chaos(base)
+    if DEPLOYMENT.name in (base.get("controllers") or ()):
+        # Deployments only when the caller runs their controller (`--controllers`, or
+        # `--config controllers=[...]`), drawn from a stream of their own after everything
+        # else: the rest of the case is the one the seed gives without them.
+        rollouts = _Rollouts(seeded_rng(seed + ROLLOUT_STREAM), gen.nodes)
+        objects = objects + rollouts.deployments()
+        chaos = sorted(chaos + rollouts.chaos(chaos), key=lambda a: float(a["at"]))
     return Case(seed=seed, config=base, objects=objects, chaos=chaos, quiet=quiet)
 
 
@@ -574,6 +581,114 @@ class _Generator:
             return {"config": {"featureGates": {gate: rng.random() < 0.5}}}
         manual = [] if rng.random() < 0.3 else [rng.choice(CONTROLLER_NAMES)]
         return {"config": {"manualWorkers": manual}}
+
+
+# -- Deployments (drawn only when the Deployment controller runs) --------------------------------
+
+ROLLOUT_STREAM = 28 << 40
+"""Added to the seed for the Deployments' own random stream (issue 28)."""
+ROLLOUT_APPS = ("shop", "cart")
+"""Their pods' app labels: apart from the ReplicaSets' and RCs' (no Deployment adopts a case's
+ReplicaSet, whose pods the other oracles judge)."""
+ROLLOUT_STRATEGIES: tuple[Obj, ...] = (
+    {},  # the API server's default: RollingUpdate 25% / 25%
+    {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+    {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+    {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "50%", "maxUnavailable": "50%"}},
+    {"type": "Recreate"},
+)
+
+
+@dataclass
+class _Rollouts:
+    """Deployments and what happens to them: rollouts (new images), scales, pauses and resumes,
+    and faults aimed at the Deployment controller's writes and watches, and at its pods."""
+
+    rng: Rng
+    nodes: int
+    names: list[str] = field(default_factory=list)
+    serial: int = 0
+
+    def deployments(self) -> list[Obj]:
+        out = []
+        for i in range(self.rng.choice((1, 1, 2))):
+            name = f"deploy-{i}"
+            self.names.append(name)
+            app = ROLLOUT_APPS[i % len(ROLLOUT_APPS)]
+            spec: Obj = {
+                "replicas": self.rng.choice((0, 1, 3, 5, 10)),
+                "selector": {"matchLabels": {"app": app}},
+                "template": {
+                    "metadata": {"labels": {"app": app}},
+                    "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+                },
+            }
+            strategy = self.rng.choice(ROLLOUT_STRATEGIES)
+            if strategy:
+                spec["strategy"] = copy.deepcopy(strategy)
+            if self.rng.random() < 0.3:
+                spec["minReadySeconds"] = self.rng.choice((5, 30))
+            if self.rng.random() < 0.3:
+                spec["revisionHistoryLimit"] = self.rng.choice((0, 1, 2))
+            out.append(
+                {
+                    "apiVersion": DEPLOYMENT.api_version,
+                    "kind": DEPLOYMENT.kind,
+                    "metadata": {"name": name, "namespace": "default"},
+                    "spec": spec,
+                }
+            )
+        return out
+
+    def chaos(self, existing: list[Obj]) -> list[Obj]:
+        """Actions within the window of the case's own chaos (or the first minute)."""
+        window = max((float(a["at"]) for a in existing), default=60.0)
+        out: list[Obj] = []
+        for _ in range(self.rng.randint(1, 8)):
+            at = round(self.rng.uniform(0.0, window), 3)
+            action = self.rng.choice((self.rollout, self.rollout, self.scale, self.pause, self.fault))()
+            out.append({"at": at, **action})
+        paused = [a["patch"]["name"] for a in out if a.get("patch", {}).get("patch", {}).get("spec", {}).get("paused")]
+        # Resumed by the lift's instant at the latest: a paused Deployment is never complete.
+        out += [{"at": window, "patch": self._patch(name, {"spec": {"paused": False}})} for name in sorted(set(paused))]
+        return sorted(out, key=lambda a: float(a["at"]))
+
+    def _patch(self, name: str, patch: Obj) -> Obj:
+        return {"kind": DEPLOYMENT.kind, "name": name, "patch": patch}
+
+    def rollout(self) -> Obj:
+        self.serial += 1
+        image = {"containers": [{"name": "app", "image": f"nginx:1.{27 + self.serial}"}]}
+        return {"patch": self._patch(self.rng.choice(self.names), {"spec": {"template": {"spec": image}}})}
+
+    def scale(self) -> Obj:
+        return {
+            "scale": {
+                "kind": DEPLOYMENT.kind,
+                "name": self.rng.choice(self.names),
+                "replicas": self.rng.choice((0, 1, 3, 5, 10, 20)),
+            }
+        }
+
+    def pause(self) -> Obj:
+        return {"patch": self._patch(self.rng.choice(self.names), {"spec": {"paused": self.rng.random() < 0.6}})}
+
+    def fault(self) -> Obj:
+        choice = self.rng.randrange(4)
+        rs = DEPLOYMENT.owns[0].resource
+        if choice == 0:
+            verb, resource = self.rng.choice(
+                (("update", rs), ("create", rs), ("update", f"{DEPLOYMENT.resource}/status"), ("delete", rs))
+            )
+            code = self.rng.choice((409, 500, 429))
+            return {"apiFault": {"verb": verb, "resource": resource, "code": code, "count": self.rng.choice((1, 3))}}
+        if choice == 1:
+            return {"controllerFault": {"controller": DEPLOYMENT.name, "fault": "restart"}}
+        if choice == 2:
+            app = ROLLOUT_APPS[self.rng.randrange(len(self.names))]
+            return {"podFault": {"selector": f"app={app}", "fault": self.rng.choice(POD_FAULTS), "count": 1}}
+        resource = self.rng.choice((DEPLOYMENT.resource, rs))
+        return {"watchFault": {"resource": resource, "fault": "pause", "controller": DEPLOYMENT.name}}
 
 
 # -- running a case -----------------------------------------------------------------------------

@@ -61,7 +61,8 @@ Kinds (the vocabulary; fields after the colon):
               stale, off, or None), requeue ({decision: rateLimited | after, delay | none |
               immediate (v1.5: re-added while the pod store has not synced)})
   sync.requeue: controller, key, worker, decision (rateLimited), delay, requeues (the worker
-              requeued a failed sync's key with the rate limiter)
+              requeued a failed sync's key with the rate limiter; decision dropped, delay None:
+              the Deployment controller's handleErr gave the key up after maxRetries requeues)
   controller.restart: controller [, reason (config), previousVersion, version, garbageCollector:
               a config action restarted it with another version or other flags]
   controller.log: controller, level, message (a log line a reader of upstream looks for, e.g.

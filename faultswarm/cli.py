@@ -1,7 +1,8 @@
 """`python -m controlplane swarm`: run seeded fault schedules under the oracles (issue 9 §1).
 
     python -m controlplane swarm --seeds 1-1000 [--workers N] [--quiet S] [--config K=V …]
-                                 [--out DIR] [--shrink] [--scheduler tcp://HOST:8786]
+                                 [--controllers NAME,…] [--out DIR] [--shrink]
+                                 [--scheduler tcp://HOST:8786]
     python -m controlplane swarm --replay FILE [--quiet S]
 
 Exit status: 0 when every oracle held, 1 on any violation, 2 on a usage error.
@@ -21,7 +22,7 @@ from typing import Any, TextIO
 import yaml
 
 from controlplane import safeyaml
-from controlplane.oracles import LIVENESS, ORACLES, SAFETY
+from controlplane.oracles import LIVENESS, ORACLES, ROLLOUT_LIVENESS, ROLLOUT_SAFETY, SAFETY
 from controlplane.scenario import ScenarioError, check_config, load_scenario
 from controlplane.swarm import DEFAULT_QUIET, SWARM_RESYNC_PERIOD, lift_time_of
 from faultswarm.tasks import replay, run_seed
@@ -84,12 +85,32 @@ def parse_config(pairs: Iterable[str]) -> Obj:
         raise UsageError(str(exc)) from None
 
 
+def parse_controllers(text: str) -> Obj:
+    """`--controllers replicaset,replicationcontroller,deployment` → `{"controllers": [...]}`,
+    checked as a scenario's `config.controllers` is."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise UsageError(f"--controllers: {text!r} is not a comma-separated list of controller names")
+    try:
+        checked = check_config({"controllers": names}, "--controllers")
+    except ScenarioError as exc:
+        raise UsageError(str(exc)) from None
+    return {"controllers": checked["controllers"]}
+
+
 def build_parser() -> _Parser:
     parser = _Parser(prog=PROG, description="Seeded fault schedules under ctrlscope's oracles (issue 9).")
     parser.add_argument("--seeds", default="1-100", help="seeds to run: 1-1000, 7, or 1-10,20 (default 1-100)")
     parser.add_argument("--workers", type=int, default=None, help="local worker processes (default: CPU count)")
     parser.add_argument("--quiet", type=float, default=DEFAULT_QUIET, help="seconds of calm after the lift")
     parser.add_argument("--config", action="append", default=[], metavar="K=V", help="override a config key")
+    parser.add_argument(
+        "--controllers",
+        default=None,
+        metavar="NAME,…",
+        help="the controllers the cases run (config.controllers); naming deployment also draws Deployments, "
+        "their rollouts and faults aimed at them (without it every seed's case is unchanged)",
+    )
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"where failing scenarios go (default {DEFAULT_OUT})")
     parser.add_argument("--shrink", action="store_true", help="also write a minimal failing scenario")
     parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786", help="run on a Dask cluster")
@@ -117,6 +138,8 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
             return _replay(args.replay, args.quiet, out, err)
         seeds = parse_seeds(args.seeds)
         config = parse_config(args.config)
+        if args.controllers is not None:
+            config = {**config, **parse_controllers(args.controllers)}
     except UsageError as exc:
         err.write(f"{PROG}: {exc}\n")
         return 2
@@ -278,7 +301,13 @@ class Swarm:
         w("\n")
         w(f"{'oracle':<22}{'family':<13}{'seeds checked':>14}{'voided':>8}{'violations':>12}{'seeds':>7}\n")
         for oracle in ORACLES:
-            family = "safety" if oracle in SAFETY else "liveness" if oracle in LIVENESS else "run"
+            family = (
+                "safety"
+                if oracle in SAFETY or oracle in ROLLOUT_SAFETY
+                else "liveness"
+                if oracle in LIVENESS or oracle in ROLLOUT_LIVENESS
+                else "run"
+            )
             w(
                 f"{oracle:<22}{family:<13}{checked[oracle]:>14}{voided[oracle]:>8}"
                 f"{by_oracle[oracle]:>12}{seeds_failed[oracle]:>7}\n"

@@ -176,6 +176,7 @@ class DeploymentController(SyncMixin, RollingMixin, RecreateMixin, ProgressMixin
                     key=key,
                     worker=worker,
                     decision="dropped",
+                    delay=None,  # the record's shape (controlplane/trace.py): no requeue, no delay
                     requeues=self.queue.num_requeues(key),
                 )
             return None
