@@ -321,6 +321,11 @@ class Session:
         if self.goal is not None:
             nxt = kernel.peek()
             if nxt is None or nxt > self.goal.until:
+                # Nothing is due before the goal's horizon. A slice can end (out of time) right
+                # after the last event before it: only the clock is left to move, as the loop
+                # above moves it -- never finish a run to t=5 at t=2.28.
+                if sim.halted is None and math.isfinite(self.goal.until) and self.goal.until > sim.now:
+                    sim.run_until(min(self.goal.until, MAX_SECONDS))
                 if self.goal.target is not None or self.goal.predicate is not None:
                     self._finish_goal(f"{self.goal.label}: not reached by t={vtime(self.goal.until)}")
                 else:

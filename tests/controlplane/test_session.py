@@ -79,3 +79,24 @@ def test_an_action_and_a_focus_are_published():
     assert heard.acts == [{"scale": {"kind": "ReplicaSet", "name": "web", "replicas": 1}}]
     s.command({"op": "focus", "keys": [["replicaset", "default/web"]]}, viewer="v")
     assert heard.focus == [{("replicaset", "default/web")}]
+
+
+def test_a_run_to_a_time_reaches_it_however_the_slices_fall():
+    """Slices end when the host's time is up, which can be right after the last event before the
+    goal's time: the run still ends at the time asked (it stopped at t=2.28 of a run to t=5 in
+    the browser when a slice ended there, the next timer being at t=7)."""
+    for slice_events in (1, 2, 3, 5, 16, 10_000):
+        s = Session("t", Simulation(load_file("demo")), name="demo", source="demo")
+        s.start()
+        s.command({"op": "step", "what": "to", "t": 5})
+        for _ in range(100_000):
+            if not s.busy:
+                break
+            left = [slice_events]
+
+            def out_of_time(left: list[int] = left) -> bool:
+                left[0] -= 16  # asked every 16 events
+                return left[0] <= 0
+
+            s.advance(math.inf, out_of_time)
+        assert s.sim.now == 5.0 and s.hit is not None and s.hit["why"] == "ran to the time asked", (slice_events, s.hit)
