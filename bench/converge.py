@@ -73,55 +73,36 @@ from controlplane.simulation import CONTROLLER_VERSIONS, Simulation
 FLOOR_RUNS = 5
 
 
-def replication_controller(i: int, replicas: int) -> dict:
-    name = f"rc-{i:04d}"
+def _owner(kind: str, api_version: str, prefix: str, i: int, replicas: int) -> dict:
+    """One owner of `replicas` nginx pods, its own `app` label (a ReplicationController's
+    selector is a plain map, the others' a LabelSelector)."""
+    name = f"{prefix}-{i:04d}"
+    selector: dict = {"app": name} if kind == "ReplicationController" else {"matchLabels": {"app": name}}
     return {
-        "apiVersion": "v1",
-        "kind": "ReplicationController",
+        "apiVersion": api_version,
+        "kind": kind,
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
             "replicas": replicas,
-            "selector": {"app": name},
+            "selector": selector,
             "template": {
                 "metadata": {"labels": {"app": name}},
                 "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
             },
         },
     }
+
+
+def replication_controller(i: int, replicas: int) -> dict:
+    return _owner("ReplicationController", "v1", "rc", i, replicas)
 
 
 def replica_set(i: int, replicas: int) -> dict:
-    name = f"rs-{i:04d}"
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }
+    return _owner("ReplicaSet", "apps/v1", "rs", i, replicas)
 
 
 def deployment(i: int, replicas: int) -> dict:
-    name = f"deploy-{i:04d}"
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
-            },
-        },
-    }
+    return _owner("Deployment", "apps/v1", "deploy", i, replicas)
 
 
 def rolled_out(sim: Simulation, count: int, replicas: int) -> bool:

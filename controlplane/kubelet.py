@@ -628,13 +628,7 @@ class Kubelet:
         if fault is None or rec.state != IMAGE_PULL:
             return
         fault.pull_started = self.kernel.now
-        pulling = []
-        for container in rec.pod["spec"].get("containers") or []:
-            if self._must_pull(container):
-                pulling.append(container["name"])
-                image = container.get("image", "")
-                self._container_event(rec, container, "Normal", "Pulling", f'Pulling image "{image}"')
-        rec.pulling = _shared_names(tuple(pulling))
+        self._pull_images(rec)
         self._arm(rec, Kubelet._start_containers, float(self.config["podStartup"]))
 
     def image_faults_changed(self) -> None:
