@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     test.add_argument("paths", nargs="*", help="files, directories or shipped names (default: the library)")
     test.add_argument("--junit-xml", metavar="FILE", help="write a JUnit XML report to FILE")
     test.add_argument("-j", "--jobs", type=int, default=None, help="parallel processes (default: one per CPU)")
+    test.add_argument(
+        "--list", action="store_true", help="print the runs (file and side) and their number of checks; run nothing"
+    )
     cmp = sub.add_parser("compare", help="run a scenario under two configs and print their differences")
     cmp.add_argument("file", help="a scenario file, or the name of a shipped scenario")
     cmp.add_argument("--a", default=None, metavar="CONFIG", help="config block of world A, as YAML (default: see docs)")
@@ -213,13 +216,35 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from controlplane.testing import ERROR, FAILED, SKIPPED, Outcome, discover, junit_xml, run_suite, summary_table
+    from controlplane.testing import (
+        ERROR,
+        FAILED,
+        SKIPPED,
+        Outcome,
+        discover,
+        junit_xml,
+        planned_runs,
+        run_suite,
+        summary_table,
+    )
 
     try:
         paths = discover(args.paths)
     except ScenarioError as exc:
         sys.stderr.write(f"{exc}\n")
         return 2
+    if args.list:
+        runs = planned_runs(paths)
+        if not runs:
+            sys.stderr.write(f"no scenario file with checks under {', '.join(args.paths) or 'the library'}\n")
+            return 2
+        for shown, checks in runs:
+            if isinstance(checks, int):
+                print(f"{shown}  ({checks} check{'s' if checks != 1 else ''})")
+            else:
+                print(f"{shown}  (invalid: running it says why)")
+        print(f"{len(runs)} scenarios")
+        return 0
     tty = sys.stderr.isatty()
 
     def progress(outcome: Outcome, done: int, total: int) -> None:

@@ -87,6 +87,22 @@ def has_checks(path: str) -> bool:
     return bool(load_file(path).expect)
 
 
+def planned_runs(paths: list[str]) -> list[tuple[str, int | str]]:
+    """What `run_suite(paths)` would run, without running it: each file with checks once, or once
+    per side of its compare block, shown as its outcome would be, with its number of checks
+    ("invalid" for a file that does not load: its run reports the reason)."""
+    runs: list[tuple[str, int | str]] = []
+    for path in paths:
+        try:
+            checks: int | str = len(load_file(path).expect)
+        except ScenarioError:
+            checks = "invalid"
+        if checks == 0:
+            continue
+        runs += [(Outcome(path, PASSED, side=side).shown, checks) for side in sides_of(path)]
+    return runs
+
+
 def run_one(path: str, *, skip_without_checks: bool = False, side: str | None = None) -> Outcome:
     """Run one scenario file with its checks (in this process); as side `side` of its compare
     block when given."""

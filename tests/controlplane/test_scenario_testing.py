@@ -158,13 +158,41 @@ def test_the_test_command_exit_codes_table_and_junit_file(tmp_path):
 
 
 def test_the_test_command_runs_the_shipped_library_by_default():
-    result = cli("test")
-    assert result.returncode == 0, result.stdout + result.stderr
+    # What it would run (`--list`), without running the library a second time: the plugin runs
+    # every shipped scenario as its own test item in this same suite (controlplane/scenarios).
+    listed = cli("test", "--list")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
     # A file with a compare block (the v1.5 lessons) is run once per side.
-    runs = sum(len(sides_of(str(SCENARIO_DIR / f"{entry['id']}.scenario.yaml"))) for entry in library())
-    assert runs > len(library())
-    assert f"{runs} scenarios: {runs} passed" in result.stdout
-    assert "v15-quota-wall.scenario.yaml --side a" in result.stdout
+    assert sorted(discover([])) == sorted(discover([f"{entry['id']}" for entry in library()]))
+    expected = [(path, side) for path in discover([]) if load_file(path).expect for side in sides_of(path)]
+    assert len(expected) > len(library()) // 2
+    lines = listed.stdout.splitlines()
+    assert lines[-1] == f"{len(expected)} scenarios"
+    shown = [line.rsplit("  (", 1)[0] for line in lines[:-1]]
+    assert shown == [path + (f" --side {side}" if side else "") for path, side in expected], listed.stdout
+    assert any(line.startswith(discover(["v15-quota-wall"])[0] + " --side a  (") for line in lines)
+    assert all(line.endswith((" checks)", " check)")) for line in lines[:-1])
+    # And run, a compare file once per side, as listed.
+    ran = cli("test", "v15-quota-wall")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "2 scenarios: 2 passed" in ran.stdout and "v15-quota-wall.scenario.yaml --side a" in ran.stdout
+
+
+def test_the_list_of_runs_names_an_invalid_file_and_refuses_an_empty_one(tmp_path):
+    (tmp_path / "bad.yaml").write_text("kind: nonsense\n")
+    write(tmp_path, "good.yaml", PASSING)
+    listed = cli("test", "--list", str(tmp_path))
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        f"{tmp_path / 'bad.yaml'}  (invalid: running it says why)",
+        f"{tmp_path / 'good.yaml'}  (1 check)",
+        "2 scenarios",
+    ]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    write(empty, "none.yaml", None)
+    nothing = cli("test", "--list", str(empty))
+    assert nothing.returncode == 2 and "no scenario file with checks" in nothing.stderr
 
 
 def test_only_the_fleet_is_left_out_of_the_per_library_engine_properties():
