@@ -458,7 +458,7 @@ def get_rollback_to(d: Obj) -> int | None:
     if not value:
         return None
     try:
-        return int(value, 10)
+        return util.parse_int64(value)  # strconv.ParseInt(revision, 10, 64); "If it's invalid, ignore it."
     except ValueError:
         return None
 
