@@ -463,9 +463,18 @@ def get_rollback_to(d: Obj) -> int | None:
         return None
 
 
+# DeploymentStatus's `*int32` fields: `omitempty` leaves out a nil pointer, not a pointer to 0.
+_POINTER_FIELDS = frozenset({"terminatingReplicas", "collisionCount"})
+
+
 def _omit_zero(status: Obj) -> Obj:
-    """DeploymentStatus's int fields are `omitempty`: zero values are not serialised."""
-    return {k: v for k, v in status.items() if not (isinstance(v, int) and not isinstance(v, bool) and v == 0)}
+    """DeploymentStatus's int32 fields are `omitempty`: zero values are not serialised; its
+    pointer fields (`terminatingReplicas`, `collisionCount`) are, when set."""
+    return {
+        k: v
+        for k, v in status.items()
+        if k in _POINTER_FIELDS or not (isinstance(v, int) and not isinstance(v, bool) and v == 0)
+    }
 
 
 def _counts(status: Obj) -> Obj:
