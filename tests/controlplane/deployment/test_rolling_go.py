@@ -13,6 +13,7 @@ import copy
 import pytest
 
 from controlplane.apiserver import APIServer
+from controlplane.controllers.config import ControllerConfig
 from controlplane.controllers.runtime import SyncContext
 from controlplane.deployment.deployment_controller import DeploymentController
 from controlplane.kernel import Kernel
@@ -87,10 +88,10 @@ class Controller:
     """`&DeploymentController{client: &fake, eventRecorder: &record.FakeRecorder{}}`: our
     controller on a kernel of its own, nothing started; `call` runs one method to its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: ControllerConfig | None = None) -> None:
         self.kernel = Kernel(seed=1)
         self.fake = FakeClientset(self.kernel)
-        self.dc = DeploymentController(self.kernel, self.fake)
+        self.dc = DeploymentController(self.kernel, self.fake, config)
         self.ctx = SyncContext("default/foo", None, 0.0)
 
     def call(self, method, *args):
@@ -102,21 +103,38 @@ class Controller:
 @pytest.mark.parametrize(
     ("deployment_replicas", "max_surge", "old_replicas", "new_replicas", "scale_expected", "expected_new_replicas"),
     [
-        (10, 0, 10, 0, False, 0),  # Should not scale up.
-        (10, 2, 10, 0, True, 2),
-        (10, 2, 5, 0, True, 7),
-        (10, 2, 10, 2, False, 0),
-        (10, 2, 2, 11, True, 10),  # Should scale down.
+        pytest.param(10, 0, 10, 0, False, 0, id="should not scale up when old replica set is fully saturated"),
+        pytest.param(
+            10,
+            2,
+            10,
+            0,
+            True,
+            2,
+            id="should scale up according to the maxSurge when old replica set is fully saturated",
+        ),
+        pytest.param(10, 2, 5, 0, True, 7, id="should scale up according to the maxSurge"),
+        pytest.param(10, 2, 10, 2, False, 0, id="should not scale when maxSurge is fully saturated"),
+        pytest.param(10, 2, 2, 11, True, 10, id="should scale down when there are replicas above maxSurge"),
     ],
 )
+@pytest.mark.parametrize("terminating_replicas_gate", [True, False])  # withTwoFeatureGates
 def test_deployment_controller_reconcile_new_replica_set(
-    deployment_replicas, max_surge, old_replicas, new_replicas, scale_expected, expected_new_replicas
+    deployment_replicas,
+    max_surge,
+    old_replicas,
+    new_replicas,
+    scale_expected,
+    expected_new_replicas,
+    terminating_replicas_gate,
 ):
+    # The rows of the released path (the newer table's rows that set a podReplacementPolicy
+    # belong to the unreleased DeploymentPodReplacementPolicy, spec D9.3: not ported).
     new_rs = rs("foo-v2", new_replicas)
-    old_rs = rs("foo-v2", old_replicas)
+    old_rs = rs("foo-v1", old_replicas)
     all_rss = [new_rs, old_rs]
     deployment = new_deployment("foo", deployment_replicas, max_surge, 0, {"foo": "bar"})
-    c = Controller()
+    c = Controller(ControllerConfig(terminating_replicas=terminating_replicas_gate))
     scaled, err = c.call("reconcile_new_replica_set", all_rss, new_rs, deployment)
     assert err is None
     if not scale_expected:
