@@ -616,7 +616,8 @@ def validate_replica_set_status_update(new: Obj, old: Obj) -> list[Cause]:
 
 
 # -- Deployments (pkg/apis/apps/validation ValidateDeployment*, deployment spec D15.6) ---------------
-_PERCENT = re.compile(r"^[0-9]+%$")
+_PERCENT = re.compile(r"[0-9]+%")  # IsValidPercent's `^[0-9]+%$`: Go's `$` is the end of the text (fullmatch)
+_GO_ATOI_RANGE = 2**63 - 1  # strconv.Atoi's value on ErrRange, which getPercentValue ignores
 DEPLOYMENT_STRATEGY_TYPES = ["Recreate", "RollingUpdate"]
 
 
@@ -625,13 +626,14 @@ def _int_or_percent(value: Any, field: str) -> tuple[list[Cause], int | None, bo
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         return [invalid(field, value, "must be an integer or percentage (e.g '5%')")], None, False
     if isinstance(value, str):
-        if not _PERCENT.match(value):
+        if not _PERCENT.fullmatch(value):
             detail = (
                 "a valid percent string must be a numeric string followed by an ending '%' "
                 "(e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')"
             )
             return [invalid(field, value, detail)], None, True
-        return [], int(value[:-1]), True
+        digits = value[:-1].lstrip("0") or "0"
+        return [], int(digits) if len(digits) <= 19 else _GO_ATOI_RANGE, True
     if value < 0:
         return [invalid(field, value, "must be greater than or equal to 0")], value, False
     return [], value, False

@@ -458,14 +458,23 @@ def get_rollback_to(d: Obj) -> int | None:
     if not value:
         return None
     try:
-        return int(value, 10)
+        return util.parse_int64(value)  # strconv.ParseInt(revision, 10, 64); "If it's invalid, ignore it."
     except ValueError:
         return None
 
 
+# DeploymentStatus's `*int32` fields: `omitempty` leaves out a nil pointer, not a pointer to 0.
+_POINTER_FIELDS = frozenset({"terminatingReplicas", "collisionCount"})
+
+
 def _omit_zero(status: Obj) -> Obj:
-    """DeploymentStatus's int fields are `omitempty`: zero values are not serialised."""
-    return {k: v for k, v in status.items() if not (isinstance(v, int) and not isinstance(v, bool) and v == 0)}
+    """DeploymentStatus's int32 fields are `omitempty`: zero values are not serialised; its
+    pointer fields (`terminatingReplicas`, `collisionCount`) are, when set."""
+    return {
+        k: v
+        for k, v in status.items()
+        if k in _POINTER_FIELDS or not (isinstance(v, int) and not isinstance(v, bool) and v == 0)
+    }
 
 
 def _counts(status: Obj) -> Obj:

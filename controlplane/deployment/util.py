@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from controlplane.kernel import parse_rfc3339, rfc3339
 from controlplane.labels import selector_from_label_selector
@@ -112,13 +113,28 @@ def sort_by_size_newer(rss: list[Obj]) -> None:
     rss.sort(key=lambda rs: (replicas(rs), *creation_key(rs)), reverse=True)
 
 
+_GO_INT: Final = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int64(value: str) -> int:
+    """`strconv.ParseInt(value, 10, 64)` (and `strconv.Atoi` on 64-bit): an optional sign and
+    ASCII decimal digits, nothing else (no spaces, no "_", no other scripts' digits, which
+    Python's int() takes), within int64. ValueError otherwise."""
+    if _GO_INT.fullmatch(value) is None:
+        raise ValueError(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    number = int(value)
+    if not -(2**63) <= number < 2**63:
+        raise ValueError(f'strconv.ParseInt: parsing "{value}": value out of range')
+    return number
+
+
 def revision(obj: Obj) -> int:
     """`Revision(obj)`: the revision annotation as an int; 0 when missing. ValueError when
     unparsable (the caller logs and skips it)."""
     value = annotations_of(obj).get(REVISION_ANNOTATION)
     if value is None:
         return 0
-    return int(value, 10)
+    return parse_int64(value)
 
 
 def sort_by_revision(rss: list[Obj]) -> None:
@@ -292,10 +308,10 @@ def set_new_replica_set_annotations(d: Obj, rs: Obj, new_revision: str, exists: 
     rs_annotations = annotations_of(rs)
     old_revision = rs_annotations.get(REVISION_ANNOTATION, "")
     try:
-        old_revision_int = int(old_revision) if old_revision else 0
+        old_revision_int = parse_int64(old_revision) if old_revision else 0
     except ValueError:
         return False
-    new_revision_int = int(new_revision)
+    new_revision_int = parse_int64(new_revision)
     if old_revision_int < new_revision_int:
         _set_annotation(rs, REVISION_ANNOTATION, new_revision)
         changed = True
@@ -352,7 +368,7 @@ def _int32_annotation(rs: Obj, key: str) -> int | None:
     if value is None:
         return None
     try:
-        parsed = int(value, 10)
+        parsed = parse_int64(value)  # getNonNegativeIntFromAnnotation: strconv.Atoi
     except ValueError:
         return None
     return parsed if 0 <= parsed <= MAX_INT32 else None

@@ -83,6 +83,14 @@ def test_the_scale_subresource_reads_and_writes_spec_replicas(server):
             "must not be greater than 100%",
         ),
         ({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "x"}}}, "a valid percent string"),
+        # Go's `$` ends the text: a newline after the % is not a percent (Python's `$` took it,
+        # and the number after it raised instead of a 422).
+        ({"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%\n"}}}, "a valid percent string"),
+        # More digits than an int64 (or Python's int() takes): Atoi's out-of-range value, > 100%.
+        (
+            {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "9" * 5000 + "%"}}},
+            "must not be greater than 100%",
+        ),
         ({"strategy": {"type": "Blue"}}, "Unsupported value"),
         ({"minReadySeconds": 10, "progressDeadlineSeconds": 10}, "must be greater than minReadySeconds"),
         ({"revisionHistoryLimit": -1}, "must be greater than or equal to 0"),

@@ -1,12 +1,10 @@
 """The Deployment controller in a simulated cluster: rollouts, Recreate, proportional scaling,
-pause, history clean-up and the progress deadline (spec D8-D12, §18's behavioural cases), plus
-ports of the controller-level tables of rolling_test.go and sync_test.go."""
+pause, history clean-up and the progress deadline (spec D8-D12, §18's behavioural cases). The
+ports of rolling_test.go's tables are in test_rolling_go.py."""
 
 from __future__ import annotations
 
 import copy
-
-import pytest
 
 from controlplane.deployment import util
 from controlplane.scenario import parse_scenario
@@ -320,23 +318,3 @@ def test_a_world_without_the_deployment_controller_reports_what_it_always_did():
         "Node",
         "Event",
     ]
-
-
-# rolling_test.go TestDeploymentController_reconcileNewReplicaSet, as whole worlds: a Deployment
-# whose old RS holds `old` replicas at the start (maxUnavailable 0).
-@pytest.mark.parametrize(
-    ("dep_replicas", "max_surge", "old", "new", "expected"),
-    [(10, 0, 10, 0, 0), (10, 2, 10, 0, 2), (10, 2, 5, 0, 7), (10, 2, 10, 2, 2), (2, 2, 2, 4, 2)],
-)
-def test_reconcile_new_replica_set(dep_replicas, max_surge, old, new, expected):
-    d = util.new_rs_new_replicas  # the arithmetic reconcileNewReplicaSet scales to (D8.2)
-    dep = {
-        "spec": {
-            "replicas": dep_replicas,
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": max_surge, "maxUnavailable": 0}},
-        }
-    }
-    old_rs = {"spec": {"replicas": old}}
-    new_rs = {"spec": {"replicas": new}}
-    target = dep_replicas if new > dep_replicas else d(dep, [old_rs, new_rs], new_rs)
-    assert target == expected
