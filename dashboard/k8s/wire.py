@@ -9,7 +9,8 @@ Guarantees
 ----------
 * A `Failure` is a `metav1.Status` (kind Status, apiVersion v1, status Failure, reason, code),
   so kubectl prints its usual messages.
-* `decode` never takes NaN or Infinity as JSON, never nests deeper than the core's
+* `decode` (the core's, `controlplane.apiserver.http`, which the in-kernel door of an embedded
+  operator uses too) never takes NaN or Infinity as JSON, never nests deeper than the core's
   `MAX_OBJECT_DEPTH`, and reads YAML within the limits of `controlplane.safeyaml`.
 """
 
@@ -20,9 +21,7 @@ from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 
-from controlplane.simulation import (
-    api_http,
-)
+from controlplane.simulation import api_http
 
 Obj = dict[str, Any]
 
