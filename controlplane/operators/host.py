@@ -34,6 +34,7 @@ import functools
 import importlib.util
 import inspect
 import itertools
+import logging
 import pathlib
 import sys
 import types
@@ -242,8 +243,17 @@ class OperatorHost(Unpicklable):
                     op.module = None
 
     def _stop(self, op: Operator) -> None:
-        import asyncio
+        # What kopf logs while it shuts down (requests cut short by the door closing) is not
+        # part of the run: the `kopf` logger is quiet meanwhile.
+        kopf_logger = logging.getLogger("kopf")
+        level = kopf_logger.level
+        kopf_logger.setLevel(logging.CRITICAL)
+        try:
+            self._shutdown(op)
+        finally:
+            kopf_logger.setLevel(level)
 
+    def _shutdown(self, op: Operator) -> None:
         loop = op.loop
         assert loop is not None
         loop.detach()

@@ -12,8 +12,9 @@ Guarantees
   while the ready queue holds work, so at one instant kernel callbacks and loop steps alternate
   in the kernel's `(time, seq)` order: the same inputs give the same interleaving.
 * A step sets itself as the running loop and puts back the loop that was running before (a world
-  may be stepped from inside the dashboard's own asyncio loop). During a step the determinism
-  shims are on (`controlplane.operators.shims`).
+  may be stepped from inside the dashboard's own asyncio loop), and the same for the thread's async
+  generator hooks: the operator's async generators are this loop's and are finalized on it.
+  During a step the determinism shims are on (`controlplane.operators.shims`).
 * No selector and no I/O: connections are in memory (`create_unix_connection` to a path the host
   registered, `controlplane.operators.transport`). `getaddrinfo`, `getnameinfo`,
   `create_connection`, `create_server`, `create_datagram_endpoint`, `sock_*`, subprocesses and
@@ -32,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import signal
+import sys
 import threading
 from asyncio import events
 from collections.abc import Callable
@@ -178,6 +180,10 @@ class SimLoop(Unpicklable, asyncio.BaseEventLoop):
             return
         base = self._internals
         previous = events._get_running_loop()
+        outer_hooks = sys.get_asyncgen_hooks()
+        # The operator's async generators are this loop's (and finalized on it), not those of a
+        # loop the world is stepped from (the dashboard's): the hooks are per thread.
+        sys.set_asyncgen_hooks(firstiter=base._asyncgen_firstiter_hook, finalizer=self._asyncgen_finalizer_hook)
         events._set_running_loop(self)
         base._thread_id = threading.get_ident()
         self._stepping = True
@@ -193,6 +199,14 @@ class SimLoop(Unpicklable, asyncio.BaseEventLoop):
             self._stepping = False
             base._thread_id = None
             events._set_running_loop(previous)
+            sys.set_asyncgen_hooks(*outer_hooks)
+
+    def _asyncgen_finalizer_hook(self, agen: Any) -> None:
+        """An async generator of the operator's collected unfinished: closed by a task on this
+        loop (asyncio's own hook would go through `call_soon_threadsafe`, refused here)."""
+        self._internals._asyncgens.discard(agen)
+        if not self.is_closed():
+            self.call_soon(self.create_task, agen.aclose())
 
     # -- the end ------------------------------------------------------------------------------------
     def detach(self) -> None:

@@ -405,3 +405,32 @@ def test_each_handler_invocation_is_a_trace_record_and_a_delayed_retry_waits_vir
     schema = json.loads((ROOT / "controlplane" / "trace.schema.json").read_text())
     for record in records:
         jsonschema.validate(record, schema)
+
+
+def test_a_world_stepped_from_inside_another_asyncio_loop_keeps_the_operator_to_itself():
+    """The dashboard steps worlds from its own asyncio loop: the operator's steps put that loop
+    back, and its async generators are its loop's, not the outer one's (no errors when either
+    loop ends)."""
+    outer_errors = []
+
+    async def dashboard():
+        outer = asyncio.get_running_loop()
+        outer.set_exception_handler(lambda loop, context: outer_errors.append(context))
+        outer_hooks = sys.get_asyncgen_hooks()
+        sim = Simulation(scenario())
+        try:
+            sim.run_until(10)
+            assert asyncio.get_running_loop() is outer
+            assert sys.get_asyncgen_hooks() == outer_hooks
+            assert len(labelled(sim.report())) == 3
+            assert not outer._asyncgens  # none of kopf's watch generators
+        finally:
+            sim.close()
+        return sim.operators.errors
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert asyncio.run(dashboard()) == []
+        gc.collect()
+    assert outer_errors == []
+    assert not [w for w in caught if "Task" in str(w.message) or "coroutine" in str(w.message)]
