@@ -19,8 +19,9 @@ Guarantees
   registered, `controlplane.operators.transport`). `getaddrinfo`, `getnameinfo`,
   `create_connection`, `create_server`, `create_datagram_endpoint`, `sock_*`, subprocesses and
   `call_soon_threadsafe` from another thread are refused with a `SimulationRefused` naming the
-  call. `run_in_executor` runs the function at once, on the loop's thread (a sync kopf handler
-  is one atomic step at one instant), whatever executor is given.
+  call; a step that leaves more threads running than it found raises one after it (the world
+  reports it as an `error` record). `run_in_executor` runs the function at once, on the loop's
+  thread (a sync kopf handler is one atomic step at one instant), whatever executor is given.
 * OS signal handlers are accepted and never fire (no OS signal reaches a simulated operator);
   a callback that would send a signal (`signal.pthread_kill`, kopf's hung-exit kill) is refused.
 * `detach()` ends the partnership with the kernel: the loop then runs on a clock of its own from
@@ -171,8 +172,10 @@ class SimLoop(Unpicklable, asyncio.BaseEventLoop):
     def _step(self) -> None:
         self._entry = None
         self._entry_when = float("inf")
-        self.run_step()
-        self._arm()
+        try:
+            self.run_step()
+        finally:
+            self._arm()
 
     def run_step(self) -> None:
         """One `_run_once` of asyncio as the running loop, with the step hooks on."""
@@ -188,6 +191,7 @@ class SimLoop(Unpicklable, asyncio.BaseEventLoop):
         base._thread_id = threading.get_ident()
         self._stepping = True
         hooks = [hook() for hook in self.step_hooks]
+        threads = threading.active_count()
         try:
             for hook in hooks:
                 hook.__enter__()
@@ -200,6 +204,10 @@ class SimLoop(Unpicklable, asyncio.BaseEventLoop):
             base._thread_id = None
             events._set_running_loop(previous)
             sys.set_asyncgen_hooks(*outer_hooks)
+        if threading.active_count() > threads:
+            # It runs beside the world now, on the host's clock: the run is no longer
+            # deterministic, and the world says so (an `error` record, through the kernel).
+            raise _refuse("starting a thread", "a simulated operator has no threads; this run is not deterministic")
 
     def _asyncgen_finalizer_hook(self, agen: Any) -> None:
         """An async generator of the operator's collected unfinished: closed by a task on this

@@ -434,3 +434,43 @@ def test_a_world_stepped_from_inside_another_asyncio_loop_keeps_the_operator_to_
         gc.collect()
     assert outer_errors == []
     assert not [w for w in caught if "Task" in str(w.message) or "coroutine" in str(w.message)]
+
+
+def test_an_event_the_operator_posts_is_in_the_world_with_a_virtual_timestamp(tmp_path):
+    module = tmp_path / "announcer.py"
+    module.write_text(
+        "import kopf\n\n\n"
+        '@kopf.on.create("pods")\n'
+        "def announce(body, **_):\n"
+        '    kopf.info(body, reason="Seen", message="the operator saw it")\n'
+    )
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "solo", "namespace": "default"},
+        "spec": {"containers": [{"name": "a", "image": "x"}]},
+    }
+    report = run(parse_scenario({"operators": [{"module": str(module)}], "objects": [pod], "until": 5})).report
+    assert ("create", None, 201) in [(v, None, c) for v, _, c in kopf_calls(report, "kopf/announcer")]
+    seen = [e for e in report["objects"]["Event"] if e["reason"] == "Seen"]
+    assert len(seen) == 1
+    assert seen[0]["firstTimestamp"].startswith("2026-01-01T00:00:00.")  # the world's clock, not the host's
+
+
+def test_a_handler_that_starts_a_thread_is_reported(tmp_path):
+    module = tmp_path / "threaded.py"
+    module.write_text(
+        "import threading\nimport kopf\n\n\n"
+        '@kopf.on.create("pods")\n'
+        "def spawn(**_):\n"
+        "    event = threading.Event()\n"
+        "    threading.Thread(target=event.wait, args=(5,), daemon=True).start()\n"
+    )
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "solo", "namespace": "default"},
+        "spec": {"containers": [{"name": "a", "image": "x"}]},
+    }
+    report = run(parse_scenario({"operators": [{"module": str(module)}], "objects": [pod], "until": 2})).report
+    assert any("starting a thread is refused" in e["error"] for e in report.get("errors", []))
