@@ -15,6 +15,8 @@ Guarantees
   own generator (seeded from the world's seed and the operator's index, never from the host),
   `uuid.uuid4` and `os.urandom` draw from it too. After the step every one of them is the
   host's again, and the global `random`'s state is what it was before the step.
+* kopf spawns its watchers (and peerings) in a sorted order of resources and namespaces, not in
+  the order of its sets of string-hashed values, which would follow `PYTHONHASHSEED`.
 * The `kopf` logger's level is fixed (INFO) while an operator runs: which records become
   Events (`settings.posting.level`) must not depend on the host's logging configuration.
 
@@ -105,6 +107,13 @@ class ProcessShims:
                 if module is not None and getattr(module, "datetime", None) is _datetime:
                     cls._saved.append((module, "datetime", _datetime))
                     module.datetime = VIRTUAL_DATETIME  # type: ignore[attr-defined]
+            orchestration = sys.modules.get("kopf._core.reactor.orchestration")
+            if orchestration is not None:
+                for name in ("spawn_missing_watchers", "spawn_missing_peerings"):
+                    original = getattr(orchestration, name, None)
+                    if original is not None:
+                        cls._saved.append((orchestration, name, original))
+                        setattr(orchestration, name, _in_order(original))
             kopf_logger = logging.getLogger("kopf")
             cls._log_level = kopf_logger.level
             kopf_logger.setLevel(KOPF_LOG_LEVEL)
@@ -124,6 +133,24 @@ class ProcessShims:
             setattr(module, name, value)
         cls._saved.clear()
         logging.getLogger("kopf").setLevel(cls._log_level)
+
+
+def _in_order(spawn: Any) -> Any:
+    """kopf's `spawn_missing_watchers` / `spawn_missing_peerings`, given its resources and
+    namespaces sorted: kopf passes sets of string-hashed values, whose order (and so the order of
+    the watchers' first LISTs) would follow `PYTHONHASHSEED`."""
+
+    async def in_order(**kwargs: Any) -> Any:
+        for key in ("watched_resources", "resources"):
+            if key in kwargs:
+                kwargs[key] = sorted(kwargs[key], key=lambda r: (r.group, r.version, r.plural))
+        for key in ("watched_namespaces", "namespaces"):
+            if key in kwargs:
+                kwargs[key] = sorted(kwargs[key], key=lambda n: "" if n is None else str(n))
+        return await spawn(**kwargs)
+
+    in_order.__wrapped__ = spawn  # type: ignore[attr-defined]
+    return in_order
 
 
 _TIME_NAMES = ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter", "perf_counter_ns")

@@ -114,6 +114,61 @@ def test_the_same_scenario_gives_the_same_bytes_under_two_hash_seeds(tmp_path):
     assert [code for verb, _, code in kopf_calls(report) if verb == "patch"].count(500) == 2
 
 
+MULTI = """
+import kopf
+
+
+@kopf.on.startup()
+def configure(settings, **_):
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="m.example")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="m.example")
+
+
+@kopf.on.create("pods")
+def pod_created(patch, **_):
+    patch.metadata.labels["seen"] = "pod"
+
+
+@kopf.on.create("replicasets")
+def rs_created(patch, **_):
+    patch.metadata.labels["seen"] = "rs"
+
+
+@kopf.on.event("nodes")
+def node_event(**_):
+    pass
+
+
+@kopf.timer("replicationcontrollers", interval=7)
+def tick(**_):
+    pass
+"""
+
+
+def test_an_operator_of_several_resources_in_several_namespaces_is_the_same_under_two_hash_seeds(tmp_path):
+    """kopf keeps what it watches in sets of string-hashed values: its watchers start in a sorted
+    order here (controlplane.operators.shims), not in the sets' order."""
+    module = tmp_path / "multi.py"
+    module.write_text(MULTI)
+    rs = [{**RS, "metadata": {"name": "web", "namespace": ns}} for ns in ("default", "other")]
+    namespaces = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in ("other", "third")]
+    data = {
+        "seed": 2,
+        "operators": [{"module": str(module), "namespaces": ["default", "other", "third"]}],
+        "objects": [*namespaces, *rs],
+        "until": 20,
+    }
+    path = tmp_path / "multi.yaml"
+    path.write_text(json.dumps(data))
+    first, first_trace = _run_fresh(0, path, tmp_path / "a.jsonl")
+    second, second_trace = _run_fresh(3, path, tmp_path / "b.jsonl")
+    assert (first, first_trace) == (second, second_trace)
+    report = json.loads(first)
+    watched = {(c["resource"], c["namespace"]) for c in report["apiCalls"] if c["verb"] == "watch"}
+    assert {("pods", "third"), ("replicasets", "other"), ("nodes", None)} <= watched
+    assert {p["metadata"]["labels"].get("seen") for p in report["objects"]["Pod"]} == {"pod"}
+
+
 # -- faults aimed at it ------------------------------------------------------------------------------------
 def test_an_api_fault_aimed_at_the_operators_client_fails_only_its_requests_and_it_retries():
     fault = {"verb": "patch", "resource": "pods", "code": 500, "count": 3, "client": "kopf/operator"}
