@@ -26,7 +26,8 @@ Guarantees
   from a resourceVersion too old ends with an ERROR line carrying a 410 Expired Status, never a
   gap. `watchFault {client} pause/resume` hold and release its events (`Door.watch_fault`).
 * Bodies larger than kube-apiserver reads (3 MiB) are 413; a request whose head is larger than
-  `MAX_HEAD` or that is chunked is refused (400 / 411) and its connection closed.
+  `MAX_HEAD` or that is chunked is refused (400 / 411) and its connection closed; an operator
+  holds at most `MAX_CONNECTIONS` connections at once (a further one is refused).
 * Nothing here reads the wall clock: every delay is a kernel timer.
 """
 
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 Obj = dict[str, Any]
 
 MAX_HEAD = 64 * 1024  # bytes of a request's line and headers
+MAX_CONNECTIONS = 256  # connections one operator holds open at once (kopf: a few per watched resource)
 BOOKMARK_EVERY = 30.0  # virtual seconds between a watch's bookmarks (as the dashboard's door)
 REASONS = {
     200: "OK",
@@ -191,9 +193,10 @@ class Connection(Unpicklable, asyncio.Transport):
             self._door.request(self, parts[0], parts[1], headers, body)
 
     def _refuse(self, code: int, reason: str, message: str) -> None:
-        status = api_http.HttpFailure(code, reason, message).status()
-        self._send(_head(code, "application/json", len(_dumps(status).encode()), close=True) + _dumps(status).encode())
-        self.close()
+        body = _dumps(api_http.HttpFailure(code, reason, message).status()).encode()
+        self._busy = True  # nothing more is read from this connection
+        self._send(_head(code, "application/json", len(body), close=True) + body)
+        self._loop.call_soon(self.close)  # after the answer reached the client
 
     # -- answers out ----------------------------------------------------------------------------
     def _send(self, data: bytes) -> None:
@@ -322,6 +325,8 @@ class Door(Unpicklable):
     def connect(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.BaseProtocol) -> Connection:
         if not self.open:
             raise ConnectionRefusedError("the simulated API server's door is closed (the world ended)")
+        if len(self.connections) >= MAX_CONNECTIONS:
+            raise ConnectionRefusedError(f"the operator holds {MAX_CONNECTIONS} connections open already")
         conn = Connection(loop, protocol, self)
         self.connections.add(conn)
         protocol.connection_made(conn)

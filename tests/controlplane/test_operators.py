@@ -529,3 +529,65 @@ def test_a_handler_that_starts_a_thread_is_reported(tmp_path):
     }
     report = run(parse_scenario({"operators": [{"module": str(module)}], "objects": [pod], "until": 2})).report
     assert any("starting a thread is refused" in e["error"] for e in report.get("errors", []))
+
+
+def test_the_door_answers_http_as_the_api_does():
+    """aiohttp over the in-memory door, as kopf uses it: discovery (with what kopf waits for),
+    Statuses for what the API refuses, and a write in the request log under the User-Agent."""
+    import aiohttp
+
+    from controlplane.operators.transport import MAX_CONNECTIONS, Door
+
+    sim = Simulation(parse_scenario({"objects": [RS]}))
+    sim.start()
+    loop = SimLoop(sim.kernel)
+    loop.doors["api"] = Door(sim.kernel, sim._client("door-test/1"), watch_latency=0.0)
+    answers = {}
+
+    async def client():
+        connector = aiohttp.UnixConnector(path="api")
+        async with aiohttp.ClientSession(connector=connector, headers={"User-Agent": "door-test/1"}) as session:
+
+            async def ask(method, path, **kw):
+                async with session.request(method, "http://sim" + path, **kw) as response:
+                    answers[(method, path, kw.get("headers", {}).get("Content-Type"))] = (
+                        response.status,
+                        await response.json(),
+                    )
+
+            await ask("GET", "/apis")
+            await ask("GET", "/apis/apiextensions.k8s.io/v1")
+            await ask("GET", "/api/v1/namespaces/default/pods/nope")
+            await ask("GET", "/api/v1/nodes/x/y/z")
+            await ask(
+                "PATCH",
+                "/apis/apps/v1/namespaces/default/replicasets/web",
+                data=b"{}",
+                headers={"Content-Type": "text/plain"},
+            )
+            await ask(
+                "PATCH",
+                "/apis/apps/v1/namespaces/default/replicasets/web",
+                data=b'{"metadata": {"labels": {"x": "y"}}}',
+                headers={"Content-Type": "application/merge-patch+json"},
+            )
+            await ask("POST", "/api/v1/namespaces/default/pods", data=b"x" * (3 * 1024 * 1024 + 1))
+
+    task = loop.create_task(client())
+    sim.kernel.run_until(5)
+    task.result()
+    loop.close()
+    groups = [g["name"] for g in answers[("GET", "/apis", None)][1]["groups"]]
+    assert groups == ["apps", "apiextensions.k8s.io"]
+    crds = answers[("GET", "/apis/apiextensions.k8s.io/v1", None)][1]["resources"]
+    assert [r["name"] for r in crds] == ["customresourcedefinitions"]
+    assert answers[("GET", "/api/v1/namespaces/default/pods/nope", None)][0] == 404
+    assert answers[("GET", "/api/v1/nodes/x/y/z", None)][1]["reason"] == "NotFound"
+    bad = answers[("PATCH", "/apis/apps/v1/namespaces/default/replicasets/web", "text/plain")]
+    assert (bad[0], bad[1]["reason"]) == (415, "UnsupportedMediaType")
+    ok = answers[("PATCH", "/apis/apps/v1/namespaces/default/replicasets/web", "application/merge-patch+json")]
+    assert (ok[0], ok[1]["metadata"]["labels"]["x"]) == (200, "y")
+    assert answers[("POST", "/api/v1/namespaces/default/pods", None)][0] == 413
+    logged = [(c["client"], c["verb"], c["code"]) for c in sim.server.requests if c["client"] == "door-test/1"]
+    assert logged == [("door-test/1", "get", 404), ("door-test/1", "patch", 200)]
+    assert MAX_CONNECTIONS >= 16
