@@ -591,3 +591,27 @@ def test_the_door_answers_http_as_the_api_does():
     logged = [(c["client"], c["verb"], c["code"]) for c in sim.server.requests if c["client"] == "door-test/1"]
     assert logged == [("door-test/1", "get", 404), ("door-test/1", "patch", 200)]
     assert MAX_CONNECTIONS >= 16
+
+
+def test_a_handler_record_reads_in_words_in_the_trace_view():
+    from controlplane.causes import describe, trace_row
+
+    record = {
+        "seq": 9,
+        "time": 1.0,
+        "cause": 3,
+        "kind": "operator.handler",
+        "operator": "operator",
+        "key": "default/web-1",
+        "handler": "label_pod",
+        "retry": 1,
+        "started": 1.0,
+        "outcome": "temporary",
+        "delay": 3.0,
+        "error": "TemporaryError: not yet",
+    }
+    assert describe(record) == (
+        "operator operator's handler label_pod on default/web-1 (retry 1): temporary error, retried in 3.0 s "
+        "(TemporaryError: not yet)"
+    )
+    assert (trace_row(record)["controller"], trace_row(record)["subject"]) == ("operator", "default/web-1")
