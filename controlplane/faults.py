@@ -374,6 +374,11 @@ class FaultInjector:
             reflector.resume()
 
     def controller_fault(self, spec: Obj) -> Obj:
+        if "operator" in spec:  # an embedded operator (controlplane.operators)
+            operators = getattr(self.sim, "operators", None)
+            if operators is None or not operators.has(spec["operator"]):
+                return {"error": f"operator {spec['operator']} is not running in this simulation"}
+            return {"operator": spec["operator"], "restarts": operators.restart(spec["operator"])}
         controller = self.sim.controllers.get(spec["controller"])
         if controller is None:
             return {"error": f"controller {spec['controller']} is not running in this simulation"}

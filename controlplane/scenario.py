@@ -493,8 +493,16 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         if "controller" in value:
             _string(value["controller"], f"{path}.controller", CONTROLLERS)
     elif verb == "controllerFault":
-        _keys(value, path, ("controller", "fault"), ())
-        _string(value["controller"], f"{path}.controller", CONTROLLERS)
+        if OPERATOR.name in value:
+            # An embedded operator (docs/operators.md), named as its module's file without .py:
+            # it crashes (its memory and connections gone) and starts again at that instant.
+            _keys(value, path, (OPERATOR.name, "fault"), ())
+            name = _string(value[OPERATOR.name], f"{path}.{OPERATOR.name}")
+            if not _OPERATOR_NAME.match(name):
+                raise _fail(f"{path}.{OPERATOR.name}", "must be an operator's name (its module's file without .py)")
+        else:
+            _keys(value, path, ("controller", "fault"), ())
+            _string(value["controller"], f"{path}.controller", CONTROLLERS)
         _string(value["fault"], f"{path}.fault", ("restart",))
     elif verb == "sync":
         _keys(value, path, ("controller",), ("key",))
@@ -678,6 +686,7 @@ MAX_OPERATOR_NAMESPACES = 100
 MAX_SETTING_ITEMS = 100  # fields of one settings section, sections, items of a list value
 MAX_SETTING_TEXT = 1024
 _IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_OPERATOR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 

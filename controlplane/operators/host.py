@@ -75,6 +75,8 @@ class Operator:
     sessions: list[Any] = field(default_factory=list)
     shims: StepShims | None = None
     ended: str | None = None  # why the root task ended before the world did
+    restarts: int = 0  # `controllerFault {operator, fault: restart}`s so far
+    stopping: bool = False  # its loop is being ended (the world's end, or a crash)
 
 
 def operator_name(spec: Obj) -> str:
@@ -207,7 +209,7 @@ class OperatorHost(Unpicklable):
         return module
 
     def _ended(self, op: Operator, task: Any) -> None:
-        if self.stopped:
+        if self.stopped or op.stopping or op.root is not task:  # the world's end, or a crash
             return
         if task.cancelled():
             op.ended = "cancelled"
@@ -217,6 +219,33 @@ class OperatorHost(Unpicklable):
         else:
             op.ended = "exited"
         self.report_error(f"operator {op.name}", f"the operator stopped before the world ended: {op.ended}")
+
+    def has(self, name: str) -> bool:
+        return any(op.name == name for op in self.operators)
+
+    def restart(self, name: str) -> int:
+        """`controllerFault {operator: name, fault: restart}`: the operator crashes now (its tasks
+        cancelled, its connections and watches gone, its memory dropped) and starts again at the
+        same instant with its module imported afresh: what it knew survives only in what it wrote
+        to the API (kopf's progress and diff-base annotations). Returns its restarts so far."""
+        op = next(op for op in self.operators if op.name == name)
+        if op.loop is not None and not op.loop.is_closed():
+            self._stop(op, crash=True)
+            self._forget(op)
+        op.restarts += 1
+        for attr in ("loop", "door", "stop_flag", "root", "shims"):
+            setattr(op, attr, None)
+        op.sessions, op.ended, op.stopping = [], None, False
+        if self.trace is not None and self.trace.enabled:
+            self.trace.emit("controller.restart", controller=op.name, reason="fault")
+        self._start(op)
+        return op.restarts
+
+    def _forget(self, op: Operator) -> None:
+        if op.module is not None:
+            sys.modules.pop(op.module_name, None)
+            ProcessShims.release()
+            op.module = None
 
     # -- faults -------------------------------------------------------------------------------------
     def client_watch_fault(self, entry: Obj) -> None:
@@ -237,27 +266,33 @@ class OperatorHost(Unpicklable):
                     self._stop(op)
         finally:
             for op in self.operators:
-                if op.module is not None:
-                    sys.modules.pop(op.module_name, None)
-                    ProcessShims.release()
-                    op.module = None
+                self._forget(op)
 
-    def _stop(self, op: Operator) -> None:
+    def _stop(self, op: Operator, *, crash: bool = False) -> None:
         # What kopf logs while it shuts down (requests cut short by the door closing) is not
         # part of the run: the `kopf` logger is quiet meanwhile.
+        op.stopping = True
         kopf_logger = logging.getLogger("kopf")
         level = kopf_logger.level
         kopf_logger.setLevel(logging.CRITICAL)
         try:
-            self._shutdown(op)
+            self._shutdown(op, crash=crash)
         finally:
             kopf_logger.setLevel(level)
 
-    def _shutdown(self, op: Operator) -> None:
+    def _shutdown(self, op: Operator, *, crash: bool = False) -> None:
+        """The end of one operator's loop, on its own clock (`SimLoop.run_detached`): the world's
+        end sets kopf's stop flag and lets kopf shut down; a crash closes its door first (its
+        connections end under it) and cancels its root task."""
         loop = op.loop
         assert loop is not None
         loop.detach()
-        if op.stop_flag is not None and not op.stop_flag.done():
+        if crash:
+            if op.door is not None:
+                op.door.close()
+            if op.root is not None:
+                op.root.cancel()
+        elif op.stop_flag is not None and not op.stop_flag.done():
             op.stop_flag.set_result(None)
         if op.root is not None:
             loop.run_detached(op.root.done)  # kopf cancels its watches and workers, which close their connections

@@ -615,3 +615,43 @@ def test_a_handler_record_reads_in_words_in_the_trace_view():
         "(TemporaryError: not yet)"
     )
     assert (trace_row(record)["controller"], trace_row(record)["subject"]) == ("operator", "default/web-1")
+
+
+# -- the operator crashes and restarts --------------------------------------------------------------------
+def test_a_restarted_operator_forgets_everything_but_what_it_wrote_and_carries_on():
+    """`controllerFault {operator, fault: restart}`: its connections end, its memory goes, its
+    module is imported afresh; it relists, finds its progress in the pods' annotations (nothing
+    to redo for the pods it labelled) and labels the pods created after."""
+    actions = [
+        {"at": 5, "controllerFault": {"operator": "operator", "fault": "restart"}},
+        {"at": 5, "scale": {"kind": "ReplicaSet", "name": "web", "replicas": 5}},
+    ]
+    records = []
+    sim = Simulation(scenario(actions))
+    sim.subscribe(lambda r: records.append(dict(r)) if r["kind"] in ("controller.restart", "action") else None)
+    try:
+        sim.run_until(30)
+        report = sim.report()
+    finally:
+        sim.close()
+    assert len(labelled(report)) == 5
+    verbs = [verb for verb, _, _ in kopf_calls(report)]
+    assert verbs.count("list") == 2 and verbs.count("watch") == 2  # the first start, then the restart's
+    patches = [name for verb, name, code in kopf_calls(report) if verb == "patch" and code == 200]
+    assert len(patches) == 5  # the three labelled before the crash are not handled again
+    assert {"controller": "operator", "reason": "fault"}.items() <= next(
+        r for r in records if r["kind"] == "controller.restart"
+    ).items()
+    assert "errors" not in report
+
+
+def test_a_restart_of_an_operator_the_world_does_not_have_fails_as_an_action():
+    with pytest.raises(ScenarioError, match=r"actions\[0\]\.controllerFault\.operator: must be an operator's name"):
+        parse_scenario({"actions": [{"at": 1, "controllerFault": {"operator": "a b", "fault": "restart"}}]})
+    sim = Simulation(scenario())
+    try:
+        sim.run_until(1)
+        result = sim.apply({"controllerFault": {"operator": "nobody", "fault": "restart"}})
+    finally:
+        sim.close()
+    assert result["ok"] is False and "operator nobody is not running" in result["error"]
