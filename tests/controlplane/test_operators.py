@@ -91,7 +91,7 @@ def _run_fresh(hash_seed, path, trace):
 def test_the_same_scenario_gives_the_same_bytes_under_two_hash_seeds(tmp_path):
     """Two fresh interpreters, two PYTHONHASHSEEDs: the report and the trace are byte-identical
     (kopf's Events and progress annotations carry virtual time, its order does not depend on
-    string hashes)."""
+    string hashes), through API errors, a dropped watch and a crash and restart."""
     path = tmp_path / "op.yaml"
     data = {
         "seed": 5,
@@ -101,6 +101,8 @@ def test_the_same_scenario_gives_the_same_bytes_under_two_hash_seeds(tmp_path):
             {"at": 0, "apiFault": {"verb": "patch", "resource": "pods", "code": 500, "count": 2, "client": "kopf"}},
             {"at": 10, "scale": {"kind": "ReplicaSet", "name": "web", "replicas": 6}},
             {"at": 15, "watchFault": {"resource": "pods", "fault": "drop", "client": "kopf"}},
+            {"at": 20, "controllerFault": {"operator": "operator", "fault": "restart"}},
+            {"at": 20, "scale": {"kind": "ReplicaSet", "name": "web", "replicas": 8}},
         ],
         "until": 40,
     }
@@ -110,7 +112,7 @@ def test_the_same_scenario_gives_the_same_bytes_under_two_hash_seeds(tmp_path):
     assert first == second
     assert first_trace == second_trace
     report = json.loads(first)
-    assert len(labelled(report)) == 6
+    assert len(labelled(report)) == 8
     assert [code for verb, _, code in kopf_calls(report) if verb == "patch"].count(500) == 2
 
 
