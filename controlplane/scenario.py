@@ -703,6 +703,7 @@ def check_operators(raw: Any, path: str) -> list[dict[str, Any]]:
         raise _fail(path, f"at most {MAX_OPERATORS} operators")
     out: list[dict[str, Any]] = []
     agents: set[str] = set()
+    names: set[str] = set()
     for i, item in enumerate(raw):
         where = f"{path}[{i}]"
         value = _mapping(item, where)
@@ -732,6 +733,10 @@ def check_operators(raw: Any, path: str) -> list[dict[str, Any]]:
         if agent in agents:
             raise _fail(f"{where}.userAgent", f"{agent!r} is another operator's: give each its own")
         agents.add(agent)
+        name = Path(module).stem  # what faults and the trace call it
+        if name in names:
+            raise _fail(f"{where}.module", f"another operator's module is also called {name}.py: rename one")
+        names.add(name)
         if "settings" in value:
             entry["settings"] = _check_settings(value["settings"], f"{where}.settings")
         out.append(entry)

@@ -229,9 +229,11 @@ def test_a_bad_operator_entry_is_a_scenario_error_naming_it(operator, message):
         parse_scenario({"operators": [operator]})
 
 
-def test_two_operators_may_not_share_a_user_agent():
+def test_two_operators_may_not_share_a_user_agent_or_a_name():
     with pytest.raises(ScenarioError, match=r"operators\[1\]\.userAgent: 'kopf/operator' is another operator's"):
         parse_scenario({"operators": [{"module": OPERATOR}, {"module": OPERATOR}]})
+    with pytest.raises(ScenarioError, match=r"operators\[1\]\.module: another operator's module is also called"):
+        parse_scenario({"operators": [{"module": OPERATOR}, {"module": OPERATOR, "userAgent": "other/1"}]})
 
 
 def test_a_module_that_fails_to_import_is_a_scenario_error_naming_it(tmp_path):
