@@ -286,7 +286,9 @@ def trace_row(record: Record, *, text: bool = True) -> Record:
         subject = f"{record.get('namespace')}/{record.get('name')}"
     elif kind == "event":
         subject = str(record.get("object", ""))  # the object it is about (`name` is the Event's)
-    controller = record.get("controller") or CONTROLLER_OF_QUEUE.get(record.get("queue") or "", "")
+    controller = (
+        record.get("controller") or record.get("operator") or CONTROLLER_OF_QUEUE.get(record.get("queue") or "", "")
+    )
     if not controller and kind.startswith("informer"):
         controller = str(record.get("informer", "")).split("/", 1)[0]
     skip = {"time", "seq", "kind", "cause", "key", "controller", "queue"}
@@ -387,6 +389,13 @@ def describe(record: Record) -> str:
         return f"{g('controller')} logged: {g('message')}"
     if kind == "error":
         return f"an error was contained ({g('where')}): {g('error')}"
+    if kind == "operator.handler":
+        outcome = g("outcome")
+        if outcome == "temporary":
+            outcome = f"temporary error, retried in {g('delay')} s ({g('error')})"
+        elif outcome in ("permanent", "error"):
+            outcome = f"{outcome} ({g('error')})"
+        return f"operator {g('operator')}'s handler {g('handler')} on {g('key')} (retry {g('retry')}): {outcome}"
     return str(kind)
 
 

@@ -338,11 +338,19 @@ class FaultInjector:
     def _client_watch_fault(self, client: str, resource: str, fault: str, delay: Any) -> Obj:
         index = len(self.client_watch_faults)
         self.client_watch_faults.append({"client": client, "resource": resource, "fault": fault})
+        self._to_operators(self.client_watch_faults[-1])
         if fault == "pause" and delay is not None:
             self.sim.kernel.call_later(float(delay), self._resume_client_if_same, index)
         if self.sim.trace.enabled:
             self.sim.trace.emit("watch.fault", resource=resource, fault=fault, informers=[], client=client)
         return {"client": client, "clientWatchFault": index + 1}
+
+    def _to_operators(self, entry: Obj) -> None:
+        # The watches of the world's own operators are inside the simulation: the entry applies
+        # to them at once (those of external clients wait for the host's next collect).
+        operators = getattr(self.sim, "operators", None)
+        if operators is not None:
+            operators.client_watch_fault(entry)
 
     def _resume_client_if_same(self, index: int) -> None:
         # As `_resume_if_same`: only when no later pause or resume of the same client and
@@ -353,6 +361,7 @@ class FaultInjector:
         if any(e["fault"] in ("pause", "resume") for e in later):
             return
         self.client_watch_faults.append({**paused, "fault": "resume"})
+        self._to_operators(self.client_watch_faults[-1])
         if self.sim.trace.enabled:
             resource, client = paused["resource"], paused["client"]
             self.sim.trace.emit("watch.fault", resource=resource, fault="resume", informers=[], client=client)
@@ -365,6 +374,11 @@ class FaultInjector:
             reflector.resume()
 
     def controller_fault(self, spec: Obj) -> Obj:
+        if "operator" in spec:  # an embedded operator (controlplane.operators)
+            operators = getattr(self.sim, "operators", None)
+            if operators is None or not operators.has(spec["operator"]):
+                return {"error": f"operator {spec['operator']} is not running in this simulation"}
+            return {"operator": spec["operator"], "restarts": operators.restart(spec["operator"])}
         controller = self.sim.controllers.get(spec["controller"])
         if controller is None:
             return {"error": f"controller {spec['controller']} is not running in this simulation"}

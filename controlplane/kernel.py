@@ -529,6 +529,10 @@ class Kernel:
         # When True (the default), a task that dies with an exception re-raises it out of
         # step()/advance(): a bug in a process must not silently stop part of the simulation.
         self.raise_task_failures = True
+        # Event loops hosted on this kernel (an embedded operator's asyncio loop,
+        # controlplane.operators): their coroutines cannot be pickled, so a kernel with one is
+        # never quiescent (controlplane.session.timetravel.snapshot.quiescent).
+        self.guests = 0
 
     # -- scheduling -------------------------------------------------------------------------
     def call_at(self, when: float, fn: Callable[..., Any], *args: Any) -> Timer:

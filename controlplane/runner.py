@@ -67,12 +67,13 @@ def run(
         if sim.halted is not None:
             raise LimitError(f"until: {sim.halted}")
         results = checker.finish()
+        report = sim.report()
     finally:
         for unsubscribe in unsubscribes:
             unsubscribe()
         for sink in sinks:
             sink.close(sim)
-    report = sim.report()
+        sim.close()  # its embedded operators stop (after the report: nothing in the world moves)
     if scenario.expect:
         report["checks"] = [result.to_json() for result in results]
     return RunResult(report, results)

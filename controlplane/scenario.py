@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from controlplane import limits, safeyaml
-from controlplane.controllers.registry import REGISTRY
+from controlplane.controllers.registry import OPERATOR, REGISTRY
 from controlplane.duplicate_keys import collect_duplicates
 from controlplane.kubelet import IMAGE_FAULTS
 from controlplane.vocabulary import KINDS, type_name
@@ -141,6 +142,8 @@ class Scenario:
     # The two configurations the file is about (`compare:`), side -> {label, config}: `config`
     # is the partial block as written (validated), to merge over `config`; None without one.
     compare: dict[str, dict[str, Any]] | None = None
+    # The user's operators the world hosts (`operators:`, controlplane.operators), as validated.
+    operators: list[dict[str, Any]] = field(default_factory=list)
     # The side this Scenario runs (`for_side`): its config is that side's, and only the checks
     # without a side or with this one are judged. None: the file's own config, unsided checks.
     side: str | None = None
@@ -490,8 +493,16 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         if "controller" in value:
             _string(value["controller"], f"{path}.controller", CONTROLLERS)
     elif verb == "controllerFault":
-        _keys(value, path, ("controller", "fault"), ())
-        _string(value["controller"], f"{path}.controller", CONTROLLERS)
+        if OPERATOR.name in value:
+            # An embedded operator (docs/operators.md), named as its module's file without .py:
+            # it crashes (its memory and connections gone) and starts again at that instant.
+            _keys(value, path, (OPERATOR.name, "fault"), ())
+            name = _string(value[OPERATOR.name], f"{path}.{OPERATOR.name}")
+            if not _OPERATOR_NAME.match(name):
+                raise _fail(f"{path}.{OPERATOR.name}", "must be an operator's name (its module's file without .py)")
+        else:
+            _keys(value, path, ("controller", "fault"), ())
+            _string(value["controller"], f"{path}.controller", CONTROLLERS)
         _string(value["fault"], f"{path}.fault", ("restart",))
     elif verb == "sync":
         _keys(value, path, ("controller",), ("key",))
@@ -605,6 +616,7 @@ def check_request(value: dict[str, Any], path: str) -> None:
                 _string(text, f"{where}.{sub}")
 
 
+TOP_KEYS = ("name", "description", "seed", "config", "objects", "actions", "until", "expect", "compare")
 ACTION_VERBS = (
     "apply",
     "delete",
@@ -626,7 +638,7 @@ def parse_scenario(data: Any) -> Scenario:
     if data is None:
         data = {}
     value = _mapping(data, "")
-    _keys(value, "", (), ("name", "description", "seed", "config", "objects", "actions", "until", "expect", "compare"))
+    _keys(value, "", (), (*TOP_KEYS, OPERATOR.scenario_key))
     scenario = Scenario()
     if "name" in value:
         scenario.name = _string(value["name"], "name")
@@ -647,6 +659,8 @@ def parse_scenario(data: Any) -> Scenario:
     if len(actions) > limits.MAX_ACTIONS:
         raise _fail("actions", f"more than {limits.MAX_ACTIONS} actions")
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]
+    if OPERATOR.scenario_key in value:
+        scenario.operators = check_operators(value[OPERATOR.scenario_key], OPERATOR.scenario_key)
     if "until" in value:
         # 0 is a run of the starting objects and the actions at t=0 only (a session exported
         # before its clock moved).
@@ -666,6 +680,104 @@ def parse_scenario(data: Any) -> Scenario:
 
 
 SIDES = ("a", "b")
+
+MAX_OPERATORS = 8  # operators one world hosts
+MAX_OPERATOR_NAMESPACES = 100
+MAX_SETTING_ITEMS = 100  # fields of one settings section, sections, items of a list value
+MAX_SETTING_TEXT = 1024
+_IDENTIFIER = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_OPERATOR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def check_operators(raw: Any, path: str) -> list[dict[str, Any]]:
+    """`operators: [{module, namespaces?, userAgent?, settings?}]` (docs/operators.md): each
+    `module` a path to an existing .py file (relative to the directory the run starts in), each
+    namespace a DNS label, `userAgent` a User-Agent of at most `limits.MAX_CLIENT` characters
+    (default `kopf/<module name>`; two operators may not share one), `settings` kopf's
+    OperatorSettings as `{section: {field: value}}` with scalar or list-of-scalar values (which
+    sections and fields exist is checked when the operator starts, against kopf's own)."""
+    if not isinstance(raw, list):
+        raise _fail(path, f"must be a list, not {type_name(raw)}")
+    if len(raw) > MAX_OPERATORS:
+        raise _fail(path, f"at most {MAX_OPERATORS} operators")
+    out: list[dict[str, Any]] = []
+    agents: set[str] = set()
+    names: set[str] = set()
+    for i, item in enumerate(raw):
+        where = f"{path}[{i}]"
+        value = _mapping(item, where)
+        _keys(value, where, ("module",), ("namespaces", "userAgent", "settings"))
+        module = _string(value["module"], f"{where}.module")
+        if not module.endswith(".py") or not 3 < len(module) <= 4096:
+            raise _fail(f"{where}.module", f"must be the path of a Python file ending in .py (got {module[:200]!r})")
+        if not Path(module).expanduser().is_file():
+            raise _fail(
+                f"{where}.module", f"no such file {module[:200]!r} (a path relative to the directory the run starts in)"
+            )
+        entry: dict[str, Any] = {"module": module}
+        if "namespaces" in value:
+            spaces = value["namespaces"]
+            if not isinstance(spaces, list) or len(spaces) > MAX_OPERATOR_NAMESPACES:
+                raise _fail(f"{where}.namespaces", f"must be a list of at most {MAX_OPERATOR_NAMESPACES} namespaces")
+            for j, name in enumerate(spaces):
+                if not isinstance(name, str) or not _DNS_LABEL.match(name):
+                    raise _fail(f"{where}.namespaces[{j}]", "must be a namespace name (a DNS label)")
+            entry["namespaces"] = list(dict.fromkeys(spaces))
+        agent = f"{OPERATOR.component}/{Path(module).stem}"
+        if "userAgent" in value:
+            agent = _string(value["userAgent"], f"{where}.userAgent")
+            if not 0 < len(agent) <= limits.MAX_CLIENT or not agent.isprintable():
+                raise _fail(f"{where}.userAgent", f"must be 1 to {limits.MAX_CLIENT} printable characters")
+            entry["userAgent"] = agent
+        if agent in agents:
+            raise _fail(f"{where}.userAgent", f"{agent!r} is another operator's: give each its own")
+        agents.add(agent)
+        name = Path(module).stem  # what faults and the trace call it
+        if name in names:
+            raise _fail(f"{where}.module", f"another operator's module is also called {name}.py: rename one")
+        names.add(name)
+        if "settings" in value:
+            entry["settings"] = _check_settings(value["settings"], f"{where}.settings")
+        out.append(entry)
+    return out
+
+
+def _check_settings(raw: Any, path: str) -> dict[str, Any]:
+    sections = _mapping(raw, path)
+    if len(sections) > MAX_SETTING_ITEMS:
+        raise _fail(path, f"at most {MAX_SETTING_ITEMS} sections")
+    out: dict[str, Any] = {}
+    for section, fields in sections.items():
+        where = f"{path}.{section}"
+        if not _IDENTIFIER.match(section):
+            raise _fail(where, "must be the name of a section of kopf's settings (lower case)")
+        fields = _mapping(fields, where)
+        if len(fields) > MAX_SETTING_ITEMS:
+            raise _fail(where, f"at most {MAX_SETTING_ITEMS} fields")
+        for name, value in fields.items():
+            if not _IDENTIFIER.match(name):
+                raise _fail(f"{where}.{name}", "must be the name of a field of kopf's settings (lower case)")
+            items = value if isinstance(value, list) else [value]
+            if len(items) > MAX_SETTING_ITEMS:
+                raise _fail(f"{where}.{name}", f"a list of at most {MAX_SETTING_ITEMS} values")
+            for item in items:
+                _setting_scalar(item, f"{where}.{name}")
+        out[section] = dict(fields)
+    return out
+
+
+def _setting_scalar(value: Any, path: str) -> None:
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        _number(value, path, -limits.MAX_SECONDS, maximum=limits.MAX_SECONDS)
+        return
+    if isinstance(value, str):
+        if len(value) > MAX_SETTING_TEXT:
+            raise _fail(path, f"must be at most {MAX_SETTING_TEXT} characters")
+        return
+    raise _fail(path, f"must be a boolean, a number, a string or null (or a list of them), not {type_name(value)}")
 
 
 def _check_compare(raw: Any, config: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,8 @@ hands out (`Session`, to which a `SessionListener` subscribes), its view models 
 (`session_state`; `views`, what the page shows of a world; `PastOrigin`, `ForkOrigin`, `Position`),
 the Kubernetes API of a session's world (`Kube` with its `Watcher`s in a `WatchHub`, the
 `TablePrinter` the web side supplies, `WATCH_LEASE`, `scoped_watch`, `watch_error_line`; the
-resources it serves, `RESOURCES`, `ResourceInfo`, `VERBS`), and the vocabulary its commands
+resources it serves, `RESOURCES`, `ResourceInfo`, `VERBS`; `api_http`, the mapping of an HTTP
+request to the API server's requests and Statuses that every HTTP door shares), and the vocabulary its commands
 speak: `CommandError`, `SPEEDS`, `parse_speed`, `parse_time`, `open_edit` / `edit_preview` (the
 object `kubectl edit` opens and a dry run of its change), the limits of what a session records,
 the page's time format (`format_vtime`), the pod states a page colours (`POD_STATES`),
@@ -36,6 +37,7 @@ primitive of a session's past, the ceilings, the API server's errors, resources 
 from __future__ import annotations
 
 from controlplane import safeyaml as safeyaml
+from controlplane.apiserver import http as api_http  # noqa: F401 - the HTTP mapping every HTTP door shares
 from controlplane.apiserver.decode import duplicate_fields_error as duplicate_fields_error
 from controlplane.apiserver.errors import ApiError as ApiError
 from controlplane.apiserver.errors import resource_expired as resource_expired

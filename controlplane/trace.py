@@ -74,6 +74,9 @@ Kinds (the vocabulary; fields after the colon):
               cause of everything the action does; written before it acts)
   action: action, ok, ... (a user or scenario action was applied, with its result; caused by its
               action.start)
+  operator.handler: operator, key, handler, retry, started, outcome (success, temporary,
+              permanent, error), delay, error (one invocation of an embedded kopf operator's
+              handler ended, controlplane.operators.host; `started` is when it began)
   error: where, error [, controller, key, worker | action | task] (something raised where it
               should not have and was contained: `where` is sync (a sync raised: it counts as
               failed and its key is requeued rate-limited), action (an action raised: logged as

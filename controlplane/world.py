@@ -38,10 +38,11 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
+from controlplane.apiserver.http import request_of as request_of  # a `request` action's Request
 from controlplane.causes import FILTER_FIELDS, MAX_RECORDS, RecordLog
 from controlplane.containerlog import ContainerLog, container_log
 from controlplane.controllers.config import ControllerConfig
-from controlplane.controllers.registry import REGISTRY, by_name
+from controlplane.controllers.registry import OPERATOR, REGISTRY, by_name
 from controlplane.expectations import EXPECTATIONS_TIMEOUT
 from controlplane.faults import FaultInjector
 from controlplane.garbagecollector import GarbageCollector
@@ -179,6 +180,18 @@ class Simulation:
         for name in self.config["controllers"]:
             self.controllers[name] = self._new_controller(name)
         self.faults = FaultInjector(self)
+        # The user's operators (`operators:`), each on its own asyncio loop (controlplane.operators).
+        self.operators: Any = None
+        if self.scenario.operators:
+            self.operators = OPERATOR.host_class()(
+                self.kernel,
+                self.scenario.operators,
+                seed=self.seed,
+                client=self._client,
+                watch_latency=self.config["watchLatency"],
+                report_error=self._error,
+                trace=self.trace,
+            )
         self.started = False
         # The HTTP answer to the last `request` action: (code, object / List / Status).
         self.last_response: tuple[int, Obj] | None = None
@@ -309,9 +322,17 @@ class Simulation:
             self.gc.start()
         for controller in self.controllers.values():
             controller.start()
+        if self.operators is not None:
+            self.operators.start()
         for i, action in enumerate(self.scenario.actions):
             self._timeline_pending.add(i)
             self.kernel.call_at_end_of_instant(float(action["at"]), self._apply_timeline, i)
+
+    def close(self) -> None:
+        """The world's end: its embedded operators stop (their shutdown runs on their own clock;
+        nothing in the world moves). The report and the trace are as they were. Idempotent."""
+        if self.operators is not None:
+            self.operators.stop()
 
     def check_limits(self) -> None:
         """ScenarioError (naming the field) if the scenario asks for more pods or nodes than this
@@ -527,6 +548,7 @@ class Simulation:
             "config": copy.deepcopy(self.scenario.config),
             "objects": copy.deepcopy(self.scenario.objects),
             "actions": copy.deepcopy(self.scenario.actions),
+            **({"operators": copy.deepcopy(self.scenario.operators)} if self.scenario.operators else {}),
         }
 
     def export_scenario(self, at: float | None = None) -> Obj:
@@ -1113,6 +1135,7 @@ def cut_scenario(start: Obj, entries: Sequence[Obj], pending: Iterable[int], at:
         "config": copy.deepcopy(start["config"]),
         "objects": copy.deepcopy(start["objects"]),
         "actions": actions,
+        **({"operators": copy.deepcopy(start["operators"])} if start.get("operators") else {}),
         "until": at,
     }
 
@@ -1159,24 +1182,6 @@ def recording_of(start: Obj, entries: Sequence[Obj], pending: Iterable[int]) -> 
         "seed": start["seed"],
         "actions": live,
     }
-
-
-def request_of(body: Obj) -> Request:
-    """The API server `Request` a `request` action's body describes (a copy of its body)."""
-    options = dict(body.get("options") or {})
-    if "patchType" in body:
-        options["patchType"] = body["patchType"]
-    return Request(
-        str(body.get("client") or "user"),
-        body["verb"],
-        body["resource"],
-        body.get("subresource"),
-        body.get("namespace"),
-        body.get("name"),
-        copy.deepcopy(body.get("body")),
-        options,
-        duplicates=list(body.get("duplicates") or ()),
-    )
 
 
 def _counts(record: Any) -> Obj:

@@ -225,6 +225,35 @@ DEPLOYMENT = ControllerSpec(
 CONTROLLERS: tuple[ControllerSpec, ...] = (REPLICA_SET, REPLICATION_CONTROLLER, DEPLOYMENT)
 
 
+@dataclass(frozen=True)
+class HostedSpec:
+    """A controller the world hosts that is not ctrlscope's own: a user's code, declared by a
+    scenario key (`scenario_key`) rather than by a kind. It controls whatever the user's code
+    watches, so it has no kind, resource or stages of its own; its requests carry the User-Agent
+    its scenario entry gives (`component` is the default's prefix). `factory` names
+    (`"module:attribute"`) the class that hosts every entry of the key in one world (imported
+    only for a world that has one)."""
+
+    name: str  # "operator": in error records and docs
+    scenario_key: str  # "operators": the scenario's key
+    component: str  # "kopf": the default User-Agent's prefix (`kopf/<module name>`)
+    factory: str  # "controlplane.operators.host:OperatorHost"
+
+    def host_class(self) -> Any:
+        module, _, attribute = self.factory.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+# A user's kopf operator run inside the world (docs/operators.md): `operators: [{module, ...}]`.
+OPERATOR = HostedSpec(
+    name="operator",
+    scenario_key="operators",
+    component="kopf",
+    factory="controlplane.operators.host:OperatorHost",
+)
+HOSTED: tuple[HostedSpec, ...] = (OPERATOR,)
+
+
 class Registry:
     """Lookups over an ordered set of specs; ValueError when two share a name, kind, resource
     or queue name. `REGISTRY` is the simulation's; a test may build another with a spec of its own."""

@@ -121,6 +121,7 @@ class SessionService(Generic[S]):
         session = self.sessions.pop(sim_id, None)
         if session is not None:
             session.stopped = True
+            session.sim.close()  # its embedded operators stop (controlplane.operators)
         return session
 
     def session(self, sim_id: str) -> S:

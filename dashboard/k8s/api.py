@@ -46,7 +46,7 @@ from urllib.parse import parse_qs
 
 from channels.layers import InMemoryChannelLayer, get_channel_layer
 
-from controlplane.simulation import MAX_CLIENT, MAX_REQUEST_BYTES, RESOURCES, ResourceInfo
+from controlplane.simulation import MAX_CLIENT, RESOURCES, ResourceInfo, api_http
 from dashboard.access import token_matches
 from dashboard.host.reads import Answer, Busy, NoAnswer
 from dashboard.k8s import discovery, endpoints, openapi_v2_proto, protobuf
@@ -75,13 +75,6 @@ WATCH_WAIT = 10.0  # seconds a watch's registration waits for room and its answe
 WATCHER_CHANNEL = "ctrlscope.watcher"  # prefix of a watch's channel in memory (settings: 16 messages deep)
 BOOKMARK_EVERY = 30.0  # seconds between bookmarks when the client allows them
 MAX_WARNINGS = 20  # Warning headers on one answer (decode.MAX_CAUSES unknown fields at most)
-PATCH_CONTENT_TYPES = {
-    "application/merge-patch+json": "merge",
-    "application/strategic-merge-patch+json": "strategic",
-    "application/json-patch+json": "json",
-    "application/apply-patch+yaml": "apply",
-    "application/apply-patch+cbor": None,
-}
 # What a POST or PUT body (and a DELETE's DeleteOptions) may be; no Content-Type means JSON, as
 # the official Python client sends it.
 BODY_CONTENT_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
@@ -263,11 +256,9 @@ class Call:
         if segs[:1] == ["apis"] and len(segs) > 1 and segs[1] in endpoints.REVIEWS:
             await endpoints.reviews(self, segs)
             return
-        if segs[:2] == ["api", "v1"] and len(segs) > 2:
-            await self.resource_request("", segs[2:])
-            return
-        if segs[:3] == ["apis", "apps", "v1"] and len(segs) > 3:
-            await self.resource_request("apps", segs[3:])
+        served = api_http.served_group(segs)
+        if served is not None:
+            await self.resource_request(*served)
             return
         if self.method != "GET":
             raise Failure(405, "MethodNotAllowed", f"{self.method} is not supported on this path")
@@ -321,63 +312,41 @@ class Call:
 
     # -- resources --------------------------------------------------------------------------------
     async def resource_request(self, group: str, segs: list[str]) -> None:
-        namespace = None
-        if segs[0] == "namespaces" and len(segs) >= 3 and segs[2] not in ("status", "finalize"):
-            namespace, segs = segs[1], segs[2:]
-        if len(segs) > 3:
-            raise not_found()
-        plural = segs[0]
-        name = segs[1] if len(segs) > 1 else None
-        subresource = segs[2] if len(segs) > 2 else None
-        info = RESOURCES.get(plural)
-        if info is None or info.group != group or (namespace is not None and not info.namespaced):
-            raise not_found()
-        if plural == "pods" and subresource in endpoints.POD_SUBRESOURCES:
+        target = api_http.resource_target(group, segs)
+        info, namespace, name, subresource = target.info, target.namespace, target.name, target.subresource
+        if info.plural == "pods" and subresource in endpoints.POD_SUBRESOURCES:
             await endpoints.pod_subresource(self, namespace, name, subresource)
             return
         method = self.method
         if method == "GET":
             if name is not None:
                 await self.get(info, namespace, name, subresource)
-            elif self.query.get("watch") in ("true", "1"):
+            elif api_http.is_watch(self.query):
                 await self.watch(info, namespace)
             else:
                 await self.list(info, namespace)
             return
-        if method == "POST":
-            if name is not None and subresource is None:
-                raise Failure(405, "MethodNotAllowed", f'create is not supported on resources of kind "{plural}"')
-            body = await self.body(protobuf_kinds=PROTOBUF_KINDS.get((plural, subresource), ()))
-            await self.write(info, "create", namespace, name, subresource, body)
-        elif method == "PUT":
-            body = await self.body(protobuf_kinds=PROTOBUF_KINDS.get((plural, subresource), ()))
-            await self.write(info, "update", namespace, _named(name, info), subresource, body)
-        elif method == "PATCH":
-            content_type = self.headers.get("content-type", "").split(";")[0].strip()
-            patch_type = PATCH_CONTENT_TYPES.get(content_type)
-            if patch_type is None:
-                accepted = ", ".join(t for t, p in PATCH_CONTENT_TYPES.items() if p)
-                raise Failure(
-                    415,
-                    "UnsupportedMediaType",
-                    f"the body of the request was in an unknown format - accepted media types include: {accepted}",
-                )
+        verb = api_http.write_verb(method, target)
+        protobuf_kinds = PROTOBUF_KINDS.get((info.plural, subresource), ())
+        if verb == "create":
+            await self.write(target, verb, await self.body(protobuf_kinds=protobuf_kinds))
+        elif verb == "update":
+            body = await self.body(protobuf_kinds=protobuf_kinds)
+            api_http.named(target)
+            await self.write(target, verb, body)
+        elif verb == "patch":
+            patch_type = api_http.patch_type(self.headers)
             body = await self.body(yaml_ok=patch_type == "apply")
-            await self.write(info, "patch", namespace, _named(name, info), subresource, body, patch_type)
-        elif method == "DELETE":
-            if subresource is not None:
-                raise Failure(
-                    405, "MethodNotAllowed", f'delete is not supported on resources of kind "{plural}/{subresource}"'
-                )
+            api_http.named(target)
+            await self.write(target, verb, body, patch_type)
+        else:
             raw = await self.read_body()
             delete_options: Any = {}
             if raw.strip():
                 delete_options = self.decode_body(raw, protobuf_kinds=("DeleteOptions",), yaml_ok=False)
             if not isinstance(delete_options, dict):
                 raise Failure(400, "BadRequest", "the body of the request must be a DeleteOptions object")
-            await self.write(
-                info, "delete" if name else "deletecollection", namespace, name, None, None, None, delete_options
-            )
+            await self.write(target, verb, None, None, delete_options)
 
     async def get(self, info: ResourceInfo, namespace: str | None, name: str, subresource: str | None) -> None:
         answer = await self.ask(
@@ -394,12 +363,7 @@ class Call:
         await self.reply_text(answer)
 
     async def list(self, info: ResourceInfo, namespace: str | None) -> None:
-        limit = None
-        if self.query.get("limit"):
-            try:
-                limit = int(self.query["limit"])
-            except ValueError:
-                raise Failure(400, "BadRequest", f"limit: invalid value {self.query['limit']!r}") from None
+        limit = api_http.list_limit(self.query)
         answer = await self.ask_stream(
             {
                 "op": "k8s_list",
@@ -417,33 +381,16 @@ class Call:
 
     async def write(
         self,
-        info: ResourceInfo,
+        target: api_http.Target,
         verb: str,
-        namespace: str | None,
-        name: str | None,
-        subresource: str | None,
         body: Any,
         patch_type: str | None = None,
         delete_options: Obj | None = None,
     ) -> None:
-        request: Obj = {"client": self.client, "verb": verb, "resource": info.plural}
-        if subresource is not None:
-            request["subresource"] = subresource
-        if namespace is not None:
-            request["namespace"] = namespace
-        if name is not None:
-            request["name"] = name
-        if body is not None:
-            request["body"] = body
-        if self.duplicates and verb in ("create", "update", "patch"):
-            # Strict decoding reports them (duplicate fields); the request carries them as data,
-            # so that its recording replays to the same answer.
-            request["duplicates"] = self.duplicates
-        if patch_type is not None:
-            request["patchType"] = patch_type
-        options, dry_run = self.write_options(verb, delete_options or {})
-        if options:
-            request["options"] = options
+        options, dry_run = api_http.write_options(verb, self.query, delete_options or {})
+        request = api_http.write_request(
+            self.client, verb, target, body, patch_kind=patch_type, options=options, duplicates=self.duplicates
+        )
         if dry_run:
             result = await self.ask({"op": "k8s_dryrun", "request": request})
             if "body" not in result:
@@ -460,52 +407,12 @@ class Call:
         warnings = [(b"warning", f"299 - {json.dumps(str(text))}".encode()) for text in result.get("warnings") or ()]
         await respond(self.send, int(code), answer, headers=tuple(warnings[:MAX_WARNINGS]))
 
-    def write_options(self, verb: str, delete_options: Obj) -> tuple[Obj, bool]:
-        q = self.query
-        options: Obj = {}
-        dry_run = q.get("dryRun") == "All" or "All" in (delete_options.get("dryRun") or ())
-        if q.get("dryRun") not in (None, "", "All"):
-            raise Failure(400, "BadRequest", f'dryRun: Unsupported value: {q["dryRun"]!r}: supported values: "All"')
-        if verb in ("create", "update", "patch"):
-            if q.get("fieldManager"):
-                options["fieldManager"] = q["fieldManager"][:128]
-            if q.get("force"):
-                options["force"] = q["force"].lower() == "true"
-            if q.get("fieldValidation"):
-                options["fieldValidation"] = q["fieldValidation"][:64]
-        if verb in ("delete", "deletecollection"):
-            policy = q.get("propagationPolicy") or delete_options.get("propagationPolicy")
-            if policy:
-                options["propagationPolicy"] = policy
-            grace = q.get("gracePeriodSeconds", delete_options.get("gracePeriodSeconds"))
-            if grace is not None and grace != "":
-                try:
-                    options["gracePeriodSeconds"] = int(grace)
-                except (TypeError, ValueError):
-                    raise Failure(400, "BadRequest", f"gracePeriodSeconds: invalid value {grace!r}") from None
-            orphan = q.get("orphanDependents", delete_options.get("orphanDependents"))
-            if orphan is not None and orphan != "":
-                options["orphanDependents"] = orphan is True or str(orphan).lower() == "true"
-            preconditions = delete_options.get("preconditions")
-            if isinstance(preconditions, dict):
-                options["preconditions"] = {k: v for k, v in preconditions.items() if v is not None}
-            if verb == "deletecollection":
-                for key in ("labelSelector", "fieldSelector"):
-                    if q.get(key):
-                        options[key] = q[key]
-        return options, dry_run
-
     # -- watch ------------------------------------------------------------------------------------
     async def watch(self, info: ResourceInfo, namespace: str | None) -> None:
         layer = get_channel_layer()
         channel = await _watcher_channel(layer)
-        timeout = None
-        if self.query.get("timeoutSeconds"):
-            try:
-                timeout = max(0.0, float(self.query["timeoutSeconds"]))
-            except ValueError:
-                raise Failure(400, "BadRequest", "timeoutSeconds: must be a number") from None
-        bookmarks = self.query.get("allowWatchBookmarks") == "true"
+        timeout = api_http.watch_timeout(self.query)
+        bookmarks = api_http.wants_bookmarks(self.query)
         await ensure_running(self.sim_id)
         try:
             answer = await self.ask_watch(
@@ -745,9 +652,7 @@ class Call:
         return self.decode_body(raw, protobuf_kinds=protobuf_kinds, yaml_ok=True, duplicates=self.duplicates)
 
     def limited(self, raw: bytes) -> bytes:
-        if len(raw) > MAX_REQUEST_BYTES:  # kube-apiserver reads at most 3 MiB of a body
-            raise Failure(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_REQUEST_BYTES}")
-        return raw
+        return api_http.limited(raw)  # kube-apiserver reads at most 3 MiB of a body
 
     def decode_body(
         self, raw: bytes, *, protobuf_kinds: tuple[str, ...], yaml_ok: bool, duplicates: list[Obj] | None = None
@@ -798,14 +703,6 @@ def _headless(send: Any) -> Any:
     return headless
 
 
-def _named(name: str | None, info: ResourceInfo) -> str:
-    if not name:
-        raise Failure(
-            405, "MethodNotAllowed", f'the server does not allow this method on the requested resource "{info.plural}"'
-        )
-    return name
-
-
 def _wants_table(accept: str) -> bool:
     return "as=Table" in accept
 
@@ -821,17 +718,9 @@ NOT_RENEWED = (
 )
 
 
-def _expired(message: str) -> Obj:
-    return Failure(410, "Expired", message).status()
-
-
-def _error_line(status: Obj) -> str:
-    return json.dumps({"type": "ERROR", "object": status}, separators=(",", ":")) + "\n"
-
-
-def _bookmark_line(info: ResourceInfo, revision: int) -> str:
-    obj = {"kind": info.kind, "apiVersion": info.api_version, "metadata": {"resourceVersion": str(revision)}}
-    return json.dumps({"type": "BOOKMARK", "object": obj}, separators=(",", ":")) + "\n"
+_expired = api_http.expired
+_error_line = api_http.error_line
+_bookmark_line = api_http.bookmark_line
 
 
 def _authorized(headers: dict[str, str]) -> bool:

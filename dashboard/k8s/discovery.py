@@ -28,10 +28,8 @@ import json
 from typing import Any
 
 from controlplane.simulation import (
-    RESOURCES,
-    VERBS,
     VERSION_INFO,
-    ResourceInfo,
+    api_http,
     openapi_v2_document,
     openapi_v3_documents,
 )
@@ -45,61 +43,16 @@ VERSION = VERSION_INFO
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
 
-SUBRESOURCE_VERBS = ["get", "patch", "update"]
-GROUPS = ("", "apps")
-
-
-def _resources(group: str) -> list[ResourceInfo]:
-    """A group's resources in upstream's discovery order: by name (kube-apiserver installs a
-    group's routes sorted by path), so `kubectl get all` prints deployments before replicasets."""
-    return sorted((info for info in RESOURCES.values() if info.group == group), key=lambda info: info.plural)
-
-
-def _verbs(info: ResourceInfo) -> list[str]:
-    if info.plural == "namespaces":
-        return ["create", "delete", "get", "list", "patch", "update", "watch"]
-    return list(VERBS)
-
-
-def _subresources(info: ResourceInfo) -> list[str]:
-    return [s for s in info.subresources if s in ("status", "scale", "eviction")]
-
-
-# Subresources whose kind is another group's (upstream discovery names it); `kubectl drain` looks
-# for `pods/eviction` with a group and version before it evicts instead of deleting.
-_SUBRESOURCE_KINDS = {
-    "scale": ({"group": "autoscaling", "version": "v1", "kind": "Scale"}, SUBRESOURCE_VERBS),
-    "eviction": ({"group": "policy", "version": "v1", "kind": "Eviction"}, ["create"]),
-}
-
-
-def resource_list(group: str) -> Obj:
-    """The legacy APIResourceList of a group (`""` core or `apps`)."""
-    group_version = f"{group}/v1" if group else "v1"
-    resources: list[Obj] = []
-    for info in _resources(group):
-        entry: Obj = {
-            "name": info.plural,
-            "singularName": info.singular,
-            "namespaced": info.namespaced,
-            "kind": info.kind,
-            "verbs": _verbs(info),
-        }
-        if info.short_names:
-            entry["shortNames"] = list(info.short_names)
-        if info.categories:
-            entry["categories"] = list(info.categories)
-        resources.append(entry)
-        for sub in _subresources(info):
-            sub_entry: Obj = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced}
-            other, verbs = _SUBRESOURCE_KINDS.get(sub, (None, SUBRESOURCE_VERBS))
-            if other is not None:
-                sub_entry.update(other)
-            else:
-                sub_entry["kind"] = info.kind
-            sub_entry["verbs"] = verbs
-            resources.append(sub_entry)
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+GROUPS = api_http.GROUPS
+# The served groups' legacy documents are the core's (controlplane.apiserver.http), which the
+# in-kernel door of an embedded operator serves too.
+_resources = api_http.group_resources
+_verbs = api_http.resource_verbs
+_subresources = api_http.discovered_subresources
+_SUBRESOURCE_KINDS = api_http.SUBRESOURCE_KINDS
+SUBRESOURCE_VERBS = api_http.SUBRESOURCE_VERBS
+resource_list = api_http.resource_list
+api_group = api_http.api_group
 
 
 def api_versions(server_address: str) -> Obj:
@@ -111,17 +64,7 @@ def api_versions(server_address: str) -> Obj:
 
 
 def api_group_list() -> Obj:
-    version = {"groupVersion": "apps/v1", "version": "v1"}
-    return {
-        "kind": "APIGroupList",
-        "apiVersion": "v1",
-        "groups": [{"name": "apps", "versions": [version], "preferredVersion": version}, *review_group_versions()],
-    }
-
-
-def api_group(name: str) -> Obj:
-    version = {"groupVersion": f"{name}/v1", "version": "v1"}
-    return {"kind": "APIGroup", "apiVersion": "v1", "name": name, "versions": [version], "preferredVersion": version}
+    return api_http.api_group_list(tuple(review_group_versions()))
 
 
 def _aggregated_group(group: str) -> Obj:

@@ -9,7 +9,8 @@ Guarantees
 ----------
 * A `Failure` is a `metav1.Status` (kind Status, apiVersion v1, status Failure, reason, code),
   so kubectl prints its usual messages.
-* `decode` never takes NaN or Infinity as JSON, never nests deeper than the core's
+* `decode` (the core's, `controlplane.apiserver.http`, which the in-kernel door of an embedded
+  operator uses too) never takes NaN or Infinity as JSON, never nests deeper than the core's
   `MAX_OBJECT_DEPTH`, and reads YAML within the limits of `controlplane.safeyaml`.
 """
 
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 
 from asgiref.sync import sync_to_async
 
-from controlplane.simulation import MAX_OBJECT_DEPTH, collect_duplicates, nested_deeper_than, read_json, safeyaml
+from controlplane.simulation import api_http
 
 Obj = dict[str, Any]
 
@@ -49,24 +50,10 @@ class Request(Protocol):
     async def read_body(self) -> bytes: ...
 
 
-class Failure(Exception):
-    """An answer that is a Status: raised anywhere while handling a request."""
-
-    def __init__(self, code: int, reason: str, message: str, details: Obj | None = None) -> None:
-        super().__init__(message)
-        self.code, self.reason, self.message, self.details = code, reason, message, details
-
-    def status(self) -> Obj:
-        body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": self.message}
-        body["reason"] = self.reason
-        if self.details is not None:
-            body["details"] = self.details
-        body["code"] = self.code
-        return body
+Failure = api_http.HttpFailure  # an answer that is a Status (controlplane.apiserver.http)
 
 
-def not_found(message: str = "the server could not find the requested resource") -> Failure:
-    return Failure(404, "NotFound", message)
+not_found = api_http.not_found
 
 
 def timed_out(silent: Exception) -> Failure:
@@ -77,44 +64,8 @@ def timed_out(silent: Exception) -> Failure:
     return Failure(504, "Timeout", f"Timeout: request did not complete within requested timeout - {silent}")
 
 
-def decode(raw: bytes, *, yaml_ok: bool, duplicates: list[Obj] | None = None) -> Any:
-    """JSON (or YAML when `yaml_ok`) data; the objects read with a repeated key are added to
-    `duplicates` (the last value of a repeated key is the one kept)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Failure(400, "BadRequest", "the body of the request is not UTF-8") from None
-    found: list[Obj]
-    try:
-        # NaN and Infinity are not JSON (Python's parser takes them unless told not to).
-        value, found = read_json(text, parse_constant=_not_json)
-    except RecursionError:
-        raise Failure(400, "BadRequest", TOO_DEEP) from None
-    except ValueError as exc:
-        if not yaml_ok:
-            raise Failure(400, "BadRequest", f"the body of the request was in an unknown format: {exc}") from None
-    else:
-        if nested_deeper_than(value):
-            raise Failure(400, "BadRequest", TOO_DEEP)
-        if duplicates is not None:
-            duplicates.extend(found)
-        return value
-    try:
-        # Within limits and iteratively: libyaml's composer recurses in C (deep nesting crashes
-        # the process) and alias expansion is counted before anything expands.
-        value, found = collect_duplicates(safeyaml.load(text, duplicates=True))
-    except safeyaml.YAMLInputError as exc:
-        raise Failure(400, "BadRequest", f"error decoding YAML: {exc}") from None
-    if duplicates is not None:
-        duplicates.extend(found)
-    return value
-
-
-TOO_DEEP = f"the body of the request is nested deeper than {MAX_OBJECT_DEPTH} levels"
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
+decode = api_http.decode  # a body as JSON (or YAML) data (controlplane.apiserver.http)
+TOO_DEEP = api_http.TOO_DEEP
 
 
 # -- answers ---------------------------------------------------------------------------------------------

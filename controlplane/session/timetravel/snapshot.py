@@ -77,4 +77,6 @@ def quiescent(kernel: Kernel) -> bool:
     """Every unfinished task of `kernel` is parked in a declared place (a cheap test: a few
     dozen tasks in a quiet world, each a few attribute reads; it stops at the first that is not,
     looking at the newest first: the short-lived tasks, the ones likely busy)."""
+    if getattr(kernel, "guests", 0):
+        return False  # an embedded operator's asyncio coroutines cannot be pickled
     return all(parked(task) for task in reversed(kernel.tasks))

@@ -185,6 +185,8 @@ class Worker:
 
     def _rebuild(self) -> None:
         assert self.recording is not None
+        if self.replay is not None:
+            self.replay.sim.close()  # the world it replaces ends (its embedded operators stop)
         self.replay = Replay.from_recording(self.recording, marks=self.marks)
         scenario = self.recording["scenario"]
         self.hosted = self.view.world(self.replay.sim, str(scenario.get("name")))
