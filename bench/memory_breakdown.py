@@ -79,7 +79,7 @@ def _recorders(sim: Any, controllers: list[Any]) -> list[Any]:
 
 def _recorder_data(recorder: Any) -> list[Any]:
     """What a recorder holds per object (its `_LRU`s are slotted and not walked themselves)."""
-    return [recorder._spam._entries, recorder._aggregate._entries, recorder._posted._entries, recorder._outbox]
+    return [recorder._spam._entries, recorder._aggregate._entries, recorder._log._entries, recorder._outbox]
 
 
 def breakdown(sim: Any, pods: int) -> dict[str, Any]:

@@ -118,7 +118,7 @@ def test_the_correlator_forgets_the_least_recently_used_of_4096_keys_as_upstream
     k.run()
     mine = [e for e in server.objects("events") if e["involvedObject"]["name"] == "web"]
     assert sorted(e["count"] for e in mine) == [1, 1]
-    assert len(rec._posted) == MAX_LRU_CACHE_ENTRIES
+    assert len(rec._log) == MAX_LRU_CACHE_ENTRIES
 
 
 # -- Event volume of the node components (issue #18 §5) ----------------------------------------------
