@@ -26,6 +26,7 @@ _RECORDS = {
     "_NodeInfo",  # scheduler
     "Timer",  # kernel queue entries
     "_History",
+    "_ResourceHistory",
     "_EventQueue",
     "Indexer",
     "RequestLog",
