@@ -277,13 +277,17 @@ def _revision_of(event: tuple[int, str, str, Obj, Obj | None]) -> int:
 
 
 class _Lease:
-    """An etcd lease of the Event store: when it expires, the Events whose current version was
-    written under it are deleted (a key written again moves to the newer write's lease)."""
+    """An etcd lease of one resource's store (Events): when it expires, the objects whose current
+    version was written under it are deleted (a key written again moves to the newer write's
+    lease). `attached`: the writes that asked the lease manager for a lease since it granted this
+    one (it grants a new one after 1,000)."""
 
-    __slots__ = ("expires", "objects")
+    __slots__ = ("attached", "expires", "info", "objects")
 
-    def __init__(self, expires: float) -> None:
+    def __init__(self, info: ResourceInfo, expires: float) -> None:
+        self.info = info
         self.expires = expires
+        self.attached = 1
         self.objects: builtins.list[Obj] = []  # the versions written under it, in commit order
 
 
@@ -347,11 +351,10 @@ class APIServer:
         self._canonical_specs: dict[str, Obj] = {}
         self._bound_specs: dict[tuple[int, str], tuple[Obj, Obj]] = {}
         self._stamp = ""
-        # --event-ttl in whole seconds (config.eventTTL), and the lease manager's previous lease
-        # with the number of writes that asked for one since it was granted.
+        # --event-ttl in whole seconds (config.eventTTL), and each `ttl` resource's lease
+        # manager's previous lease (one lease manager per resource store, as upstream's).
         self.event_ttl = DEFAULT_EVENT_TTL
-        self._lease: _Lease | None = None
-        self._lease_attached = 0
+        self._leases: dict[str, _Lease] = {}
         self._handlers: dict[str, Callable[[Request], tuple[Any, int]]] = {
             "get": self._handle_get,
             "list": self._handle_list,
@@ -1519,7 +1522,7 @@ class APIServer:
         self._history.append(rv, event_type, info.plural, obj, old)
         self._watch_caches[info.plural].update(rv, self.kernel.now)
         if info.ttl and event_type != DELETED:
-            self._attach_lease(obj)
+            self._attach_lease(info, obj)
         watches = self._watches[info.plural]
         if watches:
             for watch in watches:
@@ -1531,7 +1534,7 @@ class APIServer:
                 else:
                     watch.offer(rv, event_type, obj, old)
 
-    def _attach_lease(self, obj: Obj) -> None:
+    def _attach_lease(self, info: ResourceInfo, obj: Obj) -> None:
         """Attach a committed write to a lease of `event_ttl` seconds (leaseManager.GetLease): the
         previous lease if it expires late enough but not too late (`valid` and `sufficient`) and
         holds fewer than 1,000 objects, else a new one, whose expiry a kernel timer waits for.
@@ -1540,27 +1543,23 @@ class APIServer:
         now = self.kernel.now
         ttl = self.event_ttl
         reuse = min(int(LEASE_REUSE_DURATION_PERCENT * ttl), LEASE_REUSE_DURATION_SECONDS)
-        lease = self._lease
-        self._lease_attached += 1
-        if (
-            lease is not None
-            and now + ttl < lease.expires <= now + ttl + reuse
-            and self._lease_attached <= LEASE_MAX_OBJECT_COUNT
-        ):
-            lease.objects.append(obj)
-            return
-        lease = self._lease = _Lease(vtime(now + ttl + reuse))
+        lease = self._leases.get(info.plural)
+        if lease is not None:
+            lease.attached += 1
+            if now + ttl < lease.expires <= now + ttl + reuse and lease.attached <= LEASE_MAX_OBJECT_COUNT:
+                lease.objects.append(obj)
+                return
+        lease = self._leases[info.plural] = _Lease(info, vtime(now + ttl + reuse))
         lease.objects.append(obj)
-        self._lease_attached = 1
         self.kernel.call_at(lease.expires, self._revoke, lease)
 
     def _revoke(self, lease: _Lease) -> None:
         """A lease expired: etcd deletes its keys in key order (lessor.Revoke sorts them), each
         one a DELETED event for the watches, as any delete. A key written again since belongs to
         its newer write's lease and stays."""
-        if self._lease is lease:
-            self._lease = None
-        info = RESOURCES["events"]
+        info = lease.info
+        if self._leases.get(info.plural) is lease:
+            del self._leases[info.plural]
         buckets = self._store[info.plural]
         current = [
             obj
