@@ -108,7 +108,7 @@ def breakdown(sim: Any, pods: int) -> dict[str, Any]:
             ],
         ),
         # Every component's recorder: the correlator's three LRU caches (spam buckets, similar-event
-        # records, the last body of each Event) and the outbox of Events not yet posted.
+        # records, the eventLog of each Event) and the outbox of Events not yet posted.
         ("event recorders (all components)", [_recorder_data(r) for r in _recorders(sim, controllers)]),
         ("watches (undelivered)", [w for ws in server._watches.values() for w in ws]),
         ("kernel queue", [sim.kernel._heap, sim.kernel._ready]),
