@@ -5,7 +5,7 @@ every ReplicaSet is ready, then prints one JSON line with the machine and:
 
 * `store`: stored objects per resource;
 * `events`: the stored Events by `source.component` and `reason`, and the sum of their `count`;
-* `history`: watch-history entries (`APIServer._history`, bounded at 100,000) by resource and
+* `history`: watch-history entries (`APIServer._history`, bounded at 100,000 per resource) by resource and
   type, with the bound;
 * `requests`: API requests by resource and by client, and by verb for Events;
 * `recorders`: Events recorded but not yet posted when the run stops (each component's recorder
@@ -61,8 +61,10 @@ def census(replicasets: int, replicas: int, nodes: int, max_virtual: float = 600
     events = [obj for names in store["events"].values() for obj in names.values()]
     by_reason = Counter(f"{(e.get('source') or {}).get('component', '')}/{e.get('reason')}" for e in events)
     history = server._history
-    hist_resource = Counter(history._resources)
-    hist_type = Counter(f"{r}/{t}" for r, t in zip(history._resources, history._types, strict=True))
+    hist_resource = Counter({plural: len(column) for plural, column in history._resources.items()})
+    hist_type = Counter(
+        f"{plural}/{event_type}" for plural, column in history._resources.items() for event_type in column._types
+    )
     requests = server.requests
     req_resource: Counter[str] = Counter()
     req_client: Counter[str] = Counter()

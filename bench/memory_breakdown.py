@@ -26,6 +26,7 @@ _RECORDS = {
     "_NodeInfo",  # scheduler
     "Timer",  # kernel queue entries
     "_History",
+    "_ResourceHistory",
     "_EventQueue",
     "Indexer",
     "RequestLog",
@@ -79,7 +80,7 @@ def _recorders(sim: Any, controllers: list[Any]) -> list[Any]:
 
 def _recorder_data(recorder: Any) -> list[Any]:
     """What a recorder holds per object (its `_LRU`s are slotted and not walked themselves)."""
-    return [recorder._spam._entries, recorder._aggregate._entries, recorder._posted._entries, recorder._outbox]
+    return [recorder._spam._entries, recorder._aggregate._entries, recorder._log._entries, recorder._outbox]
 
 
 def breakdown(sim: Any, pods: int) -> dict[str, Any]:
@@ -107,7 +108,7 @@ def breakdown(sim: Any, pods: int) -> dict[str, Any]:
             ],
         ),
         # Every component's recorder: the correlator's three LRU caches (spam buckets, similar-event
-        # records, the last body of each Event) and the outbox of Events not yet posted.
+        # records, the eventLog of each Event) and the outbox of Events not yet posted.
         ("event recorders (all components)", [_recorder_data(r) for r in _recorders(sim, controllers)]),
         ("watches (undelivered)", [w for ws in server._watches.values() for w in ws]),
         ("kernel queue", [sim.kernel._heap, sim.kernel._ready]),

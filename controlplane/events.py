@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Generic, TypeVar
@@ -83,29 +83,40 @@ V = TypeVar("V")
 
 class _LRU(Generic[K, V]):
     """groupcache's `lru.Cache` as the correlator uses it: `get` and `add` make a key the most
-    recently used; adding beyond `limit` keys drops the least recently used one."""
+    recently used; adding beyond `limit` keys drops the least recently used one. A plain dict in
+    use order (a key used again is moved to the end): an OrderedDict's links cost ~60 bytes more
+    per key, and a process holds one recorder per kubelet."""
 
     __slots__ = ("_entries", "_limit")
 
     def __init__(self, limit: int = MAX_LRU_CACHE_ENTRIES) -> None:
-        self._entries: OrderedDict[K, V] = OrderedDict()
+        self._entries: dict[K, V] = {}
         self._limit = limit
 
     def get(self, key: K) -> V | None:
-        value = self._entries.get(key)
+        entries = self._entries
+        value = entries.pop(key, None)
         if value is not None:
-            self._entries.move_to_end(key)
+            entries[key] = value
         return value
 
     def add(self, key: K, value: V) -> None:
         entries = self._entries
+        entries.pop(key, None)
         entries[key] = value
-        entries.move_to_end(key)
         if len(entries) > self._limit:
-            entries.popitem(last=False)
+            del entries[next(iter(entries))]
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+# An outbox entry: verb ("create" or "patch"), the Event's name and namespace, its involvedObject's
+# kind, namespace, name, uid, fieldPath, apiVersion and resourceVersion, then reason, message,
+# firstTimestamp, lastTimestamp, count, type. A tuple, not the Event's dict: a recorder whose
+# client is slower than its component (the scheduler, binding thousands of pods a second) holds
+# many, and the dict is built when the entry is posted.
+_Entry = tuple[str, str, str, str, str, str, str, str, str, str, str, str, str, str, int, str]
 
 
 class EventRecorder:
@@ -121,10 +132,16 @@ class EventRecorder:
         self.host = host
         self.source = {"component": component, "host": host} if host else {"component": component}
         self.trace = trace or NULL_TRACE
+        # The correlator's three caches, keyed as upstream's without the source (every key of one
+        # recorder has the same source): the spam filter's buckets (per object); the
+        # aggregator's records `(last seen, message, ...)`, the distinct messages oldest first
+        # (aggregateRecord); the observations `(count, firstTimestamp, name)` (eventLog; the
+        # resourceVersion upstream also keeps is not needed: patches carry none).
         self._spam: _LRU[tuple[str, ...], _Bucket] = _LRU()
-        self._aggregate: _LRU[tuple[str, ...], tuple[float, dict[str, None]]] = _LRU()
-        self._posted: _LRU[tuple[str, ...], dict[str, Any]] = _LRU()
-        self._outbox: deque[tuple[str, dict[str, Any]]] = deque()
+        self._aggregate: _LRU[tuple[str, ...], tuple[Any, ...]] = _LRU()
+        self._log: _LRU[Any, tuple[int, str, str]] = _LRU()
+        # Events waiting to be posted, oldest first: `_Entry` tuples (see _body).
+        self._outbox: deque[_Entry] = deque()
         self._posting = False
         self._names = _NAMES_MADE.setdefault(kernel, [0])
         self._stopped = False
@@ -143,71 +160,44 @@ class EventRecorder:
             return
         meta = obj["metadata"]
         now = self.kernel.now
+        if field_path:  # one string for every Event about a container of that name
+            field_path = intern(_TEXTS, field_path, field_path, _SHARED_LIMIT)
         obj_key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"], meta.get("uid", ""), field_path)
         occurrence = message
         stamp = _stamp(math.floor(now))
         message = intern(_TEXTS, message, message, _SHARED_LIMIT)
         # 1. aggregate (EventAggregate): the similar-event record resets after 600 s of quiet.
-        agg_key = (self.component, self.host, *obj_key, event_type, reason)
+        agg_key = (*obj_key, event_type, reason)
         record = self._aggregate.get(agg_key)
-        last, messages = record if record is not None else (None, {})
-        if last is None or now - last > AGGREGATE_INTERVAL:
-            messages = {}
-        messages[message] = None
-        self._aggregate.add(agg_key, (now, messages))
-        dedup_key: tuple[str, ...]
-        if len(messages) >= AGGREGATE_MAX_EVENTS:
+        if record is None or now - record[0] > AGGREGATE_INTERVAL:
+            seen: tuple[str, ...] = (message,)
+        else:
+            seen = record[1:]
+            if message not in seen:
+                seen = (*seen, message)
+        dedup_key: Any
+        if len(seen) >= AGGREGATE_MAX_EVENTS:
             # Keep the set from growing (upstream PopAny; here the oldest, deterministically).
-            del messages[next(iter(messages))]
+            seen = seen[1:]
             message = COMBINED_PREFIX + message
             dedup_key = agg_key
         else:
-            dedup_key = (*agg_key, message)
+            dedup_key = (agg_key, message)
+        self._aggregate.add(agg_key, (now, *seen))
         # 2. observe (eventObserve): every occurrence counts, even one the spam filter drops next.
-        body = self._posted.get(dedup_key)
-        if body is not None:
-            body["count"] += 1
-            body["lastTimestamp"] = stamp
-            body["message"] = message
+        log = self._log.get(dedup_key)
+        if log is not None:
+            count, first, name = log[0] + 1, log[1], log[2]
             verb = "patch"
         else:
             self._names[0] += 1
-            api_version = obj.get("apiVersion", "")
-            rv = meta.get("resourceVersion", "")
-            involved = _INVOLVED.get((*obj_key, api_version, rv))
-            if involved is None:  # one dict for the Events about one object at one version
-                involved = {
-                    "kind": obj_key[0],
-                    "namespace": obj_key[1],
-                    "name": obj_key[2],
-                    "uid": obj_key[3],
-                    "apiVersion": api_version,
-                    "resourceVersion": rv,
-                }
-                if field_path:
-                    involved["fieldPath"] = field_path
-                keep(_INVOLVED, (*obj_key, api_version, rv), involved, _SHARED_LIMIT)
-            name = f"{involved['name']}.{_EPOCH_NS + int(now * 1e9) + self._names[0]:x}"
-            body = {
-                "apiVersion": "v1",
-                "kind": "Event",
-                "metadata": {"name": name, "namespace": involved["namespace"] or "default"},
-                "involvedObject": involved,
-                "reason": reason,
-                "message": message,
-                "source": self.source,
-                "firstTimestamp": stamp,
-                "lastTimestamp": stamp,
-                "count": 1,
-                "type": event_type,
-                "reportingComponent": self.component,
-                "reportingInstance": self.host,
-            }
-            self._posted.add(dedup_key, body)
+            count, first = 1, stamp
+            name = f"{obj_key[2]}.{_EPOCH_NS + int(now * 1e9) + self._names[0]:x}"
             verb = "create"
+        self._log.add(dedup_key, (count, first, name))
         # 3. spam filter (creates and patches alike): per source+object, burst 25, 1 per 300 s.
         # getSpamKey: source and involved object, without the field path.
-        spam_key = (self.component, self.host, *obj_key[:4])
+        spam_key = obj_key[:4]
         bucket = self._spam.get(spam_key)
         if bucket is None:
             bucket = _Bucket(now)
@@ -224,25 +214,77 @@ class EventRecorder:
                 reason=reason,
                 object=f"{obj_key[0]}/{obj_key[1]}/{obj_key[2]}",
                 message=occurrence,
-                name=body["metadata"]["name"],
-                count=body["count"],
+                name=name,
+                count=count,
                 sent=verb if sent else "dropped",
             )
         if not sent:
             self.dropped += 1
             return
-        # The outbox holds a copy: later occurrences keep updating the observation record.
-        self._enqueue(verb, {**body, "metadata": dict(body["metadata"])})
-
-    def _enqueue(self, verb: str, payload: dict[str, Any]) -> None:
-        self._outbox.append((verb, payload))
+        # The Event as this occurrence makes it (makeEvent), its name, first timestamp and count
+        # from the observation: what a patch's fallback create sends.
+        kind, namespace, obj_name, uid, _ = obj_key
+        self._outbox.append(
+            (
+                verb,
+                name,
+                namespace or "default",
+                kind,
+                namespace,
+                obj_name,
+                uid,
+                field_path,
+                obj.get("apiVersion", ""),
+                meta.get("resourceVersion", ""),
+                reason,
+                message,
+                first,
+                stamp,
+                count,
+                event_type,
+            )
+        )
         if not self._posting:
             self._posting = True
             self.kernel.spawn(self._post_all(), name=f"events/{self.component}")
 
-    async def _post_all(self, parked: tuple[str, dict[str, Any], str, Callable[[], Any]] | None = None) -> None:
+    def _body(self, entry: _Entry) -> dict[str, Any]:
+        """The Event an outbox entry stands for, as the API receives it."""
+        _, name, namespace, kind, obj_ns, obj_name, uid, field_path, api_version, rv = entry[:10]
+        reason, message, first, last, count, event_type = entry[10:]
+        ref = entry[3:10]
+        involved = _INVOLVED.get(ref)
+        if involved is None:  # one dict for the Events about one object at one version
+            involved = {
+                "kind": kind,
+                "namespace": obj_ns,
+                "name": obj_name,
+                "uid": uid,
+                "apiVersion": api_version,
+                "resourceVersion": rv,
+            }
+            if field_path:
+                involved["fieldPath"] = field_path
+            keep(_INVOLVED, ref, involved, _SHARED_LIMIT)
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "source": self.source,
+            "firstTimestamp": first,
+            "lastTimestamp": last,
+            "count": count,
+            "type": event_type,
+            "reportingComponent": self.component,
+            "reportingInstance": self.host,
+        }
+
+    async def _post_all(self, parked: tuple[str, _Entry, str, Callable[[], Any]] | None = None) -> None:
         """Post the outbox, oldest first. `parked`: restored from a snapshot with a request in
-        flight (`resumable`, below): the entry's verb and event, the verb of the request and
+        flight (`resumable`, below): the entry's verb and entry, the verb of the request and
         how to continue it."""
         from controlplane.apiserver import ApiError, is_not_found
 
@@ -252,22 +294,17 @@ class EventRecorder:
             if parked is not None:
                 (verb, event, sending, resume), parked = parked, None
             else:
-                verb, event = self._outbox.popleft()
-            namespace = event["metadata"]["namespace"]
+                event = self._outbox.popleft()
+                verb = event[0]
+            namespace = event[2]
             try:
                 if verb == "patch" and sending != "create":
-                    patch = {
-                        "count": event["count"],
-                        "lastTimestamp": event["lastTimestamp"],
-                        "message": event["message"],
-                    }
+                    patch = {"count": event[14], "lastTimestamp": event[13], "message": event[11]}
                     try:
                         if resume is not None:
                             await resume()
                         else:
-                            await self.client.patch(
-                                "events", namespace, event["metadata"]["name"], patch, patch_type="strategic"
-                            )
+                            await self.client.patch("events", namespace, event[1], patch, patch_type="strategic")
                         continue
                     except ApiError as err:
                         if not is_not_found(err):
@@ -278,7 +315,7 @@ class EventRecorder:
                 if resume is not None:
                     await resume()
                 else:
-                    await self.client.create("events", namespace, event)
+                    await self.client.create("events", namespace, self._body(event))
             except ApiError:
                 self.dropped += 1
         self._posting = False

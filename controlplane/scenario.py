@@ -70,6 +70,9 @@ CONFIG_SCALARS: dict[str, tuple[str, Any, float | None]] = {
     "podShutdown": ("number", 1.0, 0),
     "nodeMonitorGracePeriod": ("number", 40.0, 0),
     "tolerationSeconds": ("number", 300.0, 0),
+    # kube-apiserver --event-ttl: Events are deleted this long after their last write (whole
+    # seconds, as the flag's duration is cut to; at least one).
+    "eventTTL": ("number", 3600.0, 1),
     "resyncPeriod": ("number", 0.0, 0),
     # The other components' clients (negative: no limit). Upstream defaults: kubelet and
     # kube-scheduler 50 QPS / burst 100.
@@ -95,6 +98,7 @@ CONFIG_MAXIMA: dict[str, float] = {
     "podShutdown": limits.MAX_SECONDS,
     "nodeMonitorGracePeriod": limits.MAX_SECONDS,
     "tolerationSeconds": limits.MAX_SECONDS,
+    "eventTTL": limits.MAX_SECONDS,
     "resyncPeriod": limits.MAX_SECONDS,
     "kubeletQPS": limits.MAX_QPS,
     "kubeletBurst": limits.MAX_INT32,

@@ -160,6 +160,7 @@ class Simulation:
             self.trace.subscribe(self._record)
         self.server = APIServer(self.kernel, self.trace)
         self.server.max_pods = self.limits.pods
+        self.server.event_ttl = int(self.config["eventTTL"])  # --event-ttl, cut to whole seconds
         self.clients: dict[str, Client] = {}
         registry = REGISTRY.in_world(self.config["controllers"])
         self.owner_kinds = registry.kinds()
@@ -771,6 +772,7 @@ class Simulation:
 
     def _reconfigure(self, changes: Obj) -> None:
         cfg = self.config
+        self.server.event_ttl = int(cfg["eventTTL"])  # Events written from now on
         for client in self.clients.values():
             qps = cfg["kubeApiQPS"]
             client.qps = None if qps < 0 else (qps or 5.0)
@@ -960,6 +962,7 @@ class Simulation:
             "_evictions_due": "pod evictions due",
             "_resync": "informer resync",
             "_add": "garbage collector retry",
+            "_revoke": "Events' etcd lease expires (eventTTL): they are deleted",
         }
         what = words.get(name, name.strip("_").replace("_", " ") or repr(fn))
         label = getattr(owner, "name", None)

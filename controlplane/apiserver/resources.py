@@ -34,6 +34,8 @@ class ResourceInfo:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
+    # Written under an etcd lease of the server's --event-ttl (the registry's TTLFunc): Events.
+    ttl: bool = False
 
     @property
     def api_version(self) -> str:
@@ -77,7 +79,7 @@ RESOURCES: dict[str, ResourceInfo] = {
             ("all",),
             ("status", "scale"),
         ),
-        ResourceInfo("events", "event", "Event", "", "v1", True, ("ev",)),
+        ResourceInfo("events", "event", "Event", "", "v1", True, ("ev",), ttl=True),
         ResourceInfo("nodes", "node", "Node", "", "v1", False, ("no",), (), ("status",)),
         ResourceInfo("namespaces", "namespace", "Namespace", "", "v1", False, ("ns",), (), ("status", "finalize")),
         ResourceInfo(

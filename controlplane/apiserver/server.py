@@ -70,7 +70,7 @@ from controlplane.apiserver.strategy import (
 )
 from controlplane.apiserver.watch import ADDED, DELETED, MODIFIED, Watch
 from controlplane.apiserver.watch_cache import WatchCache
-from controlplane.kernel import Kernel, parse_rfc3339, rfc3339
+from controlplane.kernel import Kernel, parse_rfc3339, rfc3339, vtime
 from controlplane.limits import MAX_SECONDS
 from controlplane.trace import NULL_TRACE, Trace
 
@@ -89,6 +89,14 @@ _UUID_SET = (0x4000 << 64) | (0x8000 << 48)
 # store.go maxNameGenerationCreateAttempts.
 MAX_NAME_GENERATION_ATTEMPTS = 8
 DEFAULT_HISTORY_LIMIT = 100_000
+# kube-apiserver --event-ttl (1 h): every Event write attaches it to an etcd lease of that many whole
+# seconds, and etcd deletes it when the lease expires. The lease manager
+# (storage/etcd3/lease_manager.go) reuses its previous lease for a write that fits it: granted
+# with `ttl + reuse` seconds, reuse = min(5 % of ttl, 60 s), at most 1,000 objects each.
+DEFAULT_EVENT_TTL = 3600
+LEASE_REUSE_DURATION_SECONDS = 60
+LEASE_REUSE_DURATION_PERCENT = 0.05
+LEASE_MAX_OBJECT_COUNT = 1000
 SCHEDULED_STATUS_CACHE_SIZE = 1024
 BOUND_SPEC_CACHE_SIZE = 16384  # (spec content, node) pairs; see _bound_spec
 SPEC_CACHE_SIZE = 1024  # spec contents remembered by _bound_spec
@@ -176,38 +184,111 @@ FIELD_VALIDATION = ("Ignore", "Strict", "Warn")  # metav1.FieldValidation*
 _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 
 
-class _History:
-    """The bounded event history, kept as columns: a tuple per event would be one more object for
-    Python's GC to traverse on every collection, and 100k of them hold ~8 MB. resourceVersions
-    are consecutive (one event per revision), so they are implied by position, not stored."""
+class _ResourceHistory:
+    """One resource's retained events, as columns (a tuple per event would be one more object for
+    Python's GC to traverse on every collection), oldest first, at most `limit`. `floor`: every
+    event of the resource after this resourceVersion is held."""
 
-    __slots__ = ("_objects", "_olds", "_resources", "_types")
+    __slots__ = ("_objects", "_olds", "_rvs", "_types", "floor")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, floor: int) -> None:
+        self.floor = floor
+        self._rvs: deque[int] = deque(maxlen=limit)
         self._types: deque[str] = deque(maxlen=limit)
-        self._resources: deque[str] = deque(maxlen=limit)
         self._objects: deque[Obj] = deque(maxlen=limit)
         self._olds: deque[Obj | None] = deque(maxlen=limit)
 
     def __len__(self) -> int:
-        return len(self._types)
+        return len(self._rvs)
 
-    def append(self, event_type: str, resource: str, obj: Obj, old: Obj | None) -> None:
+    def append(self, rv: int, event_type: str, obj: Obj, old: Obj | None) -> None:
+        rvs = self._rvs
+        if len(rvs) == rvs.maxlen:
+            self.floor = rvs[0]  # the oldest is dropped
+        rvs.append(rv)
         self._types.append(event_type)
-        self._resources.append(resource)
         self._objects.append(obj)
         self._olds.append(old)
 
-    def latest(self, revision: int, count: int) -> list[tuple[int, str, str, Obj, Obj | None]]:
-        """The newest `count` events `(rv, type, resource, object, old)`, newest first, when the
-        newest is at `revision`."""
+    def after(self, resource: str, rv: int) -> list[tuple[int, str, str, Obj, Obj | None]]:
+        """The held events after `rv` `(rv, type, resource, object, old)`, newest first."""
         events: list[tuple[int, str, str, Obj, Obj | None]] = []
         columns = zip(
-            reversed(self._types), reversed(self._resources), reversed(self._objects), reversed(self._olds), strict=True
+            reversed(self._rvs), reversed(self._types), reversed(self._objects), reversed(self._olds), strict=True
         )
-        for rv, (event_type, resource, obj, old) in zip(range(revision, revision - count, -1), columns, strict=False):
-            events.append((rv, event_type, resource, obj, old))
+        for at, event_type, obj, old in columns:
+            if at <= rv:
+                break
+            events.append((at, event_type, resource, obj, old))
         return events
+
+
+class _History:
+    """The retained events, one bounded history per resource, as kube-apiserver keeps one watch
+    cache per resource (storage/cacher: each resource's cacher has its own window), so that one
+    resource's writes (a burst of Events) never push another's out. Events have no watch cache
+    upstream (DefaultWatchCacheSizes: events 0; their watches are served by etcd); the bound here
+    stands for etcd's compacted history. `limit` events per resource."""
+
+    __slots__ = ("_limit", "_resources", "_start")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._resources: dict[str, _ResourceHistory] = {}
+        self._start: int | None = None  # the revision before the first event this history held
+
+    def __len__(self) -> int:
+        return sum(len(column) for column in self._resources.values())
+
+    def append(self, rv: int, event_type: str, resource: str, obj: Obj, old: Obj | None) -> None:
+        column = self._resources.get(resource)
+        if column is None:
+            if self._start is None:
+                self._start = rv - 1
+            # Every event since the history started is held: this resource had none before.
+            column = self._resources[resource] = _ResourceHistory(self._limit, self._start)
+        column.append(rv, event_type, obj, old)
+
+    def floor(self, revision: int, resource: str | None = None) -> int:
+        """Every event after the resourceVersion returned is held (of `resource`, or of every
+        resource), when the newest revision is `revision`."""
+        if self._start is None:
+            return revision  # nothing held yet (a history put in place at `revision`)
+        if resource is not None:
+            column = self._resources.get(resource)
+            return column.floor if column is not None else self._start
+        return max((column.floor for column in self._resources.values()), default=self._start)
+
+    def after(self, rv: int, resource: str | None = None) -> list[tuple[int, str, str, Obj, Obj | None]]:
+        """The held events after `rv` `(rv, type, resource, object, old)` (of `resource`, or of
+        every resource), oldest first."""
+        if resource is not None:
+            column = self._resources.get(resource)
+            events = column.after(resource, rv) if column is not None else []
+        else:
+            events = [event for plural, column in self._resources.items() for event in column.after(plural, rv)]
+            events.sort(key=_revision_of, reverse=True)  # newest first, as one column's
+        events.reverse()
+        return events
+
+
+def _revision_of(event: tuple[int, str, str, Obj, Obj | None]) -> int:
+    return event[0]
+
+
+class _Lease:
+    """An etcd lease of one resource's store (Events): when it expires, the objects whose current
+    version was written under it are deleted (a key written again moves to the newer write's
+    lease). `attached`: the writes that asked the lease manager for a lease since it granted this
+    one (it grants a new one after 1,000)."""
+
+    __slots__ = ("attached", "expires", "info", "objects")
+
+    def __init__(self, info: ResourceInfo, expires: float) -> None:
+        self.info = info
+        self.expires = expires
+        self.attached = 1
+        self.objects: builtins.list[Obj] = []  # the versions written under it, in commit order
 
 
 def selection_predicate(resource: str, options: dict[str, Any]) -> Callable[[Obj], bool] | None:
@@ -270,6 +351,10 @@ class APIServer:
         self._canonical_specs: dict[str, Obj] = {}
         self._bound_specs: dict[tuple[int, str], tuple[Obj, Obj]] = {}
         self._stamp = ""
+        # --event-ttl in whole seconds (config.eventTTL), and each `ttl` resource's lease
+        # manager's previous lease (one lease manager per resource store, as upstream's).
+        self.event_ttl = DEFAULT_EVENT_TTL
+        self._leases: dict[str, _Lease] = {}
         self._handlers: dict[str, Callable[[Request], tuple[Any, int]]] = {
             "get": self._handle_get,
             "list": self._handle_list,
@@ -494,8 +579,9 @@ class APIServer:
         return list(self._watches[lookup(resource).plural])
 
     def history_oldest_rv(self) -> int:
-        """The resourceVersion of the oldest event still in the history (revision + 1 if none)."""
-        return self.revision - len(self._history) + 1
+        """The oldest resourceVersion from which the history holds every event (of every
+        resource; revision + 1 if it holds none)."""
+        return self._history.floor(self.revision) + 1
 
     def read(self, req: Request) -> Any:
         """Answer a `get` or `list` request without recording it: no request log line, no
@@ -527,7 +613,8 @@ class APIServer:
     def too_old_below(self, resource: str) -> int:
         """The resourceVersion below which a watch of `resource` is 410 Gone: older than the
         history, or than what kube-apiserver's watch cache of it would still hold."""
-        return max(self.revision - len(self._history), self._watch_caches[lookup(resource).plural].too_old_below())
+        plural = lookup(resource).plural
+        return max(self._history.floor(self.revision, plural), self._watch_caches[plural].too_old_below())
 
     def events_after(
         self, rv: int, resource: str | None = None
@@ -536,28 +623,21 @@ class APIServer:
         410 Expired if the history no longer holds them all (`events_since` returns what is
         left instead), or, for the start of a watch of `resource`, if its watch cache would not
         (`too_old_below`). A pure read: the Kubernetes API's watches are served from it."""
-        floor = self.revision - len(self._history) if resource is None else self.too_old_below(resource)
+        floor = self._history.floor(self.revision) if resource is None else self.too_old_below(resource)
         if rv < floor:
             raise errors.resource_expired(f"too old resource version: {rv} ({floor})")
-        events = self._history.latest(self.revision, max(0, self.revision - rv))
-        events.reverse()
-        return events
+        return self._history.after(rv)
 
     def history(self) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
         """A copy of the retained events `(rv, type, resource, object, old)`, oldest first."""
-        events = self._history.latest(self.revision, len(self._history))
-        events.reverse()
-        return events
+        return self._history.after(-1)
 
     def events_since(self, revision: int) -> builtins.list[tuple[int, str, str, Obj, Obj | None]]:
         """The retained events `(rv, type, resource, object, old)` after `revision`, oldest first
         (the oracles read the store's history incrementally with it)."""
-        count = min(self.revision - revision, len(self._history))
-        if count <= 0:
+        if revision >= self.revision:
             return []
-        events = self._history.latest(self.revision, count)
-        events.reverse()
-        return events
+        return self._history.after(revision)
 
     # -- handlers -----------------------------------------------------------------------------
     def _handle_get(self, req: Request) -> tuple[Any, int]:
@@ -607,10 +687,8 @@ class APIServer:
             if since < floor:
                 # watchCache.getAllEventsSinceLocked: older than the oldest retained event - 1.
                 raise errors.resource_expired(f"too old resource version: {since} ({floor})")
-            for rv, event_type, resource, obj, old in self._history.latest(self.revision, self.revision - since):
-                if resource == info.plural:
-                    replay.append((rv, event_type, obj, old))
-            replay.reverse()
+            for rv, event_type, _, obj, old in self._history.after(since, info.plural):
+                replay.append((rv, event_type, obj, old))
         self._watch_seq += 1
         watch = Watch(
             self.kernel,
@@ -1441,8 +1519,10 @@ class APIServer:
             if bucket is None:
                 bucket = buckets[namespace] = {}
             bucket[meta["name"]] = obj
-        self._history.append(event_type, info.plural, obj, old)
+        self._history.append(rv, event_type, info.plural, obj, old)
         self._watch_caches[info.plural].update(rv, self.kernel.now)
+        if info.ttl and event_type != DELETED:
+            self._attach_lease(info, obj)
         watches = self._watches[info.plural]
         if watches:
             for watch in watches:
@@ -1453,6 +1533,43 @@ class APIServer:
                     watch.push(rv, event_type, obj)
                 else:
                     watch.offer(rv, event_type, obj, old)
+
+    def _attach_lease(self, info: ResourceInfo, obj: Obj) -> None:
+        """Attach a committed write to a lease of `event_ttl` seconds (leaseManager.GetLease): the
+        previous lease if it expires late enough but not too late (`valid` and `sufficient`) and
+        holds fewer than 1,000 objects, else a new one, whose expiry a kernel timer waits for.
+        On the virtual clock several writes share an instant, so `sufficient` allows a lease
+        granted at this very instant (upstream's clock has always moved on by then)."""
+        now = self.kernel.now
+        ttl = self.event_ttl
+        reuse = min(int(LEASE_REUSE_DURATION_PERCENT * ttl), LEASE_REUSE_DURATION_SECONDS)
+        lease = self._leases.get(info.plural)
+        if lease is not None:
+            lease.attached += 1
+            if now + ttl < lease.expires <= now + ttl + reuse and lease.attached <= LEASE_MAX_OBJECT_COUNT:
+                lease.objects.append(obj)
+                return
+        lease = self._leases[info.plural] = _Lease(info, vtime(now + ttl + reuse))
+        lease.objects.append(obj)
+        self.kernel.call_at(lease.expires, self._revoke, lease)
+
+    def _revoke(self, lease: _Lease) -> None:
+        """A lease expired: etcd deletes its keys in key order (lessor.Revoke sorts them), each
+        one a DELETED event for the watches, as any delete. A key written again since belongs to
+        its newer write's lease and stays."""
+        info = lease.info
+        if self._leases.get(info.plural) is lease:
+            del self._leases[info.plural]
+        buckets = self._store[info.plural]
+        current = [
+            obj
+            for obj in lease.objects
+            if buckets.get(obj["metadata"].get("namespace") or "", {}).get(obj["metadata"]["name"]) is obj
+        ]
+        current.sort(key=lambda obj: (obj["metadata"].get("namespace") or "") + "/" + obj["metadata"]["name"])
+        lease.objects = []
+        for obj in current:
+            self._commit_delete(info, obj, None)
 
     def _commit_delete(self, info: ResourceInfo, last: Obj, old: Obj | None, dry_run: bool = False) -> Obj:
         """Remove the object; the DELETED event carries its last state at the new revision."""

@@ -60,6 +60,32 @@ def test_a_resource_version_older_than_the_history_is_410_expired():
     assert server.requests[-1]["code"] == 410
 
 
+def test_each_resource_keeps_its_own_history_so_events_never_push_pods_out():
+    # kube-apiserver keeps one watch cache per resource (and none for Events): a burst of
+    # Events does not shorten how far back a watch of pods can start.
+    kernel, server = make_server(history_limit=3)
+    server.create("pods", "default", pod_manifest(name="a"))
+    since = server.revision - 1
+    for i in range(5):
+        server.create(
+            "events",
+            "default",
+            {"metadata": {"name": f"e{i}"}, "involvedObject": {"kind": "Pod", "name": "a"}, "reason": "Started"},
+        )
+    _, batches, _ = open_watch(server, resource_version=str(since))
+    kernel.run_until(1.0)
+    assert flat(batches) == [("ADDED", "a")]
+    with pytest.raises(ApiError) as err:  # the Events' own history holds their last 3 only
+        server.watch("events", resource_version=str(since))
+    assert err.value.message == f"too old resource version: {since} ({server.revision - 3})"
+    # The whole stream (every resource) is complete only after the oldest event any dropped.
+    assert server.history_oldest_rv() == server.revision - 2
+    with pytest.raises(ApiError):
+        server.events_after(since)
+    held = server.events_after(server.revision - 3)
+    assert [obj["metadata"]["name"] for _, _, _, obj, _ in held] == ["e2", "e3", "e4"]
+
+
 def test_a_resource_version_not_reached_yet_is_504_too_large_resource_version():
     _, server = make_server()
     server.create("pods", "default", pod_manifest(name="a"))

@@ -16,6 +16,12 @@ def world():
     return k, server, recorder
 
 
+def settle(k):
+    """Run until every post is answered (the client has no latency). Not `k.run()`: each Event's
+    lease (kube-apiserver --event-ttl) keeps a timer until it expires."""
+    k.run_until(k.now + 10)
+
+
 def events(server):
     return sorted(server.objects("events"), key=lambda e: e["metadata"]["name"])
 
@@ -23,7 +29,7 @@ def events(server):
 def test_an_event_is_posted_with_its_source_and_involved_object():
     k, server, rec = world()
     rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: web-abcde")
-    k.run()
+    settle(k)
     (event,) = events(server)
     assert event["source"] == {"component": "replicaset-controller"}
     assert event["involvedObject"]["kind"] == "ReplicaSet"
@@ -39,7 +45,7 @@ def test_identical_events_become_a_count_patch():
     k, server, rec = world()
     for _ in range(3):
         rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
-    k.run()
+    settle(k)
     (event,) = events(server)
     assert event["count"] == 3
     verbs = [r["verb"] for r in server.requests if r["resource"] == "events"]
@@ -64,7 +70,7 @@ def test_a_quiet_gap_of_more_than_600_s_restarts_aggregation():
         rec.event(RS, "Normal", "SuccessfulCreate", f"Created pod: web-{i}")
     k.advance(601)
     rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: web-9")
-    k.run()
+    settle(k)
     assert not [e for e in events(server) if e["message"].startswith("(combined")]
 
 
@@ -72,23 +78,23 @@ def test_spam_filter_drops_after_25_but_the_count_keeps_every_occurrence():
     k, server, rec = world()
     for _ in range(30):
         rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
-    k.run()
+    settle(k)
     assert events(server)[0]["count"] == 25
     assert rec.dropped == 5
     k.advance(301)  # one token refilled
     rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
-    k.run()
+    settle(k)
     assert events(server)[0]["count"] == 31
 
 
 def test_a_patch_of_a_missing_event_falls_back_to_a_create():
     k, server, rec = world()
     rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
-    k.run()
+    settle(k)
     name = events(server)[0]["metadata"]["name"]
     server.delete("events", "default", name)
     rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
-    k.run()
+    settle(k)
     (event,) = events(server)
     assert event["count"] == 2
     codes = [(r["verb"], r["code"]) for r in server.requests if r["resource"] == "events" and r["client"] != "user"]
@@ -100,7 +106,7 @@ def test_a_stopped_recorder_posts_nothing_more():
     rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: a")
     rec.stop()
     rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: b")
-    k.run()
+    settle(k)
     assert events(server) == []
 
 
@@ -115,10 +121,10 @@ def test_the_correlator_forgets_the_least_recently_used_of_4096_keys_as_upstream
         other = {**RS, "metadata": {**RS["metadata"], "name": f"rs-{i}", "uid": f"u-{i}"}}
         rec.event(other, "Normal", "SuccessfulCreate", "Created pod: x")
     rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
-    k.run()
+    settle(k)
     mine = [e for e in server.objects("events") if e["involvedObject"]["name"] == "web"]
     assert sorted(e["count"] for e in mine) == [1, 1]
-    assert len(rec._posted) == MAX_LRU_CACHE_ENTRIES
+    assert len(rec._log) == MAX_LRU_CACHE_ENTRIES
 
 
 # -- Event volume of the node components (issue #18 §5) ----------------------------------------------
@@ -152,6 +158,7 @@ def test_a_long_crash_loop_stays_a_handful_of_events_with_counts():
     from tests.controlplane.factories import bare_pod, node_world
 
     kernel, server, sim = node_world(nodes=1)
+    server.event_ttl = 10**6  # 40 rounds of 301 s outlast the default hour: keep every Event
     server.create("pods", "default", bare_pod("web-0", containers=[{"name": "web", "image": "nginx:1.27"}]))
     kernel.advance(3)
     start = len(server.requests)
@@ -192,10 +199,35 @@ def test_each_occurrence_is_traced_with_the_event_it_counts_into():
     for _ in range(27):
         rec.event(RS, "Warning", "FailedCreate", "Error creating: quota")
     rec.event(RS, "Normal", "SuccessfulCreate", "Created pod: web-abcde")
-    k.run()
+    settle(k)
     occurrences = [r for r in seen if r["kind"] == "event"]
     assert [r["count"] for r in occurrences] == [*range(1, 28), 1]
     assert [r["sent"] for r in occurrences] == ["create"] + ["patch"] * 24 + ["dropped"] * 2 + ["dropped"]
     stored = {e["reason"]: e for e in server.objects("events")}
     assert {r["name"] for r in occurrences[:27]} == {stored["FailedCreate"]["metadata"]["name"]}
     assert occurrences[-1]["name"] != occurrences[0]["name"] and "SuccessfulCreate" not in stored
+
+
+def test_the_lru_keeps_the_most_recently_used_keys_as_an_ordered_dict_would():
+    import random
+    from collections import OrderedDict
+
+    from controlplane.events import _LRU
+
+    rng = random.Random(29)
+    lru: _LRU[int, int] = _LRU(limit=50)
+    reference: OrderedDict[int, int] = OrderedDict()
+    for step in range(5_000):
+        key = rng.randrange(120)
+        if rng.random() < 0.5:
+            got = lru.get(key)
+            assert got == reference.get(key)
+            if key in reference:
+                reference.move_to_end(key)
+        else:
+            lru.add(key, step)
+            reference[key] = step
+            reference.move_to_end(key)
+            if len(reference) > 50:
+                reference.popitem(last=False)
+        assert list(lru._entries.items()) == list(reference.items())
