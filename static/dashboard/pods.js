@@ -28,8 +28,9 @@ window.CtrlscopeTransitions = {
     Pending: { fill: "#f4b740", label: "pending (not scheduled)" },
     Scheduled: { fill: "#f4b740", dot: "#7a5200", label: "scheduled, starting (containers creating)" },
     // A container waiting for an image it cannot pull, as kubectl's STATUS column says it.
-    ErrImagePull: { fill: "#c2185b", dot: "#ffffff", label: "ErrImagePull: the image pull failed" },
-    ImagePullBackOff: { fill: "#f5c6dc", stroke: "#c2185b", label: "ImagePullBackOff: backing off before the next pull" },
+    // (rare: listed in the legend only while some pod is in them, so the legend keeps its lines)
+    ErrImagePull: { fill: "#c2185b", dot: "#ffffff", rare: true, label: "ErrImagePull: the image pull failed" },
+    ImagePullBackOff: { fill: "#f5c6dc", stroke: "#c2185b", rare: true, label: "ImagePullBackOff: backing off before the next pull" },
     // Phase Running, Ready condition False, never ready yet (starting, or a readiness probe that
     // never passes): kubectl shows STATUS Running, READY 0/1.
     Running: { fill: "#d9f2dc", stroke: "#2e9d4a", text: "Running, not ready", label: "running, not ready (kubectl: Running, READY 0/1): starting, or its readiness probe has not passed" },
@@ -431,7 +432,7 @@ window.CtrlscopeTransitions = {
       const index = model.states.indexOf(name);
       const n = counts[index] || 0;
       const on = filter.states !== null && filter.states.has(index);
-      parts.push(`<span class="lg filter" role="button" tabindex="0" data-state="${name}" aria-pressed="${on}"${n || on ? "" : " data-zero"} title="${style.label} — click: show only pods in this state (click again to show all)"><i class="sw sw-${name}"></i>${style.text || name} <b>${n}</b></span>`);
+      parts.push(`<span class="lg filter" role="button" tabindex="0" data-state="${name}" aria-pressed="${on}"${n || on ? "" : " data-zero"}${style.rare ? " data-rare" : ""} title="${style.label} — click: show only pods in this state (click again to show all)"><i class="sw sw-${name}"></i>${style.text || name} <b>${n}</b></span>`);
     }
     const html = parts.join("");
     const el = document.getElementById("pods-legend");
@@ -532,7 +533,7 @@ window.CtrlscopeTransitions = {
     if (id === null) { tip.hidden = true; canvas.style.cursor = "default"; return; }
     const [owner, state, node] = model.pods.get(id);
     tip.hidden = false;
-    tip.textContent = `${model.names.get(id) || "pod " + id} · ${model.states[state]}${model.nodes[node] ? " · " + model.nodes[node] : ""}${model.owners[owner] ? " · " + model.owners[owner] : ""}`;
+    tip.textContent = `${model.names.get(id) || "pod " + id} · ${(STYLE[model.states[state]] || {}).text || model.states[state]}${model.nodes[node] ? " · " + model.nodes[node] : ""}${model.owners[owner] ? " · " + model.owners[owner] : ""}`;
     placeTip(ev);
     canvas.style.cursor = "pointer";
   });

@@ -152,7 +152,9 @@ def test_a_stuck_rollout_reads_true_states_faults_and_lanes(page: Page, live_ser
         ".filter(s => s === 'ErrImagePull' || s === 'ImagePullBackOff').length"
     )
     assert pulls == 2, page.evaluate("() => window.CtrlscopePods.states()")
-    expect(legend.locator("[data-state=ErrImagePull]")).to_be_visible()
+    # Each state some pod is in has its entry (and colour) in the legend, the image-pull ones too.
+    for state in set(page.evaluate("() => Object.values(window.CtrlscopePods.states())")):
+        expect(legend.locator(f"[data-state={state}]")).to_be_visible()
     expect(legend.locator("[data-state=Running]")).to_contain_text("Running, not ready")
     assert page.evaluate("() => Object.values(window.CtrlscopePods.states()).includes('Scheduled')") is False
 
@@ -175,6 +177,11 @@ def test_a_stuck_rollout_reads_true_states_faults_and_lanes(page: Page, live_ser
     box = page.locator("#timeline-scroll").bounding_box()
     assert box["height"] >= 140, box  # the rollout panel leaves the timeline a usable height
     shot(page, "dashboard-rollout-stuck")
+    # At 1280 x 800 too: the Deployment's lane and a ReplicaSet's stay in view.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.wait_for_function("() => document.getElementById('timeline-scroll').getBoundingClientRect().height >= 120")
+    page.wait_for_function("() => window.CtrlscopeTimeline.drawn().length >= 2")
+    page.set_viewport_size({"width": 1600, "height": 1000})
 
     # Removing the image fault (the mapping without it): the next pull succeeds.
     faults.locator("li:has-text('image fault') button:text-is('remove')").click()
