@@ -176,3 +176,35 @@ def test_a_deployment_s_own_marks_reach_its_lane_in_frames_states_and_catch_ups(
     scaled = [m[4] for m in marks if m[2:4] == ["ev", "ScalingReplicaSet"]]
     assert "Scaled up replica set web-77768f5b79 from 0 to 3" in scaled
     assert scaled[-1] == "Scaled down replica set web-766486c5b6 from 1 to 0"
+
+
+def test_the_rollout_budget_is_the_numbers_the_controller_compares():
+    """views.rollout: the ReplicaSets' spec.replicas against replicas + maxSurge (upstream's
+    GetReplicaCountForReplicaSets), their availableReplicas against replicas - maxUnavailable,
+    and the pods their status.replicas count beside them."""
+    from controlplane.simulation import views
+
+    h = hosted("deployment-rolling-update")
+    run_until(h, 33.0)
+    r = views.rollout(h, "deployment", "default/web")
+    sets = r["replica_sets"]
+    assert (r["desired"], r["max_surge"], r["max_unavailable"]) == (10, 3, 2)
+    assert r["total"] == sum(s["desired"] for s in sets) and r["allowed"] == 13
+    assert r["pods"] == sum(s["replicas"] for s in sets)
+    assert r["available"] == sum(s["available"] for s in sets) and r["min_available"] == 8
+    assert r["at_max"] == (r["total"] >= 13) and r["at_min"] == (r["available"] <= 8)
+    run_until(h, 60.0)
+    done = views.rollout(h, "deployment", "default/web")
+    assert (done["total"], done["available"], done["at_max"], done["at_min"]) == (10, 10, False, False)
+
+
+def test_the_faults_in_force_list_each_image_fault_with_the_mapping_without_it():
+    from controlplane.simulation import views
+
+    h = hosted("lesson-rollout-stuck-image-pull", imageFaults={"nginx:9.9": "ErrImagePull", "busybox:*": "NeverReady"})
+    faults = views.faults(h)
+    assert faults["image_faults"] == [
+        {"pattern": "nginx:9.9", "fault": "ErrImagePull", "without": {"busybox:*": "NeverReady"}},
+        {"pattern": "busybox:*", "fault": "NeverReady", "without": {"nginx:9.9": "ErrImagePull"}},
+    ]
+    assert faults["image_fault_map"] == {"nginx:9.9": "ErrImagePull", "busybox:*": "NeverReady"}
