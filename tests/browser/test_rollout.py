@@ -182,6 +182,18 @@ def test_a_stuck_rollout_reads_true_states_faults_and_lanes(page: Page, live_ser
     page.wait_for_function("() => document.getElementById('timeline-scroll').getBoundingClientRect().height >= 120")
     page.wait_for_function("() => window.CtrlscopeTimeline.drawn().length >= 2")
     page.set_viewport_size({"width": 1600, "height": 1000})
+    # A mark on the Deployment's lane links to its record: the revision 2 line goes to that moment
+    # and opens its why?.
+    page.wait_for_function("() => window.CtrlscopeTimeline.markBoxes().some(b => b.kind === 'rev' && b.label === '2')")
+    boxes = page.evaluate("() => window.CtrlscopeTimeline.markBoxes()")
+    rev = next(b for b in boxes if b["label"] == "2" and b["kind"] == "rev")
+    page.locator("#timeline-canvas").click(position={"x": (rev["x0"] + rev["x1"]) / 2, "y": rev["top"] + 30})
+    expect(page.locator("#why-panel")).to_be_visible()
+    expect(page.locator("#past-banner")).to_be_visible()
+    page.keyboard.press("Escape")
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
 
     # Removing the image fault (the mapping without it): the next pull succeeds.
     faults.locator("li:has-text('image fault') button:text-is('remove')").click()
