@@ -12,8 +12,8 @@ Guarantees
   resourceVersion, relisting if the server drops the watch) feed the scheduler, the lifecycle
   controller and the kubelet named by each pod's `spec.nodeName`. Each component still acts
   only through its own `Client` (user agents "kubelet", "default-scheduler", "node-controller").
-* Every change of a pod's display state (Pending, Scheduled, Running, Ready, NotReady,
-  CrashLoopBackOff, Terminating, Failed, Succeeded, Unknown, Deleted) is traced as
+* Every change of a pod's display state (Pending, Scheduled, ErrImagePull, ImagePullBackOff,
+  Running, Ready, NotReady, CrashLoopBackOff, Terminating, Failed, Succeeded, Unknown, Deleted) is traced as
   `pod.transition` {namespace, name, node, from, to}; every change of a node's Ready condition
   as `node.transition` {name, from, to}. Both are derived from committed objects as the watch
   delivers them, so the trace shows what the API shows.
@@ -79,6 +79,8 @@ DEFAULT_CONFIG: dict[str, Any] = {
 POD_STATES = (
     "Pending",
     "Scheduled",
+    "ErrImagePull",
+    "ImagePullBackOff",
     "Running",
     "Ready",
     "NotReady",
@@ -92,6 +94,9 @@ POD_STATES = (
 
 
 # -- display states -------------------------------------------------------------------------------
+IMAGE_PULL_STATES = ("ErrImagePull", "ImagePullBackOff")  # a container's waiting reasons shown as states
+
+
 def pod_display_state(pod: Obj, previous: str | None = None) -> str:
     """The state the UI shows for `pod`; `previous` separates NotReady (was Ready) from Running."""
     if pod["metadata"].get("deletionTimestamp"):
@@ -103,6 +108,12 @@ def pod_display_state(pod: Obj, previous: str | None = None) -> str:
     if not (pod.get("spec") or {}).get("nodeName"):
         return "Pending"
     if phase != "Running":
+        # Waiting for an image that cannot be pulled: the container's waiting reason, as
+        # kubectl's STATUS column shows it (ErrImagePull, then ImagePullBackOff).
+        for cs in status.get("containerStatuses") or []:
+            reason = ((cs.get("state") or {}).get("waiting") or {}).get("reason")
+            if reason in IMAGE_PULL_STATES:
+                return str(reason)
         return "Scheduled"
     for cs in status.get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting")

@@ -324,8 +324,9 @@ def nodes(session: Session) -> list[Obj]:
 
 def faults(session: Session) -> Obj:
     """The faults and changes in force: API fault rules (in force, and the last ten spent),
-    paused informers, nodes down, what-ifs, feature gates, controller versions and knobs that
-    differ from the defaults, the garbage collector off, manual workers."""
+    paused informers, nodes down, image faults (`config.imageFaults`), what-ifs, feature gates,
+    controller versions and knobs that differ from the defaults, the garbage collector off,
+    manual workers."""
     sim = session.sim
     defaults = default_config()
     rules = [rule.describe() for rule in sim.faults.api_rules]
@@ -350,8 +351,17 @@ def faults(session: Session) -> Obj:
     for key in TUNED:
         if sim.config[key] != defaults[key]:
             tuned.append({"key": key, "value": sim.config[key], "default": defaults[key]})
+    # config.imageFaults (the kubelets'): a `config` action replaces the whole mapping, so each
+    # fault's removal is the mapping without it.
+    image_faults = dict(sim.config.get("imageFaults") or {})
+    images = [
+        {"pattern": pattern, "fault": fault, "without": {p: f for p, f in image_faults.items() if p != pattern}}
+        for pattern, fault in image_faults.items()
+    ]
     return {
         "rules": [r for r in rules if r["inForce"]],
+        "image_faults": images,
+        "image_fault_map": image_faults,
         "spent": [r for r in rules if not r["inForce"]][-10:],
         "paused": paused,
         "down": down,
@@ -585,7 +595,12 @@ def rollout(session: Session, controller: str, key: str) -> Obj:
             }
         )
     replica_sets.sort(key=lambda r: (r["revision"], r["name"]), reverse=True)
+    # Upstream's budget counts the ReplicaSets' spec.replicas (GetReplicaCountForReplicaSets:
+    # reconcileNewReplicaSet scales the new one up while that sum is under replicas + maxSurge)
+    # and their status.availableReplicas (GetAvailableReplicaCountForReplicaSets: old ones are
+    # scaled down only while that sum is over replicas - maxUnavailable); `pods` is what exists.
     total = sum(r["desired"] for r in replica_sets)
+    pods = sum(r["replicas"] for r in replica_sets)
     available = sum(r["available"] for r in replica_sets)
     conditions = []
     deadline = dspec.get("progressDeadlineSeconds") if deployment_util.has_progress_deadline(d) else None
@@ -634,6 +649,9 @@ def rollout(session: Session, controller: str, key: str) -> Obj:
         "max_unavailable_spec": ((dspec.get("strategy") or {}).get("rollingUpdate") or {}).get("maxUnavailable"),
         "allowed": want + max_surge,
         "total": total,
+        "pods": pods,
+        "at_max": total >= want + max_surge,
+        "at_min": available <= max(0, want - max_unavailable),
         "surge_used": max(0, total - want),
         "min_available": max(0, want - max_unavailable),
         "available": available,

@@ -7,6 +7,8 @@ needs that a panel snapshot cannot give cheaply:
 * the pod table (id, owner, state, node) and every state transition, as compact arrays for the
   two canvas views (pod tiles, timeline);
 * sync spans, queue depth samples, the sync narrations per key (the inspector);
+* the marks of an owner of owners (a Deployment) on its own timeline lane: its Events
+  (ScalingReplicaSet …), its revision changes and its conditions flipping, read from its writes;
 * the new rows of the three logs (trace, API calls, Events), capped per frame with a count of the
   rows skipped.
 
@@ -52,6 +54,7 @@ TRANSITIONS_PER_SECOND = 30_000  # ... and more in a frame that comes later: the
 MAX_TRANSITIONS = 400_000  # timeline history kept (oldest dropped beyond, and the page says so)
 MAX_SPANS = 100_000
 MAX_DEPTH_SAMPLES = 100_000
+MAX_MARKS = 5_000  # an owner of owners' marks kept for its lane (oldest dropped beyond)
 FRAME_WORK = 0.004  # seconds of panel building per frame, beyond which panels wait
 PANEL_SHARE = 10.0  # a panel is built again at the earliest PANEL_SHARE x its build time later
 STARVE = 1.0  # seconds a dirty panel may wait for the budget before it is built regardless
@@ -66,6 +69,10 @@ SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {spec.name: i for i, spec in enumerate(CONTROLLER_REGISTRY)}  # the page's index of each
 OWNER_RESOURCES = frozenset(spec.resource for spec in CONTROLLER_REGISTRY)  # the owners panel's objects
+# Owners of owners (a Deployment: its children are ReplicaSets, not pods): their lane shows their
+# own marks, resource -> kind.
+PARENT_KINDS = {spec.resource: spec.kind for spec in CONTROLLER_REGISTRY if views.child_controllers(spec.name)}
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 OBJECT_KINDS = {"pods": "Pod", **{spec.resource: spec.kind for spec in CONTROLLER_REGISTRY}}  # what a focus can name
 
 
@@ -162,6 +169,13 @@ class FrameBuilder(SessionListener):
         self.depth: list[list[Any]] = []  # [t, controller, depth]
         self.sent_depth = 0
         self.last_depth: dict[int, int] = {}
+        # An owner of owners' lane: [t, owner, kind, label, detail, seq], kind "rev" (its
+        # revision annotation changed: label the revision), "cond" (a condition's status or reason
+        # changed: label "Type=Status", detail "reason: message"), "ev" / "warn" (an Event on it,
+        # Normal / Warning: label the reason, detail the message); seq: the record it came from.
+        self.marks: list[list[Any]] = []
+        self.sent_marks = 0
+        self.parent_seen: dict[str, tuple[str, dict[str, tuple[Any, Any]]]] = {}  # label -> revision, conditions
         self.sent_sizes = (0, 0, 0)  # lengths of owners, nodes, keys the viewers have
         # -- narrations -----------------------------------------------------------------------
         self.narrations: dict[tuple[str, str], deque[Narration]] = {}
@@ -504,6 +518,8 @@ class FrameBuilder(SessionListener):
             base = resource.split("/", 1)[0]
             if base in OWNER_RESOURCES:
                 self.dirty.add("owners")
+                if base in PARENT_KINDS and request["name"]:
+                    self._on_parent_write(record, base, request["namespace"] or "", request["name"])
             elif base == "pods" and request["name"]:
                 self.owner_refresh.add(f"{request['namespace']}/{request['name']}")
         if self.sim.faults.api_rules:
@@ -522,6 +538,39 @@ class FrameBuilder(SessionListener):
 
     def _on_event(self, record: Obj) -> None:
         self._log("events", record)
+        parts = str(record.get("object", "")).split("/", 2)
+        if len(parts) == 3 and parts[0] in PARENT_KINDS.values():
+            kind = "warn" if record.get("type") == "Warning" else "ev"
+            label = panels.owner_label(*parts)
+            self._mark(record, label, kind, str(record.get("reason") or ""), str(record.get("message") or ""))
+
+    def _mark(self, record: Obj, owner: str, kind: str, label: str, detail: str) -> None:
+        self.marks.append([ms(record["time"]), self._owner(owner), kind, label, detail, record["seq"]])
+        if len(self.marks) > MAX_MARKS:
+            drop = len(self.marks) - MAX_MARKS
+            del self.marks[:drop]
+            self.sent_marks = max(0, self.sent_marks - drop)
+
+    def _on_parent_write(self, record: Obj, base: str, namespace: str, name: str) -> None:
+        """A write to an owner of owners: its revision and conditions as they now are, a mark
+        for each that changed since the last write seen."""
+        obj = views.peek(self.hosted, base, namespace, name)
+        label = panels.owner_label(PARENT_KINDS[base], namespace, name)
+        if obj is None:
+            self.parent_seen.pop(label, None)
+            return
+        revision = str(((obj["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION)) or "")
+        conditions = {
+            str(c.get("type")): (c.get("status"), c.get("reason"), c.get("message"))
+            for c in (obj.get("status") or {}).get("conditions") or ()
+        }
+        before_revision, before = self.parent_seen.get(label, ("", {}))
+        self.parent_seen[label] = (revision, conditions)
+        if revision and revision != before_revision:
+            self._mark(record, label, "rev", revision, f"revision {before_revision or '—'} → {revision}")
+        for ctype, (status, reason, message) in conditions.items():
+            if before.get(ctype, (None, None, None))[:2] != (status, reason):
+                self._mark(record, label, "cond", f"{ctype}={status}", f"{reason or ''}: {message or ''}")
 
     def _on_action(self, record: Obj) -> None:
         self.dirty.update(("actions", "faults", "owners", "nodes"))
@@ -766,7 +815,7 @@ class FrameBuilder(SessionListener):
             for log, n in f.get("skipped", {}).items():
                 skipped[log] = skipped.get(log, 0) + n
             delta = f.get("canvas") or {}
-            for part in ("tr", "names", "nodes", "spans", "depth"):
+            for part in ("tr", "names", "nodes", "spans", "depth", "marks"):
                 if part in delta:
                     canvas.setdefault(part, []).extend(delta[part])
             for table in ("owners", "nodeNames", "keys"):  # whole tables, only ever growing
@@ -811,6 +860,7 @@ class FrameBuilder(SessionListener):
         self.sent_transitions = len(self.transitions)
         self.sent_spans = len(self.spans)
         self.sent_depth = len(self.depth)
+        self.sent_marks = len(self.marks)
         self.new_names = []
         self.node_changes = []
 
@@ -869,6 +919,9 @@ class FrameBuilder(SessionListener):
         if len(self.depth) > self.sent_depth:
             out["depth"] = self.depth[self.sent_depth :]
             self.sent_depth = len(self.depth)
+        if len(self.marks) > self.sent_marks:
+            out["marks"] = self.marks[self.sent_marks :]
+            self.sent_marks = len(self.marks)
         # The name tables only grow: send them when they did.
         sizes = (len(self.owners), len(self.nodes), len(self.keys))
         if out and sizes != self.sent_sizes:
@@ -919,6 +972,7 @@ class FrameBuilder(SessionListener):
                 dropped=self.transitions_dropped,
                 spans=self.spans[: self.sent_spans],
                 depth=self.depth[: self.sent_depth],
+                marks=self.marks[: self.sent_marks],
             )
         text = _wire(state)
         self._state_cache = (key, text)

@@ -26,10 +26,16 @@ window.CtrlscopeTransitions = {
   // Display order of states in legends and counts; colours match the CSS legend.
   const STYLE = {
     Pending: { fill: "#f4b740", label: "pending (not scheduled)" },
-    Scheduled: { fill: "#f4b740", dot: "#7a5200", label: "scheduled, starting" },
-    Running: { fill: "#d9f2dc", stroke: "#2e9d4a", label: "running, not ready" },
+    Scheduled: { fill: "#f4b740", dot: "#7a5200", label: "scheduled, starting (containers creating)" },
+    // A container waiting for an image it cannot pull, as kubectl's STATUS column says it.
+    // (rare: listed in the legend only while some pod is in them, so the legend keeps its lines)
+    ErrImagePull: { fill: "#c2185b", dot: "#ffffff", rare: true, label: "ErrImagePull: the image pull failed" },
+    ImagePullBackOff: { fill: "#f5c6dc", stroke: "#c2185b", rare: true, label: "ImagePullBackOff: backing off before the next pull" },
+    // Phase Running, Ready condition False, never ready yet (starting, or a readiness probe that
+    // never passes): kubectl shows STATUS Running, READY 0/1.
+    Running: { fill: "#d9f2dc", stroke: "#2e9d4a", text: "Running, not ready", label: "running, not ready (kubectl: Running, READY 0/1): starting, or its readiness probe has not passed" },
     Ready: { fill: "#2e9d4a", label: "ready" },
-    NotReady: { fill: "#fde2c4", stroke: "#d9731a", label: "not ready (was ready)" },
+    NotReady: { fill: "#fde2c4", stroke: "#d9731a", label: "running, not ready after being ready (kubectl: Running, READY 0/1)" },
     CrashLoopBackOff: { fill: "#d93a3a", pulse: true, label: "CrashLoopBackOff" },
     Terminating: { fill: "#dfe3e8", stripes: "#8a94a0", label: "terminating" },
     Failed: { fill: "#8f1d1d", cross: "#ffffff", label: "failed" },
@@ -44,7 +50,7 @@ window.CtrlscopeTransitions = {
   }
 
   const model = {
-    states: ["Pending", "Scheduled", "Running", "Ready", "NotReady", "CrashLoopBackOff", "Terminating", "Failed", "Succeeded", "Unknown", "Deleted"],
+    states: ["Pending", "Scheduled", "ErrImagePull", "ImagePullBackOff", "Running", "Ready", "NotReady", "CrashLoopBackOff", "Terminating", "Failed", "Succeeded", "Unknown", "Deleted"],
     owners: [""],
     nodes: [""],
     names: new Map(), // id -> "ns/name"
@@ -426,7 +432,7 @@ window.CtrlscopeTransitions = {
       const index = model.states.indexOf(name);
       const n = counts[index] || 0;
       const on = filter.states !== null && filter.states.has(index);
-      parts.push(`<span class="lg filter" role="button" tabindex="0" data-state="${name}" aria-pressed="${on}" title="${style.label} — click: show only pods in this state (click again to show all)"><i class="sw sw-${name}"></i>${name} <b>${n}</b></span>`);
+      parts.push(`<span class="lg filter" role="button" tabindex="0" data-state="${name}" aria-pressed="${on}"${n || on ? "" : " data-zero"}${style.rare ? " data-rare" : ""} title="${style.label} — click: show only pods in this state (click again to show all)"><i class="sw sw-${name}"></i>${style.text || name} <b>${n}</b></span>`);
     }
     const html = parts.join("");
     const el = document.getElementById("pods-legend");
@@ -527,7 +533,7 @@ window.CtrlscopeTransitions = {
     if (id === null) { tip.hidden = true; canvas.style.cursor = "default"; return; }
     const [owner, state, node] = model.pods.get(id);
     tip.hidden = false;
-    tip.textContent = `${model.names.get(id) || "pod " + id} · ${model.states[state]}${model.nodes[node] ? " · " + model.nodes[node] : ""}${model.owners[owner] ? " · " + model.owners[owner] : ""}`;
+    tip.textContent = `${model.names.get(id) || "pod " + id} · ${(STYLE[model.states[state]] || {}).text || model.states[state]}${model.nodes[node] ? " · " + model.nodes[node] : ""}${model.owners[owner] ? " · " + model.owners[owner] : ""}`;
     placeTip(ev);
     canvas.style.cursor = "pointer";
   });

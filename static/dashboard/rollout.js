@@ -26,12 +26,18 @@
     return window.ctrlscope.run({ op: "act", action: { request } }, where);
   }
 
-  // config.imageFaults: image glob -> ErrImagePull | NeverReady (the kubelet's contract).
+  // config.imageFaults: image glob -> ErrImagePull | NeverReady (the kubelet's contract). A
+  // config action replaces the whole mapping: the new fault joins those in force, which the
+  // faults panel carries (rendered by the server with every action).
   function imageFault(form, where) {
     const glob = form.querySelector('[name="glob"]').value.trim();
     const fault = form.querySelector('[name="fault"]').value;
     if (!glob) return formError(where, "imageFaults: an image glob is required (nginx:bad, nginx:*)");
-    return window.ctrlscope.run({ op: "act", action: { config: { imageFaults: { [glob]: fault } } } }, where);
+    const panel = document.querySelector("[data-image-faults]");
+    let current = {};
+    try { current = panel ? JSON.parse(panel.dataset.imageFaults) || {} : {}; } catch { current = {}; }
+    const imageFaults = { ...current, [glob]: fault };
+    return window.ctrlscope.run({ op: "act", action: { config: { imageFaults } } }, where);
   }
 
   document.addEventListener("submit", (ev) => {

@@ -1,6 +1,8 @@
 // The timeline: for each owner, its pods' states over virtual time as a stacked area (readable
 // at 1,000 pods, still drawing at 10,000: one path per state per lane), the syncs of its key as
 // spans (red when the sync returned an error), and each controller's queue depth at the bottom.
+// An owner of owners (a Deployment) has a lane of its own above its children's: its conditions
+// as bands over time, its revision changes, its Events (ScalingReplicaSet …) and its syncs.
 // Wheel zooms around the pointer, drag pans, "follow" keeps the newest time in view.
 "use strict";
 
@@ -10,29 +12,35 @@
   const ctx = canvas.getContext("2d");
   const tip = document.getElementById("timeline-tip");
 
-  const ORDER = ["Ready", "Running", "NotReady", "Scheduled", "Pending", "CrashLoopBackOff", "Unknown", "Terminating", "Failed", "Succeeded"];
+  const ORDER = ["Ready", "Running", "NotReady", "Scheduled", "Pending", "ImagePullBackOff", "ErrImagePull", "CrashLoopBackOff", "Unknown", "Terminating", "Failed", "Succeeded"];
   const COLOR = {
     Ready: "#2e9d4a", Running: "#9fd8a8", NotReady: "#f0a85e", Scheduled: "#f7cf7a", Pending: "#f4b740",
+    ErrImagePull: "#c2185b", ImagePullBackOff: "#e88ab5",
     CrashLoopBackOff: "#d93a3a", Unknown: "#7e57c2", Terminating: "#b9c0c9", Failed: "#8f1d1d", Succeeded: "#9aa3ad",
   };
   // The controllers' names and kinds, in the controller registry's order (sim.html renders them in #app's data-controller-kinds).
   const CONTROLLER_KINDS = JSON.parse(document.getElementById("app").dataset.controllerKinds);
   const CONTROLLER_KIND = Object.values(CONTROLLER_KINDS);
   const CONTROLLER_NAME = Object.keys(CONTROLLER_KINDS);
-  const LANE = 44, SPANS = 10, AXIS = 18, DEPTH = 30, LEFT = 0;
+  const LANE = 44, SPANS = 10, AXIS = 18, LEFT = 0;
+  // A queue depth row: 30 px, or 14 in a short box (a page focused on a Deployment at 1280 x 800)
+  // so that the lanes keep the room.
+  let DEPTH = 30;
+  const OWN = 52; // an owner of owners' lane: its name, a band per condition, its Events
   const FOLDED = 12; // a folded lane: its stacked area in a thin strip, its syncs as ticks below
   const AUTO_FOLD = 8; // with more lanes than this, lanes start folded
   const scroller = document.getElementById("timeline-scroll");
   const spacer = document.getElementById("timeline-spacer");
 
   const m = {
-    states: ["Pending", "Scheduled", "Running", "Ready", "NotReady", "CrashLoopBackOff", "Terminating", "Failed", "Succeeded", "Unknown", "Deleted"],
+    states: ["Pending", "Scheduled", "ErrImagePull", "ImagePullBackOff", "Running", "Ready", "NotReady", "CrashLoopBackOff", "Terminating", "Failed", "Succeeded", "Unknown", "Deleted"],
     owners: [""],
     keys: [],
     lanes: new Map(), // owner index -> {events: number[] (t, state, delta triples), max}
     podAt: new Map(), // pod id -> [owner, state]
     spans: [], // [start, end, controller, key, worker, err, seq of its sync.start]
     depth: [], // [t, controller, depth]
+    marks: [], // an owner of owners' own: [t, owner, kind ("rev" | "cond" | "ev" | "warn"), label, detail, seq]
     now: 0,
     dropped: 0,
   };
@@ -58,6 +66,8 @@
     window.CtrlscopeTransitions.each(data.tr, transition);
     m.spans = (data.spans || []).slice();
     m.depth = (data.depth || []).slice();
+    m.marks = [];
+    for (const mk of data.marks || []) mark(mk);
     schedule();
   }
 
@@ -67,6 +77,7 @@
     window.CtrlscopeTransitions.each(delta.tr, transition);
     for (const s of delta.spans || []) m.spans.push(s);
     for (const d of delta.depth || []) m.depth.push(d);
+    for (const mk of delta.marks || []) mark(mk);
     schedule();
   }
 
@@ -74,6 +85,14 @@
     let l = m.lanes.get(owner);
     if (!l) { l = { events: [], count: new Array(m.states.length).fill(0), max: 1, total: 0 }; m.lanes.set(owner, l); }
     return l;
+  }
+
+  // A mark makes its owner's lane one of its own (no pods: its conditions, revisions, Events).
+  function mark(mk) {
+    m.marks.push(mk);
+    const l = lane(mk[1]);
+    l.own = true;
+    if (mk[0] > m.now) m.now = mk[0];
   }
 
   function transition([t, id, owner, state]) {
@@ -115,8 +134,11 @@
   // Lanes by owner name, each owner's children (a Deployment's ReplicaSets: `parents`, from
   // the owners panel) right beneath it, grouped under their parent's name.
   function laneOrder() {
-    const group = (o) => { const name = m.owners[o]; const parent = lanes.parents.get(name); return parent ? `${parent}\u0000${name}` : name; };
-    const order = [...m.lanes.keys()].filter((o) => m.lanes.get(o).max > 0).sort((a, b) => (a === 0) - (b === 0) || group(a).localeCompare(group(b)));
+    // [group, 0 for the parent's own lane, 1 for a child's, name]: a Deployment's lane first,
+    // its ReplicaSets' right beneath it.
+    const group = (o) => { const name = m.owners[o]; const parent = lanes.parents.get(name); return parent ? [parent, 1, name] : [name, 0, ""]; };
+    const cmp = (a, b) => { const ga = group(a), gb = group(b); return ga[0].localeCompare(gb[0]) || ga[1] - gb[1] || ga[2].localeCompare(gb[2]); };
+    const order = [...m.lanes.keys()].filter((o) => m.lanes.get(o).max > 0).sort((a, b) => (a === 0) - (b === 0) || cmp(a, b));
     return lanes.only === null ? order : order.filter((o) => lanes.only.includes(m.owners[o]));
   }
 
@@ -125,8 +147,8 @@
     return byDefault !== lanes.toggled.has(m.owners[owner]);
   }
 
-  function laneHeight(isFolded) {
-    return isFolded ? FOLDED + 6 : LANE + SPANS + 6;
+  function laneHeight(isFolded, own) {
+    return isFolded ? FOLDED + 6 : (own ? OWN : LANE) + SPANS + 6;
   }
 
   function controllersWithDepth() {
@@ -154,9 +176,10 @@
     drawnClock = st ? st.t : null;
     const order = laneOrder();
     const depthCtl = controllersWithDepth();
+    DEPTH = lanes.viewH && lanes.viewH < 230 ? 14 : 30;
     const depthH = depthCtl.length * (DEPTH + 6);
     let lanesH = 0;
-    const heights = order.map((o) => { const h = laneHeight(folded(o, order.length)); lanesH += h; return h; });
+    const heights = order.map((o) => { const h = laneHeight(folded(o, order.length), m.lanes.get(o).own); lanesH += h; return h; });
     const total = AXIS + lanesH + depthH + 8;
     // The canvas is as tall as the box shows (the box scrolls a spacer as tall as every lane):
     // the axis stays at the top, the queue depth at the bottom, the lanes in view in between.
@@ -189,6 +212,7 @@
     ctx.clip();
     lanes.placed = [];
     spanHits = [];
+    markHits = [];
     let y = AXIS - scrollTop;
     for (const owner of m.lanes.keys()) m.lanes.get(owner).top = undefined;
     order.forEach((owner, i) => {
@@ -196,7 +220,9 @@
       if (y + h >= AXIS && y <= clipBottom) {
         const isFolded = h < LANE;
         const l = m.lanes.get(owner);
-        drawLane(l, y, W, xOf, isFolded ? FOLDED : LANE);
+        const laneH = isFolded ? FOLDED : l.own ? OWN : LANE;
+        if (l.own) drawOwnLane(owner, l, y, W, xOf, laneH, isFolded);
+        else drawLane(l, y, W, xOf, laneH);
         // A child lane names its parent: "Deployment/web › ReplicaSet/web-77768f5b79".
         const parent = lanes.parents.get(m.owners[owner]);
         const label = `${isFolded ? "▸" : "▾"} ${parent ? parent + " › " : ""}${m.owners[owner] || "no controller"}`;
@@ -207,7 +233,7 @@
         ctx.fillStyle = "#1d2330";
         ctx.fillText(label, LEFT + 6, y + (isFolded ? 10 : 13));
         lanes.placed.push({ owner: m.owners[owner], top: y, bottom: y + h, labelRight: LEFT + 10 + lw });
-        drawSpans(owner, y + (isFolded ? FOLDED + 1 : LANE + 2), xOf, isFolded ? 4 : SPANS - 2);
+        drawSpans(owner, y + (isFolded ? FOLDED + 1 : laneH + 2), xOf, isFolded ? 4 : SPANS - 2);
       }
       y += h;
     });
@@ -368,6 +394,145 @@
     ctx.lineTo(LEFT + (dir > 0 ? cols : 0), y);
   }
 
+  // -- an owner of owners' own lane (a Deployment) ------------------------------------------------
+  // Its conditions as bands (one per type, Progressing first), each run coloured by its status and
+  // reason and named inside when it has room; its revision changes as dark lines; its Events as
+  // marks (▲ scaled up, ▼ scaled down, ◆ a Warning, • any other).
+  const COND_ORDER = ["Progressing", "Available"];
+  function condColor(type, status, reason) {
+    if (status === "Unknown") return "#9aa3ad";
+    if (type === "Progressing") return status === "False" ? "#d93a3a" : reason === "NewReplicaSetAvailable" ? "#2e9d4a" : "#2f6fdf";
+    if (type === "Available") return status === "True" ? "#2e9d4a" : "#f0a85e";
+    return status === "True" ? "#d93a3a" : "#b9c0c9"; // ReplicaFailure and others: True is the bad news
+  }
+
+  function ownMarks(owner) {
+    return m.marks.filter((mk) => mk[1] === owner);
+  }
+
+  // The runs of each condition type: {type: [[from, to, status, reason, message]]} (to: now).
+  function conditionRuns(marks) {
+    const runs = new Map();
+    for (const [t, , kind, label, detail] of marks) {
+      if (kind !== "cond") continue;
+      const eq = label.indexOf("=");
+      const type = label.slice(0, eq), status = label.slice(eq + 1);
+      const colon = detail.indexOf(": ");
+      const reason = colon < 0 ? detail : detail.slice(0, colon), message = colon < 0 ? "" : detail.slice(colon + 2);
+      if (!runs.has(type)) runs.set(type, []);
+      const list = runs.get(type);
+      if (list.length) list[list.length - 1][1] = t;
+      list.push([t, null, status, reason, message]);
+    }
+    const types = [...runs.keys()].sort((a, b) => ((COND_ORDER.indexOf(a) + 99) % 99) - ((COND_ORDER.indexOf(b) + 99) % 99) || a.localeCompare(b));
+    return types.map((type) => [type, runs.get(type)]);
+  }
+
+  function drawOwnLane(owner, l, top, W, xOf, laneH, isFolded) {
+    const marks = ownMarks(owner);
+    ctx.fillStyle = "#f6f7f9";
+    ctx.fillRect(LEFT, top, W, laneH);
+    const runs = conditionRuns(marks);
+    l.runs = runs;
+    l.grid = null;
+    l.top = top;
+    l.height = laneH;
+    // Bands: under the name (16 px) in a full lane, the whole strip (the first type) when folded.
+    const bandTop = isFolded ? top : top + 16;
+    const rows = isFolded ? runs.slice(0, 1) : runs.slice(0, 3);
+    const bandH = isFolded ? laneH : Math.max(6, Math.min(11, Math.floor((laneH - 28) / Math.max(1, rows.length))));
+    rows.forEach(([type, list], r) => {
+      const y = bandTop + r * (bandH + 1);
+      for (const [from, to, status, reason] of list) {
+        const end = to === null ? m.now : to;
+        if (end < view.t0 || from > view.t1) continue;
+        const x0 = Math.max(LEFT, xOf(from)), x1 = Math.min(LEFT + W, Math.max(xOf(end), x0 + 1));
+        ctx.fillStyle = condColor(type, status, reason);
+        ctx.fillRect(x0, y, x1 - x0, bandH);
+        if (!isFolded && bandH >= 9) {
+          const text = `${type}=${status} ${reason}`;
+          ctx.font = "9px system-ui, sans-serif";
+          if (ctx.measureText(text).width + 6 < x1 - x0) {
+            ctx.fillStyle = "#ffffff";
+            ctx.fillText(text, x0 + 3, y + bandH - 2);
+          }
+        }
+      }
+    });
+    // Revisions: a line through the lane, "rev N" beside it.
+    const evY = isFolded ? top + laneH - 3 : top + laneH - 6;
+    for (const mk of marks) {
+      const [t, , kind, label] = mk;
+      const x = xOf(t);
+      if (x < LEFT - 4 || x > LEFT + W + 4) continue;
+      if (kind === "rev") {
+        ctx.strokeStyle = "#1d2330";
+        ctx.lineWidth = 1.5;
+        ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + laneH); ctx.stroke();
+        if (!isFolded) {
+          ctx.font = "600 10px system-ui, sans-serif";
+          const text = `rev ${label}`;
+          const w = ctx.measureText(text).width;
+          ctx.fillStyle = "rgba(255,255,255,0.85)";
+          ctx.fillRect(x + 2, top + 2, w + 4, 12);
+          ctx.fillStyle = "#1d2330";
+          ctx.fillText(text, x + 4, top + 12);
+        }
+        markHits.push([x - 3, x + 3, top, laneH, mk]);
+      } else if (kind === "ev" || kind === "warn") {
+        const r = isFolded ? 3 : 4;
+        ctx.fillStyle = kind === "warn" ? "#d93a3a" : "#1d4fb0";
+        ctx.beginPath();
+        const detail = mk[4] || "";
+        if (kind === "warn") { ctx.moveTo(x, evY - r); ctx.lineTo(x + r, evY); ctx.lineTo(x, evY + r); ctx.lineTo(x - r, evY); }
+        else if (/^Scaled up/.test(detail)) { ctx.moveTo(x, evY - r); ctx.lineTo(x + r, evY + r); ctx.lineTo(x - r, evY + r); }
+        else if (/^Scaled down/.test(detail)) { ctx.fillStyle = "#5b6475"; ctx.moveTo(x - r, evY - r); ctx.lineTo(x + r, evY - r); ctx.lineTo(x, evY + r); }
+        else ctx.arc(x, evY, r - 1, 0, Math.PI * 2);
+        ctx.closePath();
+        ctx.fill();
+        markHits.push([x - r, x + r, evY - r, 2 * r, mk]);
+      } else if (kind === "cond") {
+        markHits.push([x - 2, x + 2, bandTop, Math.max(bandH, 4) * Math.max(1, rows.length), mk]);
+      }
+    }
+  }
+
+  // What an own lane says at time t: each condition then, and the revision.
+  function ownAt(owner, t) {
+    const l = m.lanes.get(owner);
+    const parts = [];
+    for (const [type, list] of l.runs || []) {
+      let run = null;
+      for (const r of list) if (r[0] <= t) run = r;
+      if (run) parts.push(`${type}=${run[2]} (${run[3]})`);
+    }
+    let rev = null;
+    for (const mk of m.marks) if (mk[1] === owner && mk[2] === "rev" && mk[0] <= t) rev = mk[3];
+    if (rev !== null) parts.push(`revision ${rev}`);
+    return parts.join(" · ") || "no status yet";
+  }
+
+  let markHits = []; // the marks drawn: [x0, x1, top, height, mark] (a click on one goes to its record)
+
+  function markAt(ev) {
+    const r = canvas.getBoundingClientRect();
+    const x = ev.clientX - r.left, y = ev.clientY - r.top;
+    let best = null, bestDistance = 4;
+    for (const [x0, x1, top, h, mk] of markHits) {
+      if (y < top - 2 || y > top + h + 2) continue;
+      const distance = x < x0 ? x0 - x : x > x1 ? x - x1 : 0;
+      if (distance < bestDistance || (distance === bestDistance && best && best[2] === "cond" && mk[2] !== "cond")) { best = mk; bestDistance = distance; }
+    }
+    return best;
+  }
+
+  function markText(mk) {
+    const when = window.CtrlscopeTime.format(mk[0]);
+    if (mk[2] === "rev") return `${m.owners[mk[1]]} at ${when}: ${mk[4]}`;
+    if (mk[2] === "cond") return `${m.owners[mk[1]]} at ${when}: ${mk[3]} ${mk[4]}`;
+    return `${m.owners[mk[1]]} at ${when}: ${mk[2] === "warn" ? "Warning" : "Event"} ${mk[3]}: ${mk[4]}`;
+  }
+
   const keyOwner = []; // key index -> "Kind/name" (keys only grow)
   function ownerOfKey(k) {
     if (keyOwner[k] === undefined) {
@@ -437,7 +602,7 @@
     ctx.stroke();
     ctx.fillStyle = "#1d2330";
     ctx.font = "600 11px system-ui, sans-serif";
-    ctx.fillText(`${CONTROLLER_NAME[controller]} queue depth (max ${max})`, LEFT + 6, top + 12);
+    ctx.fillText(`${CONTROLLER_NAME[controller]} queue depth (max ${max})`, LEFT + 6, top + Math.min(12, DEPTH - 2));
   }
 
   // -- interaction --------------------------------------------------------------------------------
@@ -485,6 +650,12 @@
       const { lane, onMark } = laneLabel(ev);
       if (onMark) toggleFold(lane.owner);
       else if (window.CtrlscopeFocus && lane.owner) window.CtrlscopeFocus.focusOwner(lane.owner);
+    } else if (dragging && !dragging.moved && ev.target === canvas && window.CtrlscopePast && markAt(ev)) {
+      // A mark of a Deployment's lane (an Event, a revision, a condition that flipped): its
+      // moment, and its why? (the sync and the write behind it).
+      const mk = markAt(ev);
+      window.CtrlscopePast.go({ seq: mk[5] });
+      if (window.CtrlscopeCauses) window.CtrlscopeCauses.why(mk[5]);
     } else if (dragging && !dragging.moved && ev.target === canvas && window.CtrlscopePast && spanAt(ev)) {
       // A sync span links to its cause like every other row: the cursor to the sync's start,
       // and its why? (the queue item, the handler, the delivery … that started it).
@@ -528,8 +699,14 @@
       text += ` · sync of ${m.keys[k] || "?"} (worker ${worker}${err ? ", error" : ""}) ` +
         `${window.CtrlscopeTime.format(start)}–${window.CtrlscopeTime.format(end)}: click for its moment and why?`;
     }
+    const mk = !span && markAt(ev);
+    if (mk) text += ` · ${markText(mk)}: click for its moment and why?`;
     for (const owner of laneOrder()) {
       const l = m.lanes.get(owner);
+      if (l.own && l.top !== undefined && y >= l.top && y <= l.top + l.height && y >= AXIS) {
+        if (!mk) text += ` · ${m.owners[owner]}: ${ownAt(owner, t)}`;
+        continue;
+      }
       if (l.top !== undefined && y >= l.top && y <= l.top + l.height && y >= AXIS && l.grid) {
         const c = Math.min(l.grid.length - 1, Math.max(0, Math.floor(x - LEFT)));
         const parts = ORDER.map((n) => [n, l.grid[c][m.states.indexOf(n)]]).filter(([, v]) => v > 0).map(([n, v]) => `${n} ${v}`);
@@ -628,7 +805,12 @@
     apply,
     setCursor,
     cursor: () => cursor,
-    lanes: () => laneOrder().map((o) => ({ owner: m.owners[o], max: m.lanes.get(o).max, now: m.lanes.get(o).count.reduce((a, b) => a + b, 0) })),
+    lanes: () => laneOrder().map((o) => ({ owner: m.owners[o], own: Boolean(m.lanes.get(o).own), max: m.lanes.get(o).max, now: m.lanes.get(o).count.reduce((a, b) => a + b, 0) })),
+    // An owner of owners' marks: [t, owner name, kind, label, detail, seq] (tests), and where
+    // the last draw put them (CSS px in the canvas).
+    marks: () => m.marks.map(([t, o, kind, label, detail, seq]) => [t, m.owners[o], kind, label, detail, seq]),
+    markBoxes: () => markHits.map(([x0, x1, top, h, mk]) => ({ x0, x1, top, height: h, kind: mk[2], label: mk[3], seq: mk[5] })),
+    ownAt: (owner, t) => { const i = m.owners.indexOf(owner); return i < 0 || !m.lanes.has(i) ? null : ownAt(i, t); },
     spans: () => m.spans.length,
     drawMs: () => lastDrawMs,
     axisLabels: () => axisLabels.slice(),

@@ -34,8 +34,24 @@ def test_a_rolling_update_read_and_driven_from_the_rollout_panel(page: Page, liv
     expect(rollout).to_contain_text("revision 2")
     expect(rollout.locator("tr.new")).to_contain_text("nginx:1.28")
     expect(rollout.locator("tr.old")).to_contain_text("nginx:1.27")
-    expect(rollout).to_contain_text("of 3")  # maxSurge 25% of 10, rounded up (ResolveFenceposts)
-    expect(rollout).to_contain_text("of at most 2")  # maxUnavailable 25% of 10, rounded down
+    # The budget in upstream's terms: the ReplicaSets' spec.replicas against replicas + maxSurge
+    # (25% of 10 rounded up: 3), the available ones against replicas - maxUnavailable (25% of 10
+    # rounded down: 2), each number the one the controller compares.
+    expect(rollout).to_contain_text("of at most 13 = 10 + maxSurge 3")
+    expect(rollout).to_contain_text("at least 8 = 10 \u2212 maxUnavailable 2")
+    expect(rollout).not_to_contain_text("unavailable 5 of at most")
+    # The Deployment's own lane, its ReplicaSets' beneath it: its revisions, its conditions,
+    # its ScalingReplicaSet Events.
+    page.wait_for_function("() => window.CtrlscopeTimeline.drawn().length >= 2")
+    drawn = page.evaluate("() => window.CtrlscopeTimeline.drawn().map(l => l.owner)")
+    assert drawn[0] == "Deployment/web", drawn
+    assert all(o.startswith("ReplicaSet/web-") for o in drawn[1:]), drawn
+    marks = page.evaluate("() => window.CtrlscopeTimeline.marks()")
+    assert ["rev", "2"] in [m[2:4] for m in marks], marks
+    assert any(m[2] == "ev" and m[3] == "ScalingReplicaSet" and "web-77768f5b79" in m[4] for m in marks), marks
+    assert any(m[2] == "cond" and m[3] == "Progressing=True" and m[4].startswith("ReplicaSetUpdated") for m in marks)
+    assert "revision 2" in page.evaluate("() => window.CtrlscopeTimeline.ownAt('Deployment/web', 32)")
+    assert "revision 1" in page.evaluate("() => window.CtrlscopeTimeline.ownAt('Deployment/web', 20)")
     expect(rollout).to_contain_text("Progressing=True")
     expect(rollout.locator(".deadline")).to_contain_text("deadline in")
     expect(rollout.locator("svg.spark").first).to_be_visible()
@@ -43,7 +59,6 @@ def test_a_rolling_update_read_and_driven_from_the_rollout_panel(page: Page, liv
     expect(page.locator("#owners article[data-owner='ReplicaSet/web-77768f5b79']")).to_have_attribute(
         "data-parent", "Deployment/web"
     )
-    page.wait_for_function("() => window.CtrlscopeTimeline.drawn().length >= 1")
 
     # The inspector tells the Deployment's sync in the Deployment controller's stages (not the
     # ReplicaSet controller's, whose version name is the same).
@@ -116,4 +131,73 @@ def test_a_rollout_breakpoint_pauses_where_the_rollout_completes(page: Page, liv
     page.click("#btn-run")
     expect(page.locator("#st-hit")).to_contain_text("Breakpoint #1 fired")
     expect(page.locator("#st-mode")).to_have_text("paused")
+    stop(page, live_server_url, sim)
+
+
+def test_a_stuck_rollout_reads_true_states_faults_and_lanes(page: Page, live_server_url: str, errors):  # noqa: F811
+    """lesson-rollout-stuck-image-pull: the new pods read ErrImagePull / ImagePullBackOff (not
+    Scheduled) in the legend, the faults panel lists config.imageFaults and removes one, the
+    Deployment's lane shows Progressing turning False, and a search finds the Deployment and
+    focuses its lanes."""
+    page.goto(f"{live_server_url}/?token={TOKEN}")
+    page.select_option("#start-form select[name=scenario]", "lesson-rollout-stuck-image-pull")
+    page.set_checked("#start-form input[name=run]", False)
+    page.click("#start-form button[type=submit]")
+    page.wait_for_url(re.compile(r".*/sim/[a-z0-9-]+/$"))
+    sim = page.url.rstrip("/").split("/")[-1]
+    run_to(page, 70)
+    legend = page.locator("#pods-legend")
+    pulls = page.evaluate(
+        "() => Object.values(window.CtrlscopePods.states())"
+        ".filter(s => s === 'ErrImagePull' || s === 'ImagePullBackOff').length"
+    )
+    assert pulls == 2, page.evaluate("() => window.CtrlscopePods.states()")
+    # Each state some pod is in has its entry (and colour) in the legend, the image-pull ones too.
+    for state in set(page.evaluate("() => Object.values(window.CtrlscopePods.states())")):
+        expect(legend.locator(f"[data-state={state}]")).to_be_visible()
+    expect(legend.locator("[data-state=Running]")).to_contain_text("Running, not ready")
+    assert page.evaluate("() => Object.values(window.CtrlscopePods.states()).includes('Scheduled')") is False
+
+    faults = page.locator("#faults")
+    expect(faults).to_contain_text("image fault: nginx:9.9 → ErrImagePull")
+
+    # Search finds the Deployment; taking it focuses its lane and its ReplicaSets'.
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("/")
+    page.keyboard.type("web")
+    page.locator("#search-results button[data-kind=owner]", has_text="Deployment/web").click()
+    expect(page.locator("#rollout")).to_contain_text("Rollout default/web")
+    page.wait_for_function("() => window.CtrlscopeTimeline.drawn().length >= 3")
+    assert page.evaluate("() => window.CtrlscopeTimeline.drawn()[0].owner") == "Deployment/web"
+    marks = page.evaluate("() => window.CtrlscopeTimeline.marks()")
+    assert any(m[3] == "Progressing=False" and m[4].startswith("ProgressDeadlineExceeded") for m in marks), marks
+    assert "Progressing=False (ProgressDeadlineExceeded)" in page.evaluate(
+        "() => window.CtrlscopeTimeline.ownAt('Deployment/web', 70)"
+    )
+    box = page.locator("#timeline-scroll").bounding_box()
+    assert box["height"] >= 140, box  # the rollout panel leaves the timeline a usable height
+    shot(page, "dashboard-rollout-stuck")
+    # At 1280 x 800 too: the Deployment's lane and a ReplicaSet's stay in view.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.wait_for_function("() => document.getElementById('timeline-scroll').getBoundingClientRect().height >= 120")
+    page.wait_for_function("() => window.CtrlscopeTimeline.drawn().length >= 2")
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    # A mark on the Deployment's lane links to its record: the revision 2 line goes to that moment
+    # and opens its why?.
+    page.wait_for_function("() => window.CtrlscopeTimeline.markBoxes().some(b => b.kind === 'rev' && b.label === '2')")
+    boxes = page.evaluate("() => window.CtrlscopeTimeline.markBoxes()")
+    rev = next(b for b in boxes if b["label"] == "2" and b["kind"] == "rev")
+    page.locator("#timeline-canvas").click(position={"x": (rev["x0"] + rev["x1"]) / 2, "y": rev["top"] + 30})
+    expect(page.locator("#why-panel")).to_be_visible()
+    expect(page.locator("#past-banner")).to_be_visible()
+    page.keyboard.press("Escape")
+    page.evaluate("() => document.activeElement.blur()")
+    page.keyboard.press("End")
+    expect(page.locator("#past-banner")).to_be_hidden()
+
+    # Removing the image fault (the mapping without it): the next pull succeeds.
+    faults.locator("li:has-text('image fault') button:text-is('remove')").click()
+    expect(faults).not_to_contain_text("image fault: nginx:9.9")
+    run_to(page, 140)
+    expect(page.locator("#rollout")).to_contain_text("NewReplicaSetAvailable")
     stop(page, live_server_url, sim)

@@ -305,3 +305,22 @@ def test_kubelets_report_the_version_the_api_server_reports():
     info = server.get("nodes", None, "node-1")["status"]["nodeInfo"]
     assert info["kubeletVersion"] == info["kubeProxyVersion"] == VERSION_INFO["gitVersion"] == "v1.32.0-ctrlscope"
     assert (VERSION_INFO["major"], VERSION_INFO["minor"]) == ("1", "32")  # what /version serves
+
+
+def test_display_state_names_an_image_that_cannot_be_pulled():
+    """A pod waiting for an image it cannot pull reads as kubectl's STATUS column says it, not
+    "Scheduled"; ContainerCreating stays Scheduled."""
+
+    def waiting(reason):
+        return {
+            "metadata": {"name": "p"},
+            "spec": {"nodeName": "n"},
+            "status": {
+                "phase": "Pending",
+                "containerStatuses": [{"name": "c", "state": {"waiting": {"reason": reason}}}],
+            },
+        }
+
+    assert pod_display_state(waiting("ErrImagePull"), "Scheduled") == "ErrImagePull"
+    assert pod_display_state(waiting("ImagePullBackOff"), "ErrImagePull") == "ImagePullBackOff"
+    assert pod_display_state(waiting("ContainerCreating"), "Pending") == "Scheduled"

@@ -145,3 +145,66 @@ def test_a_frame_with_only_a_new_status_waits_a_fifth_of_a_second_and_is_owed(mo
     assert h.frames.frame() is None
     clock[0] += 0.2
     assert json.loads(h.frames.frame())["status"]["t"] == h.sim.now
+
+
+def test_a_deployment_s_own_marks_reach_its_lane_in_frames_states_and_catch_ups():
+    """An owner of owners' marks (its revision changes, its conditions flipping, its Events) are
+    read from its writes and Events, in time order, each once: a frame at a time, merged in a
+    catch-up, whole in a state."""
+    h = hosted("deployment-rolling-update")
+    h.viewers.add("viewer")
+    run_until(h, 20.0)
+    frames_until_quiet(h)
+    since = h.frames.seq
+    run_until(h, 45.0)
+    skipped = frames_until_quiet(h)
+    owners = json.loads(h.frames.state())["canvas"]["owners"]
+    one_by_one = [m for f in skipped for m in (f.get("canvas") or {}).get("marks", [])]
+    merged = json.loads(h.frames.catchup(since))
+    assert merged["canvas"]["marks"] == one_by_one
+    marks = json.loads(h.frames.state())["canvas"]["marks"]
+    assert marks[-len(one_by_one) :] == one_by_one and len(marks) > len(one_by_one)
+    assert [m[0] for m in marks] == sorted(m[0] for m in marks)
+    assert {owners[m[1]] for m in marks} == {"Deployment/web"}
+    said = [(m[2], m[3]) for m in marks]
+    assert said.index(("rev", "1")) < said.index(("rev", "2"))
+    assert said.count(("rev", "2")) == 1  # a change, not every write
+    rev2 = next(m for m in marks if m[2:4] == ["rev", "2"])
+    assert 30.0 <= rev2[0] < 31.0 and rev2[4] == "revision 1 → 2"
+    progressing = [m[4].split(":")[0] for m in marks if m[3] == "Progressing=True"]
+    assert progressing[-3:] == ["NewReplicaSetCreated", "ReplicaSetUpdated", "NewReplicaSetAvailable"]
+    scaled = [m[4] for m in marks if m[2:4] == ["ev", "ScalingReplicaSet"]]
+    assert "Scaled up replica set web-77768f5b79 from 0 to 3" in scaled
+    assert scaled[-1] == "Scaled down replica set web-766486c5b6 from 1 to 0"
+
+
+def test_the_rollout_budget_is_the_numbers_the_controller_compares():
+    """views.rollout: the ReplicaSets' spec.replicas against replicas + maxSurge (upstream's
+    GetReplicaCountForReplicaSets), their availableReplicas against replicas - maxUnavailable,
+    and the pods their status.replicas count beside them."""
+    from controlplane.simulation import views
+
+    h = hosted("deployment-rolling-update")
+    run_until(h, 33.0)
+    r = views.rollout(h, "deployment", "default/web")
+    sets = r["replica_sets"]
+    assert (r["desired"], r["max_surge"], r["max_unavailable"]) == (10, 3, 2)
+    assert r["total"] == sum(s["desired"] for s in sets) and r["allowed"] == 13
+    assert r["pods"] == sum(s["replicas"] for s in sets)
+    assert r["available"] == sum(s["available"] for s in sets) and r["min_available"] == 8
+    assert r["at_max"] == (r["total"] >= 13) and r["at_min"] == (r["available"] <= 8)
+    run_until(h, 60.0)
+    done = views.rollout(h, "deployment", "default/web")
+    assert (done["total"], done["available"], done["at_max"], done["at_min"]) == (10, 10, False, False)
+
+
+def test_the_faults_in_force_list_each_image_fault_with_the_mapping_without_it():
+    from controlplane.simulation import views
+
+    h = hosted("lesson-rollout-stuck-image-pull", imageFaults={"nginx:9.9": "ErrImagePull", "busybox:*": "NeverReady"})
+    faults = views.faults(h)
+    assert faults["image_faults"] == [
+        {"pattern": "nginx:9.9", "fault": "ErrImagePull", "without": {"busybox:*": "NeverReady"}},
+        {"pattern": "busybox:*", "fault": "NeverReady", "without": {"nginx:9.9": "ErrImagePull"}},
+    ]
+    assert faults["image_fault_map"] == {"nginx:9.9": "ErrImagePull", "busybox:*": "NeverReady"}
