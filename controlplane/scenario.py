@@ -638,7 +638,24 @@ ACTION_VERBS = (
 )
 
 
-def parse_scenario(data: Any) -> Scenario:
+@dataclass(frozen=True)
+class OperatorSource:
+    """Where a scenario's `operators[].module` may be read from: anywhere (a file its user runs:
+    a path relative to the directory the run starts in), only under `root` (a server's operator
+    directory: a path relative to it, never outside it), or nowhere (`allowed` False: a server
+    that runs no user code). An operator's module is code the world imports and runs."""
+
+    root: Path | None = None
+    allowed: bool = True
+
+
+ANYWHERE = OperatorSource()
+NOWHERE = OperatorSource(allowed=False)
+
+
+def parse_scenario(data: Any, operators: OperatorSource = ANYWHERE) -> Scenario:
+    """The scenario of a parsed file (ScenarioError naming what is wrong); its operators'
+    modules read from where `operators` allows."""
     if data is None:
         data = {}
     value = _mapping(data, "")
@@ -664,7 +681,7 @@ def parse_scenario(data: Any) -> Scenario:
         raise _fail("actions", f"more than {limits.MAX_ACTIONS} actions")
     scenario.actions = [check_action(a, f"actions[{i}]") for i, a in enumerate(actions)]
     if OPERATOR.scenario_key in value:
-        scenario.operators = check_operators(value[OPERATOR.scenario_key], OPERATOR.scenario_key)
+        scenario.operators = check_operators(value[OPERATOR.scenario_key], OPERATOR.scenario_key, operators)
     if "until" in value:
         # 0 is a run of the starting objects and the actions at t=0 only (a session exported
         # before its clock moved).
@@ -694,13 +711,21 @@ _OPERATOR_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-def check_operators(raw: Any, path: str) -> list[dict[str, Any]]:
+def check_operators(raw: Any, path: str, source: OperatorSource = ANYWHERE) -> list[dict[str, Any]]:
     """`operators: [{module, namespaces?, userAgent?, settings?}]` (docs/operators.md): each
     `module` a path to an existing .py file (relative to the directory the run starts in), each
     namespace a DNS label, `userAgent` a User-Agent of at most `limits.MAX_CLIENT` characters
     (default `kopf/<module name>`; two operators may not share one), `settings` kopf's
     OperatorSettings as `{section: {field: value}}` with scalar or list-of-scalar values (which
-    sections and fields exist is checked when the operator starts, against kopf's own)."""
+    sections and fields exist is checked when the operator starts, against kopf's own). Under a
+    `source` with a root, `module` is relative to that root and stored resolved; a `source` that
+    allows none refuses the key before any path is looked at."""
+    if not source.allowed:
+        raise _fail(
+            path,
+            "this server runs no operator's code: start it with CTRLSCOPE_OPERATOR_DIR=<directory> to run "
+            "the operators whose modules are in that directory (docs/operators.md)",
+        )
     if not isinstance(raw, list):
         raise _fail(path, f"must be a list, not {type_name(raw)}")
     if len(raw) > MAX_OPERATORS:
@@ -715,7 +740,15 @@ def check_operators(raw: Any, path: str) -> list[dict[str, Any]]:
         module = _string(value["module"], f"{where}.module")
         if not module.endswith(".py") or not 3 < len(module) <= 4096:
             raise _fail(f"{where}.module", f"must be the path of a Python file ending in .py (got {module[:200]!r})")
-        if not Path(module).expanduser().is_file():
+        if source.root is not None:
+            root = source.root.resolve()
+            if Path(module).is_absolute() or ".." in Path(module).parts:
+                raise _fail(f"{where}.module", "must be a path relative to the server's operator directory")
+            found = (root / module).resolve()
+            if not found.is_relative_to(root) or not found.is_file():
+                raise _fail(f"{where}.module", f"no such file {module[:200]!r} in the server's operator directory")
+            module = str(found)
+        elif not Path(module).expanduser().is_file():
             raise _fail(
                 f"{where}.module", f"no such file {module[:200]!r} (a path relative to the directory the run starts in)"
             )
@@ -1080,7 +1113,9 @@ def _action_asks(action: dict[str, Any], where: str) -> Asks | None:
     return None
 
 
-def load_scenario(text: str) -> Scenario:
+def load_scenario(text: str, operators: OperatorSource = ANYWHERE) -> Scenario:
+    """The scenario of a YAML text (ScenarioError naming what is wrong); its operators' modules
+    read from where `operators` allows (`parse_scenario`)."""
     try:
         data, duplicates = collect_duplicates(safeyaml.load(text, duplicates=True))
     except safeyaml.YAMLInputError as exc:
@@ -1089,7 +1124,7 @@ def load_scenario(text: str) -> Scenario:
         _refuse_duplicates(data, duplicates)
     if data is None:  # empty, or only comments: surely not what the author meant to run
         raise ScenarioError("the file is empty: a scenario is a YAML mapping (name, config, objects, actions, until)")
-    return parse_scenario(data)
+    return parse_scenario(data, operators)
 
 
 def _refuse_duplicates(data: Any, duplicates: list[dict[str, Any]]) -> None:

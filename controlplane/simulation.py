@@ -79,7 +79,9 @@ from controlplane.runner import run_scenario as run_scenario
 from controlplane.scenario import ACTION_VERBS as ACTION_VERBS
 from controlplane.scenario import CONTROLLER_VERSIONS as CONTROLLER_VERSIONS
 from controlplane.scenario import DEFAULT_CONTROLLER_VERSION as DEFAULT_CONTROLLER_VERSION
+from controlplane.scenario import NOWHERE as NOWHERE
 from controlplane.scenario import SCENARIO_DIR as SCENARIO_DIR
+from controlplane.scenario import OperatorSource as OperatorSource
 from controlplane.scenario import Scenario as Scenario
 from controlplane.scenario import ScenarioError as ScenarioError
 from controlplane.scenario import check_seed as check_seed

@@ -65,6 +65,10 @@ DEBUG = os.environ.get("CTRLSCOPE_DEBUG", "0") == "1"
 # The simulation started with the server, running at 1x: a library id or a scenario file (set by
 # whoever runs the server; "" starts none). Pages never take a path from a request.
 CTRLSCOPE_START = os.environ.get("CTRLSCOPE_START", "demo")
+# The directory whose kopf modules an uploaded scenario's `operators:` may run (docs/operators.md):
+# set by whoever runs the server, since an operator is code the server imports and runs. Unset,
+# an uploaded scenario with operators is refused (CTRLSCOPE_START is the server's own: it may).
+CTRLSCOPE_OPERATOR_DIR = os.environ.get("CTRLSCOPE_OPERATOR_DIR", "") or None
 ALLOWED_HOSTS = os.environ.get("CTRLSCOPE_ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
 
 INSTALLED_APPS = [

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -26,7 +27,9 @@ from controlplane.simulation import (
     CONTROLLER_REGISTRY,
     CONTROLLER_STAGE_GROUPS,
     CONTROLLER_VERSIONS,
+    NOWHERE,
     SCENARIO_DIR,
+    OperatorSource,
     Replay,
     Scenario,
     ScenarioError,
@@ -61,6 +64,13 @@ def _library(stamp: tuple[Any, ...]) -> list[dict[str, str]]:
     return library()
 
 
+def uploaded_operators() -> OperatorSource:
+    """Where an uploaded scenario's operators may come from: the server's operator directory
+    (CTRLSCOPE_OPERATOR_DIR), or nowhere when it has none."""
+    root = settings.CTRLSCOPE_OPERATOR_DIR
+    return OperatorSource(root=Path(root)) if root else NOWHERE
+
+
 def chosen_scenario(form: dict[str, Any], upload: Any) -> tuple[Scenario | None, str]:
     """The scenario a start form asks for — an uploaded file, or a library scenario by its id
     (never as a path) — and its source ("upload" or the id). What is wrong is appended to
@@ -72,7 +82,7 @@ def chosen_scenario(form: dict[str, Any], upload: Any) -> tuple[Scenario | None,
             form["errors"].append(f"file: larger than {MAX_SCENARIO_BYTES // 1024} KiB")
             return None, source
         try:
-            return load_scenario(upload.read().decode("utf-8")), source
+            return load_scenario(upload.read().decode("utf-8"), uploaded_operators()), source
         except UnicodeDecodeError:
             form["errors"].append("file: not UTF-8 text (a scenario is a YAML file)")
         except ScenarioError as exc:

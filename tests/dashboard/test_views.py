@@ -83,6 +83,13 @@ async def test_start_from_an_uploaded_file(running_host, tmp_path):
         ({"file": ("s.yaml", b"name: [unclosed")}, "file: not valid YAML"),
         ({"file": ("s.yaml", b"until: -1\n")}, "file: until: must be >= 0"),
         ({"file": ("s.yaml", b"objects: [{apiVersion: v1, kind: Pod, metadata: {name: BAD_NAME}}]\n")}, "objects[0]"),
+        # An operator is code the server would import: none without CTRLSCOPE_OPERATOR_DIR, and
+        # refused before its path is even looked at (no probing the server's files).
+        (
+            {"file": ("s.yaml", b"operators: [{module: examples/kopf-operator/operator.py}]\n")},
+            "file: operators: this server runs no operator's code: start it with CTRLSCOPE_OPERATOR_DIR",
+        ),
+        ({"file": ("s.yaml", b"operators: [{module: /no/such.py}]\n")}, "this server runs no operator's code"),
     ],
 )
 async def test_a_bad_start_request_shows_the_problem_and_starts_nothing(running_host, fields, error):
@@ -98,6 +105,65 @@ async def test_a_bad_start_request_shows_the_problem_and_starts_nothing(running_
     assert response.status_code == 400
     assert error in html.unescape(response.content.decode())
     assert set(running_host.sims) == before
+
+
+OPERATOR_WORLD = """name: uploaded-operator
+operators: [{module: MODULE}]
+objects:
+  - apiVersion: apps/v1
+    kind: ReplicaSet
+    metadata: {name: web, namespace: default}
+    spec:
+      replicas: 2
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {containers: [{name: app, image: nginx}]}
+until: 30
+"""
+
+
+async def test_an_uploaded_scenario_runs_operators_only_from_the_servers_operator_directory(
+    running_host, tmp_path, settings
+):
+    import pathlib
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    operators = tmp_path / "operators"
+    operators.mkdir()
+    (operators / "labeller.py").write_text((root / "examples/kopf-operator/operator.py").read_text())
+    (tmp_path / "outside.py").write_text("raise SystemExit('imported from outside the directory')\n")
+    settings.CTRLSCOPE_OPERATOR_DIR = str(operators)
+    client = await controlling_client()
+
+    async def start(module):
+        upload = SimpleUploadedFile("s.yaml", OPERATOR_WORLD.replace("MODULE", module).encode())
+        return await client.post("/sim/new", {"file": upload})
+
+    before = set(running_host.sims)
+    for module, error in [
+        ("../outside.py", "operators[0].module: must be a path relative to the server's operator directory"),
+        (str(tmp_path / "outside.py"), "operators[0].module: must be a path relative to the server's operator"),
+        ("missing.py", "operators[0].module: no such file 'missing.py' in the server's operator directory"),
+    ]:
+        response = await start(module)
+        assert response.status_code == 400 and error in html.unescape(response.content.decode()), module
+    assert set(running_host.sims) == before
+    response = await start("labeller.py")
+    assert response.status_code == 302, html.unescape(response.content.decode())
+    sim_id = response["Location"].strip("/").split("/")[1]
+    hosted = running_host.sims[sim_id]
+    assert hosted.sim.scenario.operators == [{"module": str(operators / "labeller.py")}]
+    # The operator runs in the dashboard's world: step it to t=20 and it has labelled the pods.
+    running_host.service.command(sim_id, {"op": "step", "what": "to", "t": 20})
+    for _ in range(600):
+        if hosted.sim.now >= 20:
+            break
+        await asyncio.sleep(0.05)
+    pods = [p for p in hosted.sim.server.objects("pods") if p["metadata"].get("labels", {}).get("app") == "web"]
+    assert len(pods) == 2 and all(p["metadata"]["labels"].get("seen-by") == "kopf" for p in pods), pods
 
 
 async def test_starting_without_the_token_is_refused(running_host):
