@@ -6,7 +6,9 @@ Guarantees
 ----------
 * A stopping point is a trace record of a step's kinds (`STEPS`: a stage step stops at the next
   `sync.start`, `sync.stage` or `sync.end`; a sync step at the next `sync.end`), of one sync only
-  when the step follows it (`Target`: its `sync`, a `(controller, key)`). One `Target.accepts`
+  when the step follows it (`Target`: its `sync`, a `(controller, key)`), of one controller only
+  when the step names it (`Target.controller`: an embedded kopf operator's name steps handler
+  invocation by handler invocation, each a sync). One `Target.accepts`
   decides, for a record written now (a live world stepping) and for an indexed one (a replay).
 * Forward on a world: `step_until` runs it event by event until the first event that writes a
   record the target accepts, and stops right after that event (`Simulation.step_stage`; the live
@@ -53,13 +55,20 @@ class Mark(NamedTuple):
 
 
 class Target(NamedTuple):
-    """Where a forward step stops: the next record of `kinds`, of the sync `sync` only when set."""
+    """Where a forward step stops: the next record of `kinds`, of the sync `sync` only when set,
+    of the controller `controller` only when set (an embedded operator's name: its next handler
+    invocation)."""
 
     kinds: frozenset[str]
     sync: tuple[str, str] | None = None
+    controller: str | None = None
 
     def accepts(self, kind: str, controller: object, key: object) -> bool:
-        return kind in self.kinds and (self.sync is None or (controller, key) == self.sync)
+        return (
+            kind in self.kinds
+            and (self.sync is None or (controller, key) == self.sync)
+            and (self.controller is None or controller == self.controller)
+        )
 
 
 class World(Protocol):
@@ -166,7 +175,7 @@ def previous_stage(marks: Sequence[Mark], at: int) -> int:
 
 
 def previous_sync(marks: Sequence[Mark], at: int) -> int:
-    """"Over" the sync `at` (events) stands in or after: right before its worker took the key
+    """ "Over" the sync `at` (events) stands in or after: right before its worker took the key
     from the queue (the key is queued again), or before its start if that is not known."""
     i = last_mark(marks, at, STAGE_KINDS)
     if i < 0:

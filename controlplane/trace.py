@@ -22,7 +22,10 @@ the few points that start a causal step make their record the current cause (`Tr
   informer.event           the handlers run with it as the current cause: queue.add is caused by it
   queue.get                caused by the queue.add that made the key dirty (or the add_after /
                            add_rate_limited whose timer added it); the worker's step starts here
-  sync.start               caused by the queue.get that handed the key out
+  sync.start               caused by the queue.get that handed the key out (a kopf handler's: by
+                           the step of the operator's loop that ran it, whose cause is the write
+                           whose watch event woke it); the requests the handler's worker task
+                           sends, kopf's patch of its result included, are caused by it
   sync.stage, sync.end     caused by their sync.start
   sync.request             caused by the stage that issued it; its api.request by it
   event                    caused by the step that recorded it (the api.request answered, a sync)
@@ -46,7 +49,9 @@ Kinds (the vocabulary; fields after the colon):
               (op: set, expect_deletions, creation_observed, deletion_observed, raise, lower,
               delete, expired)
   sync.start: controller, key, worker, expectations ({add, del} of the key's record, or None)
-              [, version (the v1.5 ReplicationManager's: "v1.5" or "v1.5-late")]
+              [, version (the v1.5 ReplicationManager's: "v1.5" or "v1.5-late"; "kopf" for an
+              embedded operator's handler invocation, whose controller is the operator's name, worker
+              and expectations None, with handler (kopf's id) and retry)]
   sync.stage: controller, key, worker, stage (consistency, get, expectations, selector, list,
               claim, manage, batch, delete, status, requeue; the v1.5 ReplicationManager's:
               podStoreSynced, get, expectations, list, classify, adopt, release, manage, create,
@@ -60,6 +65,10 @@ Kinds (the vocabulary; fields after the colon):
   sync.end: controller, key, worker, start, error, expectations (after), consistency (ready,
               stale, off, or None), requeue ({decision: rateLimited | after, delay | none |
               immediate (v1.5: re-added while the pod store has not synced)})
+              [, a kopf handler's: handler, retry, outcome (success, temporary, permanent, error),
+              delay (a TemporaryError's), traceback (an unexpected exception's); its error is
+              "<outcome>: <exception>" and requeue kopf's decision (after the delay, none, or
+              rateLimited: kopf's backoff)]
   sync.requeue: controller, key, worker, decision (rateLimited), delay, requeues (the worker
               requeued a failed sync's key with the rate limiter; decision dropped, delay None:
               the Deployment controller's handleErr gave the key up after maxRetries requeues)

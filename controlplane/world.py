@@ -35,6 +35,7 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import PurePath
 from typing import Any, NamedTuple
 
 from controlplane.apiserver import ApiError, APIServer, Client, Request, decode
@@ -815,6 +816,12 @@ class Simulation:
         Raises ApiError as kube-apiserver answers (404 for an unknown pod, 400 for the rest)."""
         pod = self.server.read(Request("kubectl", "get", "pods", None, namespace, name))
         return container_log(pod, container, previous, self.now)
+
+    @property
+    def operator_names(self) -> list[str]:
+        """The names of the world's embedded kopf operators (each its module's file name without
+        `.py`), in the scenario's order; their handler invocations are syncs of that name."""
+        return [PurePath(str(spec["module"])).stem for spec in self.scenario.operators or ()]
 
     # -- time -------------------------------------------------------------------------------
     @property

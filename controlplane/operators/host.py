@@ -37,6 +37,7 @@ import itertools
 import logging
 import pathlib
 import sys
+import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,6 +78,7 @@ class Operator:
     ended: str | None = None  # why the root task ended before the world did
     restarts: int = 0  # `controllerFault {operator, fault: restart}`s so far
     stopping: bool = False  # its loop is being ended (the world's end, or a crash)
+    kopf_settings: Any = None  # kopf's OperatorSettings it runs with (its startup handlers' changes too)
 
 
 def operator_name(spec: Obj) -> str:
@@ -154,6 +156,7 @@ class OperatorHost(Unpicklable):
         op.door = Door(self.kernel, self._client(op.user_agent), watch_latency=self.watch_latency)
         path = f"ctrlscope-apiserver-{op.index}"
         loop.doors[path] = op.door
+        loop.set_task_factory(op.door.task_factory)
         op.shims = StepShims(loop, f"ctrlscope-operator:{self.seed}:{op.index}")
         loop.step_hooks.append(op.shims)
         ProcessShims.acquire((op.module,))
@@ -168,11 +171,12 @@ class OperatorHost(Unpicklable):
 
         kopf.on.login(registry=registry, id="ctrlscope-login")(login)
         if self.trace is not None:
-            _trace_handlers(registry, op.name, self.trace, kopf, self.kernel)
+            _trace_handlers(registry, op.name, self.trace, kopf, self.kernel, op.door)
         settings = kopf.OperatorSettings()
         settings.scanning.disabled = True
         settings.process.ultimate_exiting_timeout = None
         _apply_settings(settings, op.settings, f"{where}.settings")
+        op.kopf_settings = settings
         op.stop_flag = loop.create_future()
         coroutine = kopf.operator(
             registry=registry,
@@ -315,69 +319,169 @@ class OperatorHost(Unpicklable):
                 task.exception()  # retrieved: no "exception was never retrieved" at collection
         loop.close()
 
+    def state(self) -> list[Obj]:
+        """Each operator as the debugger's operator panel shows it: name, userAgent, namespaces
+        (empty: cluster-wide), restarts, ended (why its root task ended early, or None) and
+        where kopf keeps its per-object progress: `progressPrefix`, the annotation prefix of an
+        `AnnotationsProgressStorage` (None when its progress is kept elsewhere: status, or a
+        storage of the module's own)."""
+        out = []
+        for op in self.operators:
+            storage = getattr(getattr(op.kopf_settings, "persistence", None), "progress_storage", None)
+            prefix = _annotation_prefix(storage)
+            out.append(
+                {
+                    "name": op.name,
+                    "userAgent": op.user_agent,
+                    "namespaces": list(op.namespaces),
+                    "restarts": op.restarts,
+                    "ended": op.ended,
+                    "progressPrefix": prefix,
+                }
+            )
+        return out
+
     @property
     def errors(self) -> list[Obj]:
         """What asyncio reported inside the operators' loops (their exception handler)."""
         return [{"operator": op.name, **e} for op in self.operators if op.loop is not None for e in op.loop.errors]
 
 
-def _trace_handlers(registry: Any, operator: str, trace: Any, kopf: Any, clock: Any) -> None:
+def _annotation_prefix(storage: Any) -> str | None:
+    """The annotation prefix of kopf's progress storage `storage` (an
+    `AnnotationsProgressStorage`, or a `SmartProgressStorage`'s annotations half), else None."""
+    import kopf
+
+    if isinstance(storage, kopf.MultiProgressStorage):
+        for inner in storage.storages:
+            prefix = _annotation_prefix(inner)
+            if prefix is not None:
+                return prefix
+        return None
+    if isinstance(storage, kopf.AnnotationsProgressStorage):
+        prefix = storage.prefix
+        return str(prefix) if prefix else None
+    return None
+
+
+def _trace_handlers(registry: Any, operator: str, trace: Any, kopf: Any, clock: Any, door: Door) -> None:
     """Each resource handler of `registry` (on.create/update/delete/resume/field, on.event,
-    timers; not daemons, which live until the end) wrapped so that every invocation ends with an
-    `operator.handler` trace record: operator, key (namespace/name), handler (kopf's id), retry,
-    started (virtual time it began), outcome (success, temporary, permanent, error), delay (a
-    TemporaryError's), error (the exception's type and first line)."""
+    timers; not daemons, which live until the end) wrapped so that every invocation is a sync
+    for the debugger: `sync.start` when it begins (controller: the operator's name, key
+    namespace/name, worker None, expectations None, version "kopf", handler: kopf's id, retry),
+    `sync.end` when it ends (caused by the start; error: None on success, else the outcome's
+    words; requeue: kopf's decision; and handler, retry, outcome, delay, traceback), then the
+    `operator.handler` record: operator, key, handler, retry, started (virtual time it began),
+    outcome (success, temporary, permanent, error), delay (a TemporaryError's), error (the
+    exception's type and first line). The requests its worker task sends from its start on
+    (the handler's own, and kopf's patch of its result) are caused by its `sync.start`
+    (`Door.handler_causes`)."""
     for sub in (registry._changing, registry._watching, registry._spawning):
         handlers = sub._handlers
         for i, handler in enumerate(handlers):
             if isinstance(handler, kopf._core.intents.handlers.DaemonHandler):
                 continue
             handlers[i] = dataclasses.replace(
-                handler, fn=_traced(handler.fn, str(handler.id), operator, trace, kopf, clock)
+                handler, fn=_traced(handler.fn, str(handler.id), operator, trace, kopf, clock, door)
             )
 
 
+MAX_TRACEBACK = 4000  # characters of a failed handler's traceback kept in its sync.end
+
+
 def _traced(
-    fn: Callable[..., Any], handler_id: str, operator: str, trace: Any, kopf: Any, clock: Any
+    fn: Callable[..., Any], handler_id: str, operator: str, trace: Any, kopf: Any, clock: Any, door: Door
 ) -> Callable[..., Any]:
-    def record(kwargs: dict[str, Any], started: float, exc: BaseException | None) -> None:
+    def key_of(kwargs: dict[str, Any]) -> str:
+        namespace, name = kwargs.get("namespace"), kwargs.get("name")
+        return f"{namespace}/{name}" if namespace else str(name)
+
+    def begin(kwargs: dict[str, Any]) -> int | None:
+        if not trace.enabled:
+            return None
+        seq: int | None = trace.emit(
+            "sync.start",
+            controller=operator,
+            key=key_of(kwargs),
+            worker=None,
+            expectations=None,
+            version="kopf",
+            handler=handler_id,
+            retry=int(kwargs.get("retry") or 0),
+        )
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            task = None
+        if task is not None and seq is not None:
+            door.handler_causes[task] = seq
+        return seq
+
+    def record(kwargs: dict[str, Any], started: float, start_seq: int | None, exc: BaseException | None) -> None:
         if not trace.enabled:
             return
-        namespace, name = kwargs.get("namespace"), kwargs.get("name")
-        fields: dict[str, Any] = {
-            "operator": operator,
-            "key": f"{namespace}/{name}" if namespace else str(name),
-            "handler": handler_id,
-            "retry": int(kwargs.get("retry") or 0),
-            "started": started,
-            "outcome": "success",
-            "delay": None,
-            "error": None,
-        }
+        key = key_of(kwargs)
+        retry = int(kwargs.get("retry") or 0)
+        outcome, delay, error, tb = "success", None, None, None
+        requeue: dict[str, Any] | None = None
         if isinstance(exc, kopf.TemporaryError):
-            fields.update(outcome="temporary", delay=exc.delay)
+            outcome, delay = "temporary", exc.delay
+            requeue = {"decision": "after", "delay": float(delay)} if delay is not None else None
         elif isinstance(exc, kopf.PermanentError):
-            fields["outcome"] = "permanent"
+            outcome = "permanent"
+            requeue = {"decision": "none"}
         elif exc is not None:
-            fields["outcome"] = "error"
+            outcome = "error"
+            requeue = {"decision": "rateLimited"}
         if exc is not None:
             text = str(exc).splitlines()[0] if str(exc) else ""
-            fields["error"] = f"{type(exc).__name__}: {text[:300]}".rstrip(": ")
-        trace.emit("operator.handler", **fields)
+            error = f"{type(exc).__name__}: {text[:300]}".rstrip(": ")
+            if outcome == "error":
+                tb = "".join(traceback.format_exception(exc))[-MAX_TRACEBACK:]
+        if start_seq is not None:
+            trace.emit(
+                "sync.end",
+                start_seq,
+                controller=operator,
+                key=key,
+                worker=None,
+                start=started,
+                error=None if exc is None else f"{outcome}: {error}",
+                expectations=None,
+                consistency=None,
+                requeue=requeue,
+                handler=handler_id,
+                retry=retry,
+                outcome=outcome,
+                delay=delay,
+                traceback=tb,
+            )
+        trace.emit(
+            "operator.handler",
+            operator=operator,
+            key=key,
+            handler=handler_id,
+            retry=retry,
+            started=started,
+            outcome=outcome,
+            delay=delay,
+            error=error,
+        )
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def traced_async(*args: Any, **kwargs: Any) -> Any:
             started = clock.now
+            start_seq = begin(kwargs)
             try:
                 result = await fn(*args, **kwargs)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:
-                record(kwargs, started, exc)
+                record(kwargs, started, start_seq, exc)
                 raise
-            record(kwargs, started, None)
+            record(kwargs, started, start_seq, None)
             return result
 
         return traced_async
@@ -385,12 +489,13 @@ def _traced(
     @functools.wraps(fn)
     def traced(*args: Any, **kwargs: Any) -> Any:
         started = clock.now
+        start_seq = begin(kwargs)
         try:
             result = fn(*args, **kwargs)
         except BaseException as exc:
-            record(kwargs, started, exc)
+            record(kwargs, started, start_seq, exc)
             raise
-        record(kwargs, started, None)
+        record(kwargs, started, start_seq, None)
         return result
 
     return traced

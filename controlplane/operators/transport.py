@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
@@ -307,6 +308,9 @@ class WatchStream(Unpicklable):
         self.watch.stop()
 
 
+MAX_TASK_ANCESTRY = 8  # tasks walked up from a request's to find the handler that caused it
+
+
 class Door(Unpicklable):
     """The simulated API server as one operator's HTTP endpoint (module docstring)."""
 
@@ -318,6 +322,12 @@ class Door(Unpicklable):
         self.connections: set[Connection] = set()
         self.streams: set[WatchStream] = set()
         self.open = True
+        # The operator's worker task -> the seq of the `sync.start` of the handler it ran last
+        # (host.py): the requests that task sends are caused by it.
+        self.handler_causes: weakref.WeakKeyDictionary[asyncio.Task[Any], int] = weakref.WeakKeyDictionary()
+        # Each task of the operator's loop -> the task that created it (`task_factory`): kopf
+        # sends a handler's patch from a task its worker started.
+        self.task_parents: weakref.WeakKeyDictionary[asyncio.Task[Any], asyncio.Task[Any]] = weakref.WeakKeyDictionary()
         # `watchFault {client} pause` in force on this operator's watches, by resource (or "*"):
         # watches it opens meanwhile start paused.
         self.paused: set[str] = set()
@@ -465,10 +475,44 @@ class Door(Unpicklable):
             )
         return api_http.decode(api_http.limited(raw), yaml_ok=yaml_ok and "yaml" in media, duplicates=duplicates)
 
+    def task_factory(self, loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        """The operator's loop's task factory: a task as asyncio makes it, its creator noted."""
+        task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
+        try:
+            parent = asyncio.current_task(loop)
+        except RuntimeError:
+            parent = None
+        if parent is not None:
+            self.task_parents[task] = parent
+        return task
+
+    def handler_cause(self) -> int | None:
+        """The `sync.start` seq of the handler the current task, or the nearest task that
+        created it (at most MAX_TASK_ANCESTRY up), ran last; None outside any."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:
+            return None
+        for _ in range(MAX_TASK_ANCESTRY):
+            if task is None:
+                return None
+            cause = self.handler_causes.get(task)
+            if cause is not None:
+                return cause
+            task = self.task_parents.get(task)
+        return None
+
     def send(self, conn: Connection, req: Request) -> None:
         """The request through the operator's Client (latency, QPS, causes): its answer, or
         its Status, goes back to the connection when it arrives."""
-        self.kernel.spawn(self._call(conn, req), name=f"{self.client.user_agent} {req.verb} {req.resource}")
+        cause = self.handler_cause()
+        outer = self.kernel.cause
+        if cause is not None:
+            self.kernel.cause = cause  # the spawned call (its api.request) is caused by the handler
+        try:
+            self.kernel.spawn(self._call(conn, req), name=f"{self.client.user_agent} {req.verb} {req.resource}")
+        finally:
+            self.kernel.cause = outer
 
     async def _call(self, conn: Connection, req: Request) -> None:
         try:

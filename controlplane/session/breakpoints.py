@@ -17,6 +17,13 @@ Kinds (each may name a `controller`; where it is omitted any controller matches)
                                       stages of a controller version (the registry's stage groups:
                                       the ReplicaSet's, the v1.5 ReplicationManager's, the
                                       Deployment's)
+An embedded kopf operator's (`operators:`; its handler invocations are syncs whose controller is
+the operator's name):
+  handler {operator?, handler?, outcome?, key?}
+                                      a handler invocation ends (its sync.end): of that operator
+                                      (its module's name), that handler id (kopf's), with that
+                                      outcome (success, temporary, permanent, error), on that
+                                      object ("namespace/name"); at least one of them
 The Deployment controller's (each may name the Deployment's `key`, "namespace/name"; a
 `controller` other than deployment is refused):
   newReplicaSet {key?}                a sync created a new ReplicaSet (getNewReplicaSet: the create
@@ -53,7 +60,9 @@ KINDS = (
     "newReplicaSet",
     "rolloutComplete",
     "progressDeadlineExceeded",
+    "handler",
 )
+HANDLER_OUTCOMES = ("success", "temporary", "permanent", "error")  # a kopf handler's (operator.handler)
 # The kinds about Deployments: the sync.stage record that fires each (stage, field, value). The
 # controller that writes them is the registry's one whose children are other controllers' objects
 # (the Deployment controller owns ReplicaSets), not a literal.
@@ -136,6 +145,12 @@ class Breakpoint:
             return f"{s.get('resource') or 'any'} informer more than {s['above']} changes behind"
         if self.kind == "stage":
             return f"{who}sync of {s.get('key') or 'any key'} reaches stage {s['stage']}"
+        if self.kind == "handler":
+            who = f"operator {s['operator']}'s " if s.get("operator") else "an operator's "
+            what = f"handler {s['handler']}" if s.get("handler") else "handler"
+            on = f" on {s['key']}" if s.get("key") else ""
+            ends = f"ends with outcome {s['outcome']}" if s.get("outcome") else "ends"
+            return f"{who}{what}{on} {ends}"
         deployment = f"Deployment {s['key']}" if s.get("key") else "any Deployment"
         if self.kind == "newReplicaSet":
             return f"{deployment}: a new ReplicaSet is created"
@@ -195,6 +210,20 @@ def parse(spec: Any, next_id: int) -> Breakpoint:
         key = _text(spec, "key", required=False)
         if key is not None:
             clean["key"] = key
+    elif kind == "handler":
+        if controller is not None:
+            raise BreakpointError("controller: a handler breakpoint names its operator, not a controller")
+        for name in ("operator", "handler", "key"):
+            value = _text(spec, name, required=False)
+            if value is not None:
+                clean[name] = value
+        outcome = spec.get("outcome")
+        if outcome not in (None, "", *HANDLER_OUTCOMES):
+            raise BreakpointError(f"outcome: must be {_either(HANDLER_OUTCOMES)}")
+        if outcome:
+            clean["outcome"] = outcome
+        if not clean:
+            raise BreakpointError("a handler breakpoint names an operator, a handler, an outcome or a key")
     elif kind == "stage":
         stage = spec.get("stage")
         names = REGISTRY.stage_names()
@@ -310,6 +339,21 @@ def _match(bp: Breakpoint, record: Obj) -> str | None:
         if kind == "queue.get" and record["key"] == s["key"]:
             worker = record.get("worker")
             return f"worker {worker} took {record['key']} from the {record['queue']} queue"
+    elif bp.kind == "handler":
+        if (
+            kind == "sync.end"
+            and "outcome" in record
+            and s.get("operator") in (None, record["controller"])
+            and s.get("handler") in (None, record["handler"])
+            and s.get("outcome") in (None, record["outcome"])
+            and s.get("key") in (None, record["key"])
+        ):
+            delay = f" (retry in {vtime(record['delay'])})" if record.get("delay") is not None else ""
+            error = f": {record['error']}" if record.get("error") else ""
+            return (
+                f"operator {record['controller']}'s handler {record['handler']} on {record['key']} "
+                f"(retry {record['retry']}) ended {record['outcome']}{delay}{error}"
+            )
     elif bp.kind == "syncError":
         if kind == "sync.end" and record["error"] is not None and s.get("key") in (None, record["key"]):
             return f"sync of {record['key']} returned: {record['error']}"

@@ -477,20 +477,32 @@ class Session:
             self._after_event()
             return {"ok": True, "t": sim.now}
         # Stepping follows the sync it stopped in last, while that sync runs (like a debugger
-        # stepping one thread); otherwise the next sync of any key.
+        # stepping one thread); otherwise the next sync of any key. A `controller` (a sync step
+        # only) names whose next sync: an embedded operator's name steps to its next handler.
+        only = cmd.get("controller")
+        if only is not None:
+            names = [*sim.controllers, *sim.operator_names]
+            if what != "sync" or only not in names:
+                raise CommandError(f"step: controller names whose next sync: one of {', '.join(names)}")
         current = self.stepping if self.stepping in self.syncing else None
+        if current is not None and only is not None and current[0] != only:
+            current = None
         if (
             what in ("stage", "sync")
             and current is None
             and not self.syncing
+            and only not in sim.operator_names
             and all(c.config.manual_workers for c in sim.controllers.values())
         ):
             raise CommandError("no sync is running and the workers are manual: click “sync next” first")
         if what in STEPS:  # a stage, a sync: the one stepping mechanism's stopping points
             following, fresh = STEP_LABELS[what]
+            label = following.format(key=current[1]) if current else fresh
+            if only is not None and current is None:
+                label = f"end of the next sync of {only}"
             self.goal = Goal(
-                following.format(key=current[1]) if current else fresh,
-                target=Target(STEPS[what], current),
+                label,
+                target=Target(STEPS[what], current, only),
                 until=sim.now + STEP_HORIZON,
                 start_events=start,
                 needs_work=True,
@@ -604,7 +616,17 @@ class Session:
     def _cmd_breakpoint(self, cmd: Obj, viewer: str | None) -> Obj:
         try:
             if cmd.get("do") == "add":
-                bp = self.breakpoints.add(cmd.get("spec"))
+                spec = cmd.get("spec")
+                operators = self.sim.operator_names
+                if (
+                    isinstance(spec, dict)
+                    and spec.get("kind") == "handler"
+                    and spec.get("operator") not in (None, "")
+                    and spec["operator"] not in operators
+                ):
+                    known = ", ".join(operators) if operators else "none: this world runs no operator"
+                    raise CommandError(f"breakpoint: operator: must be one of this world's operators ({known})")
+                bp = self.breakpoints.add(spec)
                 return {"ok": True, "id": bp.id, "description": bp.describe()}
             if cmd.get("do") == "remove":
                 self.breakpoints.remove(cmd.get("id"))

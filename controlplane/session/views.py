@@ -13,6 +13,7 @@ shows before "+N more").
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 from controlplane.apiserver.resources import lookup
@@ -670,4 +671,84 @@ def rollout(session: Session, controller: str, key: str) -> Obj:
         .get("annotations", {})
         .get(RESTARTED_AT_ANNOTATION),
         "restarted_at_key": RESTARTED_AT_ANNOTATION,
+    }
+
+
+# -- embedded kopf operators ---------------------------------------------------------------------
+OPERATOR_RESOURCES = (*REGISTRY.managed_resources(), "nodes", "namespaces")  # where handlings are looked for
+MAX_SCANNED = 20_000  # objects read per operator (a panel, not a census)
+
+
+def operators(session: Session, limit: int = 100) -> Obj:
+    """The world's embedded kopf operators (`operators:`), each with its pending handlings: what
+    kopf has stored about its handlers on each object and not yet finished, read from the store
+    (kopf's per-object progress annotations, `<prefix>/<handler id>`, a JSON record: started,
+    stopped, delayed, retries, success, failure, message). A handling is `delayed` (waits until
+    `delayed` for a retry), `failed` (a permanent failure, kept), `done` (succeeded, not yet
+    purged) or `running`. At most `limit` per operator (`more` counts the rest), in key order."""
+    host = session.sim.operators
+    if host is None:
+        return {"operators": []}
+    out = []
+    for op in host.state():
+        prefix = op["progressPrefix"]
+        pending: list[Obj] = []
+        more = 0
+        scanned = 0
+        if prefix is not None:
+            start = prefix + "/"
+            for resource in OPERATOR_RESOURCES:
+                for obj in session.sim.server.objects(resource):
+                    scanned += 1
+                    if scanned > MAX_SCANNED:
+                        break
+                    meta = obj.get("metadata") or {}
+                    if op["namespaces"] and meta.get("namespace") not in op["namespaces"]:
+                        continue
+                    for key, value in sorted((meta.get("annotations") or {}).items()):
+                        record = _progress(key, value, start)
+                        if record is None:
+                            continue
+                        if len(pending) >= limit:
+                            more += 1
+                            continue
+                        namespace = meta.get("namespace")
+                        pending.append(
+                            {
+                                "resource": resource,
+                                "key": f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name")),
+                                "handler": key[len(start) :],
+                                **record,
+                            }
+                        )
+        out.append({**op, "prefix": prefix, "pending": pending, "more": more, "truncated": scanned > MAX_SCANNED})
+    return {"operators": out}
+
+
+def _progress(key: str, value: Any, start: str) -> Obj | None:
+    """One progress annotation as the panel shows it, or None when `key` is not one."""
+    if not key.startswith(start) or not isinstance(value, str) or not value.startswith("{"):
+        return None
+    try:
+        record = json.loads(value)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or ("retries" not in record and "started" not in record):
+        return None  # the diff base, or some other JSON of the module's own
+    if record.get("failure"):
+        state = "failed"
+    elif record.get("success"):
+        state = "done"
+    elif record.get("delayed"):
+        state = "delayed"
+    else:
+        state = "running"
+    return {
+        "state": state,
+        "retries": int(record.get("retries") or 0),
+        "started": record.get("started"),
+        "stopped": record.get("stopped"),
+        "delayed": record.get("delayed"),
+        "purpose": record.get("purpose"),
+        "message": record.get("message"),
     }
