@@ -360,6 +360,10 @@ def describe(record: Record) -> str:
         return f"{g('key')} will be added to the {g('queue')} queue in {_secs(g('delay'))}"
     if kind == "queue.add_rate_limited":
         return f"{g('key')} requeued rate-limited in {_secs(g('delay'))} (requeue {g('requeues')})"
+    if kind == "sync.start" and g("handler") is not None:
+        return f"operator {g('controller')}'s handler {g('handler')} on {g('key')} started (retry {g('retry')})"
+    if kind == "sync.end" and g("handler") is not None:
+        return f"operator {g('controller')}'s handler {g('handler')} on {g('key')} ended: " + (g("error") or "success")
     if kind == "sync.start":
         return f"sync #{record['seq']} of {g('key')} started{by}"
     if kind == "sync.stage":

@@ -120,6 +120,12 @@ def record_line(record: Obj) -> str:
         return f"{record['controller']} {record['key']}: stage {record['stage']}"
     if kind == "sync.start":
         return f"{record['controller']} worker {record['worker']} starts syncing {record['key']}"
+    if kind == "sync.end" and record.get("handler") is not None:
+        ended = record.get("error") or "success"
+        return (
+            f"operator {record['controller']}'s handler {record['handler']} on {record['key']} "
+            f"(retry {record.get('retry', 0)}) ended: {ended}"
+        )
     if kind == "sync.end":
         error = f" with error: {record['error']}" if record.get("error") else ""
         return f"{record['controller']} finished syncing {record['key']}{error}"

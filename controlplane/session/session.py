@@ -157,7 +157,9 @@ class Session:
 
     # -- what viewers look at -------------------------------------------------------------------
     def focus(self, viewer: str, keys: list[tuple[str, str]]) -> None:
-        valid = {(c, k) for c, k in keys if c in self.sim.controllers and isinstance(k, str) and k.count("/") == 1}
+        # A controller's keys, or an embedded operator's (its handler invocations are its syncs).
+        names = {*self.sim.controllers, *self.sim.operator_names}
+        valid = {(c, k) for c, k in keys if c in names and isinstance(k, str) and k.count("/") == 1}
         if valid:
             self._focus[viewer] = set(list(valid)[:4])
         else:

@@ -65,6 +65,7 @@ CATCHUP_BYTES = 8 * 1024 * 1024  # ... and at most this much of their JSON text
 LOGS_KEPT = 5  # controller.log lines kept per controller (the lookup cache panel shows them)
 STATUS_SAMPLES = 120  # status writes kept per key for the rollout panel's sparklines
 MAX_NARRATED_REQUESTS = 50  # a sync's writes its narration lists (a 500-pod burst counts the rest)
+HANDLER_CALLS_KEPT = 2000  # kopf handler invocations (and unanswered calls) whose calls are still collected
 SYNCS_PER_KEY = 20  # narrated syncs kept per key (the inspector's history)
 STATE_INDEX = {state: i for i, state in enumerate(POD_STATES)}
 CONTROLLER_INDEX = {spec.name: i for i, spec in enumerate(CONTROLLER_REGISTRY)}  # the page's index of each
@@ -130,6 +131,17 @@ class Narration:
     # whose writes are not pods (the Deployment controller's ReplicaSet creates and updates).
     requests: list[Obj] = field(default_factory=list)
     requeue: Obj | None = None  # `sync.end`'s requeue decision
+    # An embedded kopf operator's handler invocation (version "kopf"; controller: the operator):
+    # kopf's handler id, the retry, how it ended (success, temporary, permanent, error), a
+    # TemporaryError's delay, an exception's traceback, and the API calls it caused (the
+    # api.request records whose cause is its sync.start: id, seq, verb, resource, namespace,
+    # name, code once answered).
+    handler: str | None = None
+    retry: int = 0
+    outcome: str | None = None
+    delay: float | None = None
+    traceback: str | None = None
+    calls: list[Obj] = field(default_factory=list)
 
     @property
     def duration(self) -> float | None:
@@ -185,6 +197,10 @@ class FrameBuilder(SessionListener):
         self.running: dict[tuple[str, str], Narration] = {}
         self.latest: Narration | None = None
         self.narration_seq = 0
+        # kopf handler invocations by their sync.start seq, and their calls not yet answered by
+        # request id: an api.request caused by one is one of its calls (newest HANDLER_CALLS_KEPT).
+        self.handler_starts: dict[int, Narration] = {}
+        self.handler_calls: dict[int, tuple[Narration, Obj]] = {}
         self.logs: dict[str, deque[Obj]] = {}  # controller -> its newest controller.log lines
         # -- logs -----------------------------------------------------------------------------
         self.trace_rows: deque[Obj] = deque(maxlen=ROWS_IN_STATE)
@@ -345,7 +361,8 @@ class FrameBuilder(SessionListener):
         controller, key = record["controller"], record["key"]
         ident = (controller, key)
         kind = record["kind"]
-        self.dirty.add(panels.workers_id(controller))
+        if "handler" not in record:  # a kopf handler's sync: its operator has no worker panel
+            self.dirty.add(panels.workers_id(controller))
         if kind == "sync.start":
             self.narration_seq += 1
             narration = Narration(
@@ -356,7 +373,13 @@ class FrameBuilder(SessionListener):
                 record["time"],
                 version=record.get("version") or "v1.36",
                 start_seq=record["seq"],
+                handler=record.get("handler"),
+                retry=int(record.get("retry") or 0),
             )
+            if narration.handler is not None:
+                self.handler_starts[record["seq"]] = narration
+                if len(self.handler_starts) > HANDLER_CALLS_KEPT:
+                    del self.handler_starts[next(iter(self.handler_starts))]
             self.running[ident] = narration
             history = self.narrations.setdefault(ident, deque(maxlen=SYNCS_PER_KEY))
             history.append(narration)
@@ -395,6 +418,10 @@ class FrameBuilder(SessionListener):
             narration.end = record["time"]
             narration.error = record["error"]
             narration.requeue = record.get("requeue")
+            if narration.handler is not None:
+                narration.outcome = record.get("outcome")
+                narration.delay = record.get("delay")
+                narration.traceback = record.get("traceback")
             del self.running[ident]
             key_index = self.key_index.get(f"{controller}:{key}")
             if key_index is None:
@@ -505,7 +532,16 @@ class FrameBuilder(SessionListener):
 
     def _on_api(self, record: Obj) -> None:
         if record["kind"] != "api.response":
+            if self.handler_starts and record["kind"] == "api.request":
+                self._handler_call(record)
             return
+        if self.handler_calls:
+            waiting = self.handler_calls.pop(record["id"], None)
+            if waiting is not None:
+                waiting[1]["code"] = record["code"]
+                self.dirty.add(panels.inspector_id(waiting[0].controller, waiting[0].key))
+                if waiting[0] is self.latest:
+                    self.dirty.add("inspector-latest")
         self._log("api", record)
         request = views.request(self.hosted, record["id"])
         resource = request["resource"] or ""
@@ -524,6 +560,29 @@ class FrameBuilder(SessionListener):
                 self.owner_refresh.add(f"{request['namespace']}/{request['name']}")
         if self.sim.faults.api_rules:
             self.dirty.add("faults")
+
+    def _handler_call(self, record: Obj) -> None:
+        """An api.request caused by a kopf handler invocation: one of its calls."""
+        narration = self.handler_starts.get(record["cause"])
+        if narration is None or len(narration.calls) >= MAX_NARRATED_REQUESTS:
+            return
+        call = {
+            "id": record["id"],
+            "seq": record["seq"],
+            "time": record["time"],
+            "verb": record["verb"],
+            "resource": record["resource"],
+            "namespace": record["namespace"],
+            "name": record["name"],
+            "code": None,
+        }
+        narration.calls.append(call)
+        self.handler_calls[record["id"]] = (narration, call)
+        if len(self.handler_calls) > HANDLER_CALLS_KEPT:
+            del self.handler_calls[next(iter(self.handler_calls))]
+        self.dirty.add(panels.inspector_id(narration.controller, narration.key))
+        if narration is self.latest:
+            self.dirty.add("inspector-latest")
 
     def _on_node(self, record: Obj) -> None:
         if record["kind"] == "node.transition":
@@ -620,6 +679,8 @@ class FrameBuilder(SessionListener):
 
     def _panel_ids(self) -> list[str]:
         ids = list(panels.ALWAYS)
+        if self.sim.operator_names:
+            ids.append("operators")  # a world with embedded kopf operators: their pending handlings
         for controller in views.controller_names(self.hosted):
             ids += [panels.queue_id(controller), panels.workers_id(controller), panels.expectations_id(controller)]
             ids.append(panels.lookupcache_id(controller))

@@ -338,6 +338,15 @@ def breakpoints(hosted: Hosted) -> Obj:
     return {"items": [{**vars(bp), "description": bp.describe()} for bp in hosted.breakpoints.items], "hit": hosted.hit}
 
 
+OPERATOR_HANDLINGS_SHOWN = 50
+
+
+def operators(hosted: Hosted) -> Obj:
+    """The world's embedded kopf operators and their pending handlings (`views.operators`: kopf's
+    progress annotations read from the store)."""
+    return views.operators(hosted, OPERATOR_HANDLINGS_SHOWN)
+
+
 def timers(hosted: Hosted) -> Obj:
     sim = hosted.sim
     upcoming = sim.upcoming(6) if sim.started else []
@@ -449,6 +458,7 @@ _PANELS = {
     "breakpoints": breakpoints,
     "timers": timers,
     "actions": actions,
+    "operators": operators,
 }
 
 

@@ -674,7 +674,15 @@
   function setFocus(controller, key, reveal) {
     state.focus = [controller, key];
     const picker = document.getElementById("focus-key");
-    picker.value = `${controller}|${key}`;
+    const value = `${controller}|${key}`;
+    if (![...picker.options].some((o) => o.value === value)) {
+      // A key no owner lists (an operator's object, from its handler's inspector): pickable too.
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = `${key} (${controller})`;
+      picker.appendChild(option);
+    }
+    picker.value = value;
     if (reveal) {
       state.followLatest = false;
       document.getElementById("follow-latest").checked = false;
@@ -690,6 +698,7 @@
     const picker = document.getElementById("focus-key");
     const keys = [...new Set([...document.querySelectorAll("#owners [data-focus]")].map((e) => e.dataset.focus))];
     const current = picker.value;
+    if (state.focus && current.includes("|") && !keys.includes(current)) keys.push(current); // an operator's key, kept
     picker.innerHTML = keys.map((k) => `<option value="${k}">${k.split("|")[1]} (${k.split("|")[0]})</option>`).join("");
     if (keys.includes(current)) picker.value = current;
     if (!state.focus && keys.length) {

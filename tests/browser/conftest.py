@@ -59,6 +59,8 @@ def live_server_url(tmp_path_factory):
         "CTRLSCOPE_STATE_DIR": str(state),
         "CTRLSCOPE_TLS_PORT": "0",  # plain http only: no second port (http + 443) to collide
         "CTRLSCOPE_TOKEN": TOKEN,
+        # An uploaded scenario's operators come from here (docs/operators.md, "In the dashboard").
+        "CTRLSCOPE_OPERATOR_DIR": str(ROOT / "examples" / "kopf-operator"),
         "DJANGO_SETTINGS_MODULE": "dashboard.settings",
     }
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
