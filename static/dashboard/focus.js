@@ -33,6 +33,7 @@
     const [namespace, name] = key.split("/");
     current = { controller, key, namespace, name, owner: window.CtrlscopePods.ownerLabel(KIND[controller], namespace, name) };
     st.setFocus(controller, key, true); // the inspector and cache vs truth on its key
+    st.showController(controller); // its controller's column: workers, queue, expectations
     send();
     show();
   }

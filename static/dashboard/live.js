@@ -362,6 +362,8 @@
     for (const box of document.querySelectorAll("#controllers > .controller")) box.hidden = box.id !== "controller-" + name;
     for (const b of document.querySelectorAll("#controller-tabs button")) b.setAttribute("aria-selected", String(b.dataset.controller === name));
   }
+  // Focusing an owner shows its controller's workers, queue and expectations (focus.js).
+  expose("showController", (name) => { if (state.controllers.includes(name)) showController(name); });
 
   // The inspector and cache-vs-truth slots show the focused key (or the latest sync).
   function showSlots() {

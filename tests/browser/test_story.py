@@ -91,7 +91,10 @@ def test_a_deployment_created_with_kubectl_rolled_stalled_explained_undone_and_r
 
         # 3 and 4. The Deployment controller's workers to manual, a rolling update with kubectl,
         # and one Deployment sync stepped by hand.
-        page.click("#controller-tabs button[data-controller=deployment]")
+        # (focusing the Deployment showed its controller's column: no tab to click)
+        expect(page.locator("#controller-tabs button[data-controller=deployment]")).to_have_attribute(
+            "aria-selected", "true"
+        )
         page.click("#manual-deployment")
         expect(page.locator("#sync-next-deployment")).to_be_visible()
         assert (
