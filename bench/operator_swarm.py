@@ -11,7 +11,7 @@ Prints one JSON line: seeds, workers, quiet, base, wall_s, seeds_per_minute (see
 cpu_s (the swarm's processes: parent and workers), cpu_s_per_seed, failed (seeds with a
 violation), target_seeds_per_minute (200), and `machine` (bench/_machine.py, with the load
 average at the start and at the end: on a shared machine `cpu_s_per_seed` is the steadier figure;
-2 × 60 / cpu_s_per_seed is the rate both cores would give).
+2 * 60 / cpu_s_per_seed is the rate both cores would give).
 
 Usage: .venv/bin/python bench/operator_swarm.py [--seeds 100] [--workers 2] [--quiet 600]
                                                 [--base examples/kopf-operator/scenario.yaml]
