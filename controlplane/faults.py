@@ -378,6 +378,9 @@ class FaultInjector:
             operators = getattr(self.sim, "operators", None)
             if operators is None or not operators.has(spec["operator"]):
                 return {"error": f"operator {spec['operator']} is not running in this simulation"}
+            if spec["fault"] == "slow":
+                operators.slow(spec["operator"], spec["seconds"])
+                return {"operator": spec["operator"], "slow": spec["seconds"]}
             return {"operator": spec["operator"], "restarts": operators.restart(spec["operator"])}
         controller = self.sim.controllers.get(spec["controller"])
         if controller is None:

@@ -38,6 +38,8 @@ MAX_ACTIONS: Final = 100_000
 MAX_SECONDS: Final = 30 * 24 * 3600.0
 """Virtual seconds: `until`, `--until`, an action's `at`, and every duration (latencies, delays,
 grace periods, resync). 30 days of virtual time is far past any controller timeout."""
+MAX_HANDLER_SLOWNESS: Final = 3600.0
+"""The most `controllerFault {operator, fault: slow, seconds}` charges one handler invocation."""
 MIN_RESYNC_PERIOD: Final = 1.0
 """client-go's minimumResyncPeriod: a non-zero informer resync period is at least one second."""
 MIN_QPS: Final = 0.01

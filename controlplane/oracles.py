@@ -1046,3 +1046,32 @@ def _esr_check(sim: RunningWorld, args: Obj) -> OracleVerdict:
 
 register_oracle("safety")(_SafetyCheck())
 register_oracle("esr")(_esr_check)
+
+
+# -- operators' own oracles ---------------------------------------------------------------------
+
+
+def check_operator_oracles(sim: RunningWorld, report: OracleReport) -> None:
+    """The oracles a world's operators declare in their modules (controlplane.operators.oracle),
+    checked now against the store: each as `<operator>:<oracle name>`, each message it gives a
+    violation; an oracle that raises is a violation of itself, naming the exception."""
+    host = getattr(sim, "operators", None)
+    if host is None:
+        return
+    from controlplane.operators.oracle import messages
+
+    now = sim.now
+    for operator, name, predicate in host.oracles():
+        oracle = f"{operator}:{name}"
+        report.check(oracle)
+        where = f"operator/{operator}"
+        try:
+            kept, total = messages(predicate(host.store(sim.server)))
+        except Exception as exc:
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            report.violate(oracle, where, now, f"the oracle raised {type(exc).__name__}: {text[:300]}".rstrip(": "))
+            continue
+        for message in kept:
+            report.violate(oracle, where, now, message)
+        if total > len(kept):
+            report.violate(oracle, where, now, f"… and {total - len(kept)} more")

@@ -500,14 +500,23 @@ def check_verb(verb: str, body: Any, path: str) -> None:
         if OPERATOR.name in value:
             # An embedded operator (docs/operators.md), named as its module's file without .py:
             # it crashes (its memory and connections gone) and starts again at that instant.
-            _keys(value, path, (OPERATOR.name, "fault"), ())
+            # Or its handlers become slow: each invocation is charged a seeded virtual duration
+            # from 0 to `seconds` (0 lifts it).
+            _keys(value, path, (OPERATOR.name, "fault"), ("seconds",))
             name = _string(value[OPERATOR.name], f"{path}.{OPERATOR.name}")
             if not _OPERATOR_NAME.match(name):
                 raise _fail(f"{path}.{OPERATOR.name}", "must be an operator's name (its module's file without .py)")
+            fault = _string(value["fault"], f"{path}.fault", ("restart", "slow"))
+            if fault == "slow":
+                if "seconds" not in value:
+                    raise _fail(f"{path}.seconds", "is required with fault: slow (the most a handler is slowed by)")
+                _number(value["seconds"], f"{path}.seconds", 0, maximum=limits.MAX_HANDLER_SLOWNESS)
+            elif "seconds" in value:
+                raise _fail(f"{path}.seconds", "only goes with fault: slow")
         else:
             _keys(value, path, ("controller", "fault"), ())
             _string(value["controller"], f"{path}.controller", CONTROLLERS)
-        _string(value["fault"], f"{path}.fault", ("restart",))
+            _string(value["fault"], f"{path}.fault", ("restart",))
     elif verb == "sync":
         _keys(value, path, ("controller",), ("key",))
         _string(value["controller"], f"{path}.controller", CONTROLLERS)

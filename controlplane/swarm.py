@@ -27,6 +27,7 @@ belong to the host (`faultswarm`).
 from __future__ import annotations
 
 import copy
+import pathlib
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,15 @@ from controlplane.controllers.registry import DEPLOYMENT, REPLICA_SET, REPLICATI
 from controlplane.controllers.registry import REGISTRY as _ALL_CONTROLLERS
 from controlplane.gcpolicy import simulation_gc
 from controlplane.kernel import Rng, seeded_rng
-from controlplane.oracles import OracleReport, SafetyMonitor, TraceDigest, Violation, check_liveness, liveness_bound
+from controlplane.oracles import (
+    OracleReport,
+    SafetyMonitor,
+    TraceDigest,
+    Violation,
+    check_liveness,
+    check_operator_oracles,
+    liveness_bound,
+)
 from controlplane.scenario import POD_FAULTS, ScenarioError, check_config, parse_scenario
 from controlplane.world import Simulation
 
@@ -111,6 +120,7 @@ class Case:
     chaos: list[Obj]
     quiet: float = DEFAULT_QUIET
     name: str = ""
+    operators: list[Obj] = field(default_factory=list)  # the base scenario's (`--base`), as written
 
     @property
     def resync(self) -> float:
@@ -143,6 +153,7 @@ class Case:
             ),
             "seed": self.seed,
             "config": copy.deepcopy(self.config),
+            **({"operators": copy.deepcopy(self.operators)} if self.operators else {}),
             "objects": copy.deepcopy(self.objects),
             "actions": [*copy.deepcopy(self.chaos), *self.lift()],
             "until": until,
@@ -155,8 +166,16 @@ def lift_actions(chaos: list[Obj], base_config: Obj, at: float) -> list[Obj]:
     out: list[Obj] = []
     if any("apiFault" in a for a in chaos):
         out.append({"at": at, "liftFault": {"apiFault": "all"}})
-    paused = sorted({a["watchFault"]["resource"] for a in chaos if "watchFault" in a})
+    paused = sorted(
+        {a["watchFault"]["resource"] for a in chaos if "watchFault" in a and "client" not in a["watchFault"]}
+    )
     out += [{"at": at, "watchFault": {"resource": r, "fault": "resume"}} for r in paused]
+    clients = sorted(
+        {(a["watchFault"]["client"], a["watchFault"]["resource"]) for a in chaos if "client" in a.get("watchFault", {})}
+    )
+    out += [{"at": at, "watchFault": {"resource": r, "fault": "resume", "client": c}} for c, r in clients]
+    slowed = sorted({a["controllerFault"]["operator"] for a in chaos if "seconds" in a.get("controllerFault", {})})
+    out += [{"at": at, "controllerFault": {"operator": name, "fault": "slow", "seconds": 0}} for name in slowed]
     downed = sorted({a["nodeFault"]["name"] for a in chaos if "nodeFault" in a}, key=_node_index)
     out += [{"at": at, "nodeFault": {"name": n, "fault": "up"}} for n in downed]
     restore: Obj = {}
@@ -179,28 +198,36 @@ def _node_index(name: str) -> int:
 # -- generation ---------------------------------------------------------------------------------
 
 
-def generate(seed: int, *, quiet: float = DEFAULT_QUIET, config: Obj | None = None) -> Case:
+def generate(seed: int, *, quiet: float = DEFAULT_QUIET, config: Obj | None = None, base: Obj | None = None) -> Case:
     """The case of `seed`. `config` overrides keys of the generated base config (the CLI's
-    `--config K=V`); `resyncPeriod` defaults to `SWARM_RESYNC_PERIOD`."""
+    `--config K=V`); `resyncPeriod` defaults to `SWARM_RESYNC_PERIOD`. `base` (the CLI's `--base`:
+    a scenario with `operators:`) adds its operators and objects to the case, and faults aimed at
+    its operators, drawn from a stream of their own (without it every seed's case is unchanged)."""
     rng = seeded_rng(seed)
     gen = _Generator(rng)
-    base = gen.base_config()
-    base["resyncPeriod"] = SWARM_RESYNC_PERIOD
+    config_base = gen.base_config()
+    config_base["resyncPeriod"] = SWARM_RESYNC_PERIOD
     for key, value in (config or {}).items():
         if key in ("featureGates", "whatIf"):
-            base[key] = {**base.get(key, {}), **value}
+            config_base[key] = {**config_base.get(key, {}), **value}
         else:
-            base[key] = value
-    objects = gen.cluster(base.get("nodes", 3))
-    chaos = gen.chaos(base)
-    if DEPLOYMENT.name in (base.get("controllers") or ()):
+            config_base[key] = value
+    objects = gen.cluster(config_base.get("nodes", 3))
+    chaos = gen.chaos(config_base)
+    if DEPLOYMENT.name in (config_base.get("controllers") or ()):
         # Deployments only when the caller runs their controller (`--controllers`, or
         # `--config controllers=[...]`), drawn from a stream of their own after everything
         # else: the rest of the case is the one the seed gives without them.
         rollouts = _Rollouts(seeded_rng(seed + ROLLOUT_STREAM), gen.nodes)
         objects = objects + rollouts.deployments()
         chaos = sorted(chaos + rollouts.chaos(chaos), key=lambda a: float(a["at"]))
-    return Case(seed=seed, config=base, objects=objects, chaos=chaos, quiet=quiet)
+    operators: list[Obj] = []
+    if base is not None and base.get("operators"):
+        operators = copy.deepcopy(base["operators"])
+        objects = copy.deepcopy(list(base.get("objects") or [])) + objects
+        aimed = _OperatorChaos(seeded_rng(seed + OPERATOR_STREAM), operators).chaos(chaos)
+        chaos = sorted(chaos + aimed, key=lambda a: float(a["at"]))
+    return Case(seed=seed, config=config_base, objects=objects, chaos=chaos, quiet=quiet, operators=operators)
 
 
 @dataclass
@@ -691,6 +718,60 @@ class _Rollouts:
         return {"watchFault": {"resource": resource, "fault": "pause", "controller": DEPLOYMENT.name}}
 
 
+# -- operators (drawn only with a base scenario that has some) ------------------------------------
+
+OPERATOR_STREAM = 30 << 40
+"""Added to the seed for the stream of faults aimed at the base scenario's operators (issue 30)."""
+OPERATOR_EARLY = 5.0
+"""Half of an operator's restarts come in the first seconds: its handlers run mostly right after
+the objects it watches appear (t=0), and a restart finds non-idempotent handlers only between
+their writes."""
+OPERATOR_SLOWNESS = (0.5, 2.0, 10.0)
+# Its writes only: kopf retries a failed handler, but an error on its LIST or WATCH that outlasts
+# its `error_backoffs` stops the operator (on a cluster its pod would exit), which the no-crash
+# oracle reports; stale reads come from `watchFault {client}` instead.
+OPERATOR_API_FAULTS = (("create", "pods"), ("create", "*"), ("patch", "*"), ("update", "*"), ("delete", "*"))
+
+
+@dataclass
+class _OperatorChaos:
+    """Faults aimed at the operators: restarts (crash and restart at an instant), handler slowness
+    (`controllerFault {operator, fault: slow, seconds}`), stale reads (`watchFault {client}`
+    pause, or a dropped watch) and API errors (`apiFault {client}`)."""
+
+    rng: Rng
+    operators: list[Obj]
+
+    def chaos(self, existing: list[Obj]) -> list[Obj]:
+        window = max((float(a["at"]) for a in existing), default=60.0)
+        out: list[Obj] = []
+        for _ in range(self.rng.randint(1, 6)):
+            spec = self.rng.choice(self.operators)
+            name = pathlib.PurePath(str(spec["module"])).stem
+            agent = str(spec.get("userAgent") or f"kopf/{name}")
+            early = self.rng.random() < 0.5
+            at = round(self.rng.uniform(0.0, OPERATOR_EARLY if early else max(window, OPERATOR_EARLY)), 3)
+            action = self.rng.choices((self.restart, self.slow, self.watch, self.api), (3, 1.5, 1.5, 2))[0](name, agent)
+            out.append({"at": at, **action})
+        return sorted(out, key=lambda a: float(a["at"]))
+
+    def restart(self, name: str, agent: str) -> Obj:
+        return {"controllerFault": {"operator": name, "fault": "restart"}}
+
+    def slow(self, name: str, agent: str) -> Obj:
+        return {"controllerFault": {"operator": name, "fault": "slow", "seconds": self.rng.choice(OPERATOR_SLOWNESS)}}
+
+    def watch(self, name: str, agent: str) -> Obj:
+        fault = self.rng.choice(("pause", "pause", "drop"))
+        return {"watchFault": {"resource": "*", "fault": fault, "client": agent}}
+
+    def api(self, name: str, agent: str) -> Obj:
+        verb, resource = self.rng.choice(OPERATOR_API_FAULTS)
+        body: Obj = {"verb": verb, "resource": resource, "code": self.rng.choice((500, 409, 429)), "client": agent}
+        body["count"] = self.rng.choice((1, 2, 5))
+        return {"apiFault": body}
+
+
 # -- running a case -----------------------------------------------------------------------------
 
 
@@ -729,10 +810,13 @@ def run_scenario_checked(scenario: Obj, *, lift_time: float, quiet: float, diges
             sim.run_until(first)
             safety.flush()
             check_liveness(sim, report, bound)
+            check_operator_oracles(sim, report)
             sim.run_until(until)
             safety.flush()
             check_liveness(sim, report, bound)
+            check_operator_oracles(sim, report)
     except ScenarioError:
+        sim.close()
         raise
     except Exception as exc:  # the simulation must never raise: that is the no-crash oracle's violation
         frames = traceback.extract_tb(exc.__traceback__)
@@ -745,6 +829,7 @@ def run_scenario_checked(scenario: Obj, *, lift_time: float, quiet: float, diges
         report.violate("no-crash", what, record["time"], f"{record['error']} (contained: {record['where']})")
     report.check("no-crash")
     safety.close()
+    sim.close()  # its embedded operators stop (nothing in the world moves)
     return CaseResult(
         seed=parsed.seed,
         violations=report.violations,

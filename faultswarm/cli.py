@@ -1,7 +1,7 @@
 """`python -m controlplane swarm`: run seeded fault schedules under the oracles (issue 9 §1).
 
     python -m controlplane swarm --seeds 1-1000 [--workers N] [--quiet S] [--config K=V …]
-                                 [--controllers NAME,…] [--out DIR] [--shrink]
+                                 [--controllers NAME,…] [--base SCENARIO] [--out DIR] [--shrink]
                                  [--scheduler tcp://HOST:8786]
     python -m controlplane swarm --replay FILE [--quiet S]
 
@@ -111,6 +111,14 @@ def build_parser() -> _Parser:
         help="the controllers the cases run (config.controllers); naming deployment also draws Deployments, "
         "their rollouts and faults aimed at them (without it every seed's case is unchanged)",
     )
+    parser.add_argument(
+        "--base",
+        default=None,
+        metavar="SCENARIO",
+        help="a scenario with operators: every case runs its operators and starts with its objects, and faults "
+        "aimed at the operators are drawn too (restarts, slow handlers, stale watches, API errors); their "
+        "oracles are checked beside the built-in ones",
+    )
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"where failing scenarios go (default {DEFAULT_OUT})")
     parser.add_argument("--shrink", action="store_true", help="also write a minimal failing scenario")
     parser.add_argument("--scheduler", default=None, metavar="tcp://HOST:8786", help="run on a Dask cluster")
@@ -140,10 +148,25 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None, stderr:
         config = parse_config(args.config)
         if args.controllers is not None:
             config = {**config, **parse_controllers(args.controllers)}
+        base = parse_base(args.base) if args.base is not None else None
     except UsageError as exc:
         err.write(f"{PROG}: {exc}\n")
         return 2
-    return Swarm(seeds, args, config, out, err).run()
+    return Swarm(seeds, args, config, out, err, base).run()
+
+
+def parse_base(path: str) -> Obj:
+    """`--base FILE`: a scenario with `operators:` → {operators, objects} as the file writes them
+    (its modules' paths stay relative to the directory the swarm starts in)."""
+    try:
+        text = Path(path).read_text()
+        parsed = load_scenario(text)
+    except (OSError, ScenarioError) as exc:
+        raise UsageError(f"--base: {path}: {exc}") from None
+    if not parsed.operators:
+        raise UsageError(f"--base: {path}: has no operators: (the base of an operator swarm names at least one)")
+    data = safeyaml.load(text)
+    return {"operators": data["operators"], "objects": list(data.get("objects") or [])}
 
 
 def _replay(path: str, quiet: float, out: TextIO, err: TextIO) -> int:
@@ -166,8 +189,11 @@ def _replay(path: str, quiet: float, out: TextIO, err: TextIO) -> int:
 class Swarm:
     """One swarm run: submit every seed, collect outcomes as they complete, report."""
 
-    def __init__(self, seeds: list[int], args: argparse.Namespace, config: Obj, out: TextIO, err: TextIO) -> None:
+    def __init__(
+        self, seeds: list[int], args: argparse.Namespace, config: Obj, out: TextIO, err: TextIO, base: Obj | None = None
+    ) -> None:
         self.seeds = seeds
+        self.base = base
         self.args = args
         self.config = config
         self.out = out
@@ -209,7 +235,7 @@ class Swarm:
     def _task_args(self, seed: int) -> tuple[Any, ...]:
         every = self.args.twice_every
         twice = bool(every) and seed % every == 0
-        return (seed, self.args.quiet, self.config, twice, self.args.shrink)
+        return (seed, self.args.quiet, self.config, twice, self.args.shrink, self.base)
 
     def _execute(self) -> Iterator[Obj]:
         """Submit every seed to the executor and yield outcomes as they complete. The local pool
@@ -300,16 +326,18 @@ class Swarm:
         w(f"determinism    {twice} seeds run twice (second run in a fresh interpreter, another hash seed)\n")
         w("\n")
         w(f"{'oracle':<22}{'family':<13}{'seeds checked':>14}{'voided':>8}{'violations':>12}{'seeds':>7}\n")
-        for oracle in ORACLES:
+        for oracle in (*ORACLES, *sorted(set(checked) - set(ORACLES))):
             family = (
                 "safety"
                 if oracle in SAFETY or oracle in ROLLOUT_SAFETY
                 else "liveness"
                 if oracle in LIVENESS or oracle in ROLLOUT_LIVENESS
                 else "run"
+                if oracle in ORACLES
+                else "operator"
             )
             w(
-                f"{oracle:<22}{family:<13}{checked[oracle]:>14}{voided[oracle]:>8}"
+                f"{oracle:<22} {family:<12}{checked[oracle]:>14}{voided[oracle]:>8}"
                 f"{by_oracle[oracle]:>12}{seeds_failed[oracle]:>7}\n"
             )
         for oracle in ORACLES:

@@ -18,11 +18,12 @@ from controlplane.swarm import generate, run_case, run_scenario_checked, shrink
 Obj = dict[str, Any]
 
 
-def run_seed(seed: int, quiet: float, config: Obj, twice: bool, want_shrink: bool) -> Obj:
+def run_seed(seed: int, quiet: float, config: Obj, twice: bool, want_shrink: bool, base: Obj | None = None) -> Obj:
     """Generate and run the case of `seed`. With `twice`, run it again in a fresh interpreter with
     another PYTHONHASHSEED and compare the trace digests (the determinism oracle). With
-    `want_shrink`, a failing case is also shrunk to a minimal one that fails the same oracle."""
-    case = generate(seed, quiet=quiet, config=config)
+    `want_shrink`, a failing case is also shrunk to a minimal one that fails the same oracle.
+    `base` ({operators, objects}, the CLI's `--base`) puts operators in every case."""
+    case = generate(seed, quiet=quiet, config=config, base=base)
     result = run_case(case, digest=twice)
     violations = [v.as_dict() for v in result.violations]
     checked = list(result.checked)

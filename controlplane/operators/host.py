@@ -36,6 +36,7 @@ import inspect
 import itertools
 import logging
 import pathlib
+import random
 import sys
 import traceback
 import types
@@ -43,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from controlplane.operators import oracle
 from controlplane.operators.loop import SimLoop, Unpicklable
 from controlplane.operators.shims import ProcessShims, StepShims
 from controlplane.operators.transport import Door
@@ -79,6 +81,12 @@ class Operator:
     restarts: int = 0  # `controllerFault {operator, fault: restart}`s so far
     stopping: bool = False  # its loop is being ended (the world's end, or a crash)
     kopf_settings: Any = None  # kopf's OperatorSettings it runs with (its startup handlers' changes too)
+    registry: Any = None  # its kopf.OperatorRegistry (this start's)
+    handlers: list[tuple[list[Any], int, Any]] = field(default_factory=list)  # (list, index, as declared)
+    slow: float = 0.0  # `controllerFault {operator, fault: slow, seconds}`: the most one invocation is charged
+    slowed: bool = False  # its handlers are wrapped to be charged (since its first slow fault)
+    slow_rng: Any = None  # draws each invocation's charge (seeded from the world's seed and its index)
+    oracles: list[tuple[str, Any]] = field(default_factory=list)  # its module's (controlplane.operators.oracle)
 
 
 def operator_name(spec: Obj) -> str:
@@ -170,8 +178,9 @@ class OperatorHost(Unpicklable):
             return kopf.AiohttpSession(aiohttp_session=session, server=SERVER, default_namespace="default")
 
         kopf.on.login(registry=registry, id="ctrlscope-login")(login)
-        if self.trace is not None:
-            _trace_handlers(registry, op.name, self.trace, kopf, self.kernel, op.door)
+        op.registry = registry
+        op.handlers = _resource_handlers(registry, kopf)
+        self._wrap(op)
         settings = kopf.OperatorSettings()
         settings.scanning.disabled = True
         settings.process.ultimate_exiting_timeout = None
@@ -210,7 +219,25 @@ class OperatorHost(Unpicklable):
             ) from None
         finally:
             registries.set_default_registry(previous)
+        try:
+            op.oracles = oracle.collect(module)
+        except ValueError as exc:
+            sys.modules.pop(op.module_name, None)
+            raise ScenarioError(f"{where}.module: {op.path.name} could not be imported: ValueError: {exc}") from None
         return module
+
+    def _wrap(self, op: Operator) -> None:
+        """Its resource handlers as kopf calls them: as declared, charged a seeded virtual duration
+        once the operator has been slowed, and traced (`operator.handler`) when the world traces."""
+        import kopf
+
+        for handlers, i, declared in op.handlers:
+            fn = declared.fn
+            if op.slowed:
+                fn = _slowed(fn, op)
+            if self.trace is not None:
+                fn = _traced(fn, str(declared.id), op.name, self.trace, kopf, self.kernel, op.door)
+            handlers[i] = dataclasses.replace(declared, fn=fn)
 
     def _ended(self, op: Operator, task: Any) -> None:
         if self.stopped or op.stopping or op.root is not task:  # the world's end, or a crash
@@ -252,6 +279,28 @@ class OperatorHost(Unpicklable):
             op.module = None
 
     # -- faults -------------------------------------------------------------------------------------
+    def slow(self, name: str, seconds: float) -> None:
+        """`controllerFault {operator: name, fault: slow, seconds}`: from now on each invocation of
+        its resource handlers is charged a virtual duration drawn from [0, seconds] by the
+        operator's own generator (seeded from the world's seed and its index): the handler's
+        result reaches kopf that much later. `seconds: 0` lifts it. A restart keeps it."""
+        op = next(op for op in self.operators if op.name == name)
+        op.slow = float(seconds)
+        if op.slow > 0 and not op.slowed:
+            op.slowed = True
+            op.slow_rng = random.Random(f"ctrlscope-slow:{self.seed}:{op.index}")
+            if op.registry is not None:
+                self._wrap(op)
+
+    def oracles(self) -> list[tuple[str, str, Any]]:
+        """Every operator's oracles, as (operator, oracle name, predicate), in the scenario's and
+        each module's order."""
+        return [(op.name, name, fn) for op in self.operators for name, fn in op.oracles]
+
+    def store(self, server: Any) -> oracle.Store:
+        """What an oracle reads (controlplane.operators.oracle.Store)."""
+        return oracle.Store(server, self.kernel.now)
+
     def client_watch_fault(self, entry: Obj) -> None:
         """A `watchFault {client}` entry: to every operator whose User-Agent it names."""
         for op in self.operators:
@@ -364,26 +413,54 @@ def _annotation_prefix(storage: Any) -> str | None:
     return None
 
 
-def _trace_handlers(registry: Any, operator: str, trace: Any, kopf: Any, clock: Any, door: Door) -> None:
-    """Each resource handler of `registry` (on.create/update/delete/resume/field, on.event,
-    timers; not daemons, which live until the end) wrapped so that every invocation is a sync
-    for the debugger: `sync.start` when it begins (controller: the operator's name, key
-    namespace/name, worker None, expectations None, version "kopf", handler: kopf's id, retry),
-    `sync.end` when it ends (caused by the start; error: None on success, else the outcome's
-    words; requeue: kopf's decision; and handler, retry, outcome, delay, traceback), then the
-    `operator.handler` record: operator, key, handler, retry, started (virtual time it began),
-    outcome (success, temporary, permanent, error), delay (a TemporaryError's), error (the
-    exception's type and first line). The requests its worker task sends from its start on
-    (the handler's own, and kopf's patch of its result) are caused by its `sync.start`
-    (`Door.handler_causes`)."""
+def _resource_handlers(registry: Any, kopf: Any) -> list[tuple[list[Any], int, Any]]:
+    """The resource handlers of `registry` (on.create/update/delete/resume/field, on.event,
+    timers; not daemons, which live until the end) as declared: (its list, its index, handler).
+    Each is wrapped (`OperatorHost._wrap`; `_traced`) so that every invocation is a sync for the
+    debugger: `sync.start` when it begins (controller: the operator's name, key namespace/name,
+    worker None, expectations None, version "kopf", handler: kopf's id, retry), `sync.end` when it
+    ends (caused by the start; error: None on success, else the outcome's words; requeue: kopf's
+    decision; and handler, retry, outcome, delay, traceback), then the `operator.handler` record:
+    operator, key, handler, retry, started (virtual time it began), outcome (success, temporary,
+    permanent, error), delay (a TemporaryError's), error (the exception's type and first line).
+    The requests its worker task sends from its start on (the handler's own, and kopf's patch of
+    its result) are caused by its `sync.start` (`Door.handler_causes`)."""
+    out: list[tuple[list[Any], int, Any]] = []
     for sub in (registry._changing, registry._watching, registry._spawning):
         handlers = sub._handlers
         for i, handler in enumerate(handlers):
             if isinstance(handler, kopf._core.intents.handlers.DaemonHandler):
                 continue
-            handlers[i] = dataclasses.replace(
-                handler, fn=_traced(handler.fn, str(handler.id), operator, trace, kopf, clock, door)
-            )
+            out.append((handlers, i, handler))
+    return out
+
+
+def _slowed(fn: Callable[..., Any], op: Operator) -> Callable[..., Any]:
+    """`fn` charged a virtual duration per invocation while its operator is slow (`OperatorHost.slow`):
+    an async handler that runs `fn` (a sync one inline), then sleeps on virtual time, whatever
+    `fn`'s outcome, before kopf sees it."""
+    is_async = inspect.iscoroutinefunction(fn)
+
+    async def charge() -> None:
+        if op.slow > 0 and op.slow_rng is not None:
+            seconds = round(op.slow_rng.uniform(0.0, op.slow), 3)
+            if seconds > 0:
+                await asyncio.sleep(seconds)
+
+    async def slowed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            result = (await fn(*args, **kwargs)) if is_async else fn(*args, **kwargs)
+        except asyncio.CancelledError:
+            raise
+        except BaseException:
+            await charge()
+            raise
+        await charge()
+        return result
+
+    slowed.__name__ = getattr(fn, "__name__", "handler")
+    slowed.__qualname__ = getattr(fn, "__qualname__", slowed.__name__)
+    return slowed
 
 
 MAX_TRACEBACK = 4000  # characters of a failed handler's traceback kept in its sync.end
