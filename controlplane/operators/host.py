@@ -228,15 +228,18 @@ class OperatorHost(Unpicklable):
 
     def _wrap(self, op: Operator) -> None:
         """Its resource handlers as kopf calls them: as declared, charged a seeded virtual duration
-        once the operator has been slowed, and traced (`operator.handler`) when the world traces."""
+        once the operator has been slowed, and traced (syncs, `operator.handler`) when the world
+        traces. (Its door is open: the requests its handlers send are caused by their syncs.)"""
         import kopf
 
+        door = op.door
+        assert door is not None, "an operator's handlers are wrapped once its door is open"
         for handlers, i, declared in op.handlers:
             fn = declared.fn
             if op.slowed:
                 fn = _slowed(fn, op)
             if self.trace is not None:
-                fn = _traced(fn, str(declared.id), op.name, self.trace, kopf, self.kernel, op.door)
+                fn = _traced(fn, str(declared.id), op.name, self.trace, kopf, self.kernel, door)
             handlers[i] = dataclasses.replace(declared, fn=fn)
 
     def _ended(self, op: Operator, task: Any) -> None:
