@@ -566,13 +566,10 @@ class APIServer:
     def peek(self, resource: str, namespace: str | None, name: str) -> Obj | None:
         """The stored object, or None. Not recorded as a request."""
         info = lookup(resource)
-        return self._store[info.plural].get((namespace or "") if info.namespaced else "", {}).get(name)
+        return self._lookup(info.plural, (namespace or "") if info.namespaced else "", name)
 
     def count(self, resource: str, namespace: str | None = None) -> int:
-        buckets = self._store[lookup(resource).plural]
-        if namespace is not None:
-            return len(buckets.get(namespace, ()))
-        return sum(len(bucket) for bucket in buckets.values())
+        return self._size(lookup(resource).plural, namespace)
 
     def watches_for(self, resource: str) -> builtins.list[Watch]:
         """The open watches on `resource`, oldest first."""
@@ -783,7 +780,7 @@ class APIServer:
             if repeated and directive == "Warn":
                 req.warnings.extend(repeated)
         dry_run = _dry_run(req.options)
-        existing = self._store[info.plural].get(namespace, {}).get(name)
+        existing = self._lookup(info.plural, namespace, name)
         if existing is None:
             if patch_type == "apply" and req.subresource is None and isinstance(req.body, dict):
                 # Server-side apply on a missing object creates it (201).
@@ -858,7 +855,7 @@ class APIServer:
         deleted = []
         for obj in doomed:
             meta = obj["metadata"]
-            current = self._store[info.plural].get(meta.get("namespace") or "", {}).get(meta["name"])
+            current = self._lookup(info.plural, meta.get("namespace") or "", meta["name"])
             if current is not None:
                 deleted.append(self._delete_object(info, current, req.options))
         return (
@@ -953,7 +950,7 @@ class APIServer:
             name = meta["name"]
             if self.max_pods is not None and info.plural == "pods":
                 self._admit_pod_ceiling(info, name)
-            existing = self._store[info.plural].get(namespace, {}).get(name)
+            existing = self._lookup(info.plural, namespace, name)
             if existing is None:
                 if dry_run:
                     return obj
@@ -982,7 +979,7 @@ class APIServer:
         """A fingerprint of the store: the revision and every stored object, in key order. Equal
         digests mean nothing was written (tests assert a refused request changed nothing)."""
         hasher = hashlib.sha256(str(self.revision).encode())
-        for plural in sorted(self._store):
+        for plural in sorted(RESOURCES):
             for obj in self._iter(RESOURCES[plural], None):
                 hasher.update(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
         return hasher.hexdigest()
@@ -1034,7 +1031,7 @@ class APIServer:
 
     def _admit_namespace(self, info: ResourceInfo, namespace: str, name: str) -> None:
         # NamespaceLifecycle admission.
-        ns = self._store["namespaces"].get("", {}).get(namespace)
+        ns = self._lookup("namespaces", "", namespace)
         if ns is None:
             raise errors.not_found("namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp"):
@@ -1508,17 +1505,10 @@ class APIServer:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace") or ""
-        buckets = self._store[info.plural]
-        bucket = buckets.get(namespace)
         if event_type == DELETED:
-            if bucket is not None:
-                bucket.pop(meta["name"], None)
-                if not bucket:
-                    del buckets[namespace]
+            self._drop(info.plural, namespace, meta["name"])
         else:
-            if bucket is None:
-                bucket = buckets[namespace] = {}
-            bucket[meta["name"]] = obj
+            self._put(info.plural, namespace, meta["name"], obj)
         self._history.append(rv, event_type, info.plural, obj, old)
         self._watch_caches[info.plural].update(rv, self.kernel.now)
         if info.ttl and event_type != DELETED:
@@ -1560,11 +1550,10 @@ class APIServer:
         info = lease.info
         if self._leases.get(info.plural) is lease:
             del self._leases[info.plural]
-        buckets = self._store[info.plural]
         current = [
             obj
             for obj in lease.objects
-            if buckets.get(obj["metadata"].get("namespace") or "", {}).get(obj["metadata"]["name"]) is obj
+            if self._lookup(info.plural, obj["metadata"].get("namespace") or "", obj["metadata"]["name"]) is obj
         ]
         current.sort(key=lambda obj: (obj["metadata"].get("namespace") or "") + "/" + obj["metadata"]["name"])
         lease.objects = []
@@ -1580,8 +1569,37 @@ class APIServer:
         self._commit(info, DELETED, deleted, old if old is not None else last)
         return deleted
 
-    # -- helpers ----------------------------------------------------------------------------
+    # -- the store: every read and write of `_store` is one of these -------------------------
+    def _lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
+        """The stored object at `namespace`/`name` ("" for cluster-scoped), or None."""
+        bucket = self._store[plural].get(namespace)
+        return None if bucket is None else bucket.get(name)
+
+    def _size(self, plural: str, namespace: str | None) -> int:
+        """How many objects of `plural` are stored (in `namespace`, if given)."""
+        buckets = self._store[plural]
+        if namespace is not None:
+            return len(buckets.get(namespace, ()))
+        return sum(len(bucket) for bucket in buckets.values())
+
+    def _put(self, plural: str, namespace: str, name: str, obj: Obj) -> None:
+        buckets = self._store[plural]
+        bucket = buckets.get(namespace)
+        if bucket is None:
+            bucket = buckets[namespace] = {}
+        bucket[name] = obj
+
+    def _drop(self, plural: str, namespace: str, name: str) -> None:
+        buckets = self._store[plural]
+        bucket = buckets.get(namespace)
+        if bucket is not None:
+            bucket.pop(name, None)
+            if not bucket:
+                del buckets[namespace]
+
     def _iter(self, info: ResourceInfo, namespace: str | None) -> Iterator[Obj]:
+        """The stored objects of `info` (in `namespace`, if given and namespaced), in etcd key
+        order."""
         buckets = self._store[info.plural]
         if namespace is not None and info.namespaced:
             bucket = buckets.get(namespace, {})
@@ -1595,7 +1613,7 @@ class APIServer:
                 yield bucket[name]
 
     def _existing(self, info: ResourceInfo, namespace: str, name: str) -> Obj:
-        obj = self._store[info.plural].get(namespace, {}).get(name)
+        obj = self._lookup(info.plural, namespace, name)
         if obj is None:
             raise errors.not_found(info.group_resource, name)
         return obj
