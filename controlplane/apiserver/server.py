@@ -1622,7 +1622,7 @@ class APIServer:
         for stored in lease.objects:
             obj = _as_obj(stored)
             meta = obj["metadata"]
-            if self._store[info.plural].get(meta.get("namespace") or "", {}).get(meta["name"]) is stored:
+            if self._stored(info.plural, meta.get("namespace") or "", meta["name"]) is stored:
                 current.append(obj)
         current.sort(key=lambda obj: (obj["metadata"].get("namespace") or "") + "/" + obj["metadata"]["name"])
         lease.objects = []
@@ -1638,15 +1638,18 @@ class APIServer:
         self._commit(info, DELETED, deleted, old if old is not None else last)
         return deleted
 
-    # -- the store: every read and write of `_store` is one of these -------------------------
+    # -- the store: every read and write of `_store` is one of these (readers that need a dict
+    # use _lookup and _iter; _stored and _iter_stored give the stored form) ------------------
     def _lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
         """The stored object at `namespace`/`name` ("" for cluster-scoped), or None. A compact
         resource's object is a new dict at every call."""
-        bucket = self._store[plural].get(namespace)
-        if bucket is None:
-            return None
-        stored = bucket.get(name)
+        stored = self._stored(plural, namespace, name)
         return None if stored is None else _as_obj(stored)
+
+    def _stored(self, plural: str, namespace: str, name: str) -> Any:
+        """What the store keeps at `namespace`/`name`: a dict, a compact record, or None."""
+        bucket = self._store[plural].get(namespace)
+        return None if bucket is None else bucket.get(name)
 
     def _compact(self, obj: Obj) -> Any:
         """What the store keeps of `obj` for a compact resource: its record, or `obj` itself if
