@@ -34,6 +34,7 @@ from converge import converged, scenario
 from memory_breakdown import _size_of
 
 from controlplane import gcpolicy
+from controlplane.apiserver.resources import RESOURCES
 from controlplane.limits import DEFAULT_RUN_LIMITS, RunLimits
 from controlplane.simulation import Simulation
 
@@ -56,9 +57,8 @@ def census(replicasets: int, replicas: int, nodes: int, max_virtual: float = 600
     finally:
         hold.release()
     server = sim.server
-    store = server._store
-    stored = {plural: sum(len(names) for names in spaces.values()) for plural, spaces in store.items()}
-    events = [obj for names in store["events"].values() for obj in names.values()]
+    stored = {plural: server.count(plural) for plural in RESOURCES}
+    events = list(server.objects("events"))
     by_reason = Counter(f"{(e.get('source') or {}).get('component', '')}/{e.get('reason')}" for e in events)
     history = server._history
     hist_resource = Counter({plural: len(column) for plural, column in history._resources.items()})

@@ -102,6 +102,11 @@ BOUND_SPEC_CACHE_SIZE = 16384  # (spec content, node) pairs; see _bound_spec
 SPEC_CACHE_SIZE = 1024  # spec contents remembered by _bound_spec
 MAX_SHARED_SPEC_CHARS = 8192  # a larger spec is not shared (its content would be the key)
 SHARED_LABEL_SETS = 4096
+# The resources stored as compact records (see _pack): Events, written once and then only
+# patched by the correlator, are the bulk of a large run's store and no controller reads them.
+COMPACT_RESOURCES = frozenset({"events"})
+# A ceiling on each of the compact store's intern tables (key tuples, nested records).
+COMPACT_INTERNED = 4096
 BOOTSTRAP_NAMESPACES = ("default", "kube-system")
 # NamespaceLifecycle refuses to delete these.
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -184,6 +189,57 @@ FIELD_VALIDATION = ("Ignore", "Strict", "Warn")  # metav1.FieldValidation*
 _OPTIONS_KIND = {"create": "CreateOptions", "update": "UpdateOptions", "patch": "PatchOptions"}
 
 
+def _pack(obj: Obj, shapes: dict[Any, Any], parts: dict[Any, Any]) -> tuple[Any, ...] | None:
+    """`obj` as a compact record: its key tuple (interned in `shapes`) then its values, each
+    nested dict packed the same way (interned in `parts` when hashable: an Event's `source` and
+    `involvedObject` are shared by many Events). None if a value is a tuple (a record could not
+    tell it from a nested one): such an object is stored as it is. `_unpack` gives an equal
+    dict back, keys in the same order."""
+    values: builtins.list[Any] = []
+    for key, value in obj.items():
+        kind = type(value)
+        if kind is dict:
+            value = _pack(value, shapes, parts)
+            if value is None:
+                return None
+            if key == "metadata":  # every object's own: not worth a place in `parts`
+                values.append(value)
+                continue
+            try:
+                shared = parts.get(value)
+            except TypeError:  # a list inside: not hashable, kept as it is
+                shared = None
+            else:
+                if shared is None:
+                    if len(parts) >= COMPACT_INTERNED:
+                        parts.clear()
+                    shared = parts[value] = value
+            if shared is not None:
+                value = shared
+        elif kind is tuple:
+            return None
+        values.append(value)
+    keys = tuple(obj)
+    shape = shapes.get(keys)
+    if shape is None:
+        if len(shapes) >= COMPACT_INTERNED:
+            shapes.clear()
+        shape = shapes[keys] = keys
+    return (shape, *values)
+
+
+def _unpack(record: tuple[Any, ...]) -> Obj:
+    """The dict a compact record stands for (see _pack); a new dict at every call, nested dicts
+    too; lists and strings are the stored ones (objects are immutable by convention)."""
+    values = [_unpack(value) if type(value) is tuple else value for value in record[1:]]
+    return dict(zip(record[0], values, strict=True))
+
+
+def _as_obj(stored: Any) -> Obj:
+    """A stored object as a dict: a compact record unpacked, a dict as it is."""
+    return _unpack(stored) if type(stored) is tuple else stored
+
+
 class _ResourceHistory:
     """One resource's retained events, as columns (a tuple per event would be one more object for
     Python's GC to traverse on every collection), oldest first, at most `limit`. `floor`: every
@@ -195,13 +251,14 @@ class _ResourceHistory:
         self.floor = floor
         self._rvs: deque[int] = deque(maxlen=limit)
         self._types: deque[str] = deque(maxlen=limit)
-        self._objects: deque[Obj] = deque(maxlen=limit)
-        self._olds: deque[Obj | None] = deque(maxlen=limit)
+        # A compact resource's versions are held as records (see _pack), others as dicts.
+        self._objects: deque[Any] = deque(maxlen=limit)
+        self._olds: deque[Any] = deque(maxlen=limit)
 
     def __len__(self) -> int:
         return len(self._rvs)
 
-    def append(self, rv: int, event_type: str, obj: Obj, old: Obj | None) -> None:
+    def append(self, rv: int, event_type: str, obj: Any, old: Any) -> None:
         rvs = self._rvs
         if len(rvs) == rvs.maxlen:
             self.floor = rvs[0]  # the oldest is dropped
@@ -219,7 +276,7 @@ class _ResourceHistory:
         for at, event_type, obj, old in columns:
             if at <= rv:
                 break
-            events.append((at, event_type, resource, obj, old))
+            events.append((at, event_type, resource, _as_obj(obj), None if old is None else _as_obj(old)))
         return events
 
 
@@ -240,7 +297,7 @@ class _History:
     def __len__(self) -> int:
         return sum(len(column) for column in self._resources.values())
 
-    def append(self, rv: int, event_type: str, resource: str, obj: Obj, old: Obj | None) -> None:
+    def append(self, rv: int, event_type: str, resource: str, obj: Any, old: Any) -> None:
         column = self._resources.get(resource)
         if column is None:
             if self._start is None:
@@ -288,7 +345,8 @@ class _Lease:
         self.info = info
         self.expires = expires
         self.attached = 1
-        self.objects: builtins.list[Obj] = []  # the versions written under it, in commit order
+        # The versions written under it, in commit order, as stored (records or dicts).
+        self.objects: builtins.list[Any] = []
 
 
 def selection_predicate(resource: str, options: dict[str, Any]) -> Callable[[Obj], bool] | None:
@@ -334,7 +392,11 @@ class APIServer:
         # --default-unreachable-toleration-seconds), one value for both.
         self.default_toleration_seconds = DEFAULT_TOLERATION_SECONDS
         # resource -> namespace ("" for cluster-scoped) -> name -> object.
-        self._store: dict[str, dict[str, dict[str, Obj]]] = {plural: {} for plural in RESOURCES}
+        # A resource of COMPACT_RESOURCES stores compact records (see _pack), read as dicts
+        # through _lookup and _iter only; `_shapes` and `_parts` are their intern tables.
+        self._store: dict[str, dict[str, dict[str, Any]]] = {plural: {} for plural in RESOURCES}
+        self._shapes: dict[Any, Any] = {}
+        self._parts: dict[Any, Any] = {}
         self._history = _History(history_limit)
         # What kube-apiserver's watch cache of each resource would still hold: a watch from an
         # older resourceVersion is 410 Gone (watch_cache.py), as on a cluster.
@@ -566,13 +628,10 @@ class APIServer:
     def peek(self, resource: str, namespace: str | None, name: str) -> Obj | None:
         """The stored object, or None. Not recorded as a request."""
         info = lookup(resource)
-        return self._store[info.plural].get((namespace or "") if info.namespaced else "", {}).get(name)
+        return self._lookup(info.plural, (namespace or "") if info.namespaced else "", name)
 
     def count(self, resource: str, namespace: str | None = None) -> int:
-        buckets = self._store[lookup(resource).plural]
-        if namespace is not None:
-            return len(buckets.get(namespace, ()))
-        return sum(len(bucket) for bucket in buckets.values())
+        return self._size(lookup(resource).plural, namespace)
 
     def watches_for(self, resource: str) -> builtins.list[Watch]:
         """The open watches on `resource`, oldest first."""
@@ -783,7 +842,7 @@ class APIServer:
             if repeated and directive == "Warn":
                 req.warnings.extend(repeated)
         dry_run = _dry_run(req.options)
-        existing = self._store[info.plural].get(namespace, {}).get(name)
+        existing = self._lookup(info.plural, namespace, name)
         if existing is None:
             if patch_type == "apply" and req.subresource is None and isinstance(req.body, dict):
                 # Server-side apply on a missing object creates it (201).
@@ -858,7 +917,7 @@ class APIServer:
         deleted = []
         for obj in doomed:
             meta = obj["metadata"]
-            current = self._store[info.plural].get(meta.get("namespace") or "", {}).get(meta["name"])
+            current = self._lookup(info.plural, meta.get("namespace") or "", meta["name"])
             if current is not None:
                 deleted.append(self._delete_object(info, current, req.options))
         return (
@@ -953,7 +1012,7 @@ class APIServer:
             name = meta["name"]
             if self.max_pods is not None and info.plural == "pods":
                 self._admit_pod_ceiling(info, name)
-            existing = self._store[info.plural].get(namespace, {}).get(name)
+            existing = self._lookup(info.plural, namespace, name)
             if existing is None:
                 if dry_run:
                     return obj
@@ -982,7 +1041,7 @@ class APIServer:
         """A fingerprint of the store: the revision and every stored object, in key order. Equal
         digests mean nothing was written (tests assert a refused request changed nothing)."""
         hasher = hashlib.sha256(str(self.revision).encode())
-        for plural in sorted(self._store):
+        for plural in sorted(RESOURCES):
             for obj in self._iter(RESOURCES[plural], None):
                 hasher.update(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode())
         return hasher.hexdigest()
@@ -1034,7 +1093,7 @@ class APIServer:
 
     def _admit_namespace(self, info: ResourceInfo, namespace: str, name: str) -> None:
         # NamespaceLifecycle admission.
-        ns = self._store["namespaces"].get("", {}).get(namespace)
+        ns = self._lookup("namespaces", "", namespace)
         if ns is None:
             raise errors.not_found("namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp"):
@@ -1508,21 +1567,20 @@ class APIServer:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         namespace = meta.get("namespace") or ""
-        buckets = self._store[info.plural]
-        bucket = buckets.get(namespace)
+        stored: Any = obj
+        held_old: Any = old
+        if info.plural in COMPACT_RESOURCES:
+            stored = self._compact(obj)
+            if old is not None:
+                held_old = self._compact(old)
         if event_type == DELETED:
-            if bucket is not None:
-                bucket.pop(meta["name"], None)
-                if not bucket:
-                    del buckets[namespace]
+            self._drop(info.plural, namespace, meta["name"])
         else:
-            if bucket is None:
-                bucket = buckets[namespace] = {}
-            bucket[meta["name"]] = obj
-        self._history.append(rv, event_type, info.plural, obj, old)
+            self._put(info.plural, namespace, meta["name"], stored)
+        self._history.append(rv, event_type, info.plural, stored, held_old)
         self._watch_caches[info.plural].update(rv, self.kernel.now)
         if info.ttl and event_type != DELETED:
-            self._attach_lease(info, obj)
+            self._attach_lease(info, stored)
         watches = self._watches[info.plural]
         if watches:
             for watch in watches:
@@ -1534,7 +1592,7 @@ class APIServer:
                 else:
                     watch.offer(rv, event_type, obj, old)
 
-    def _attach_lease(self, info: ResourceInfo, obj: Obj) -> None:
+    def _attach_lease(self, info: ResourceInfo, obj: Any) -> None:
         """Attach a committed write to a lease of `event_ttl` seconds (leaseManager.GetLease): the
         previous lease if it expires late enough but not too late (`valid` and `sufficient`) and
         holds fewer than 1,000 objects, else a new one, whose expiry a kernel timer waits for.
@@ -1560,12 +1618,12 @@ class APIServer:
         info = lease.info
         if self._leases.get(info.plural) is lease:
             del self._leases[info.plural]
-        buckets = self._store[info.plural]
-        current = [
-            obj
-            for obj in lease.objects
-            if buckets.get(obj["metadata"].get("namespace") or "", {}).get(obj["metadata"]["name"]) is obj
-        ]
+        current = []
+        for stored in lease.objects:
+            obj = _as_obj(stored)
+            meta = obj["metadata"]
+            if self._stored(info.plural, meta.get("namespace") or "", meta["name"]) is stored:
+                current.append(obj)
         current.sort(key=lambda obj: (obj["metadata"].get("namespace") or "") + "/" + obj["metadata"]["name"])
         lease.objects = []
         for obj in current:
@@ -1580,10 +1638,60 @@ class APIServer:
         self._commit(info, DELETED, deleted, old if old is not None else last)
         return deleted
 
-    # -- helpers ----------------------------------------------------------------------------
+    # -- the store: every read and write of `_store` is one of these (readers that need a dict
+    # use _lookup and _iter; _stored and _iter_stored give the stored form) ------------------
+    def _lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
+        """The stored object at `namespace`/`name` ("" for cluster-scoped), or None. A compact
+        resource's object is a new dict at every call."""
+        stored = self._stored(plural, namespace, name)
+        return None if stored is None else _as_obj(stored)
+
+    def _stored(self, plural: str, namespace: str, name: str) -> Any:
+        """What the store keeps at `namespace`/`name`: a dict, a compact record, or None."""
+        bucket = self._store[plural].get(namespace)
+        return None if bucket is None else bucket.get(name)
+
+    def _compact(self, obj: Obj) -> Any:
+        """What the store keeps of `obj` for a compact resource: its record, or `obj` itself if
+        it cannot be packed (see _pack)."""
+        record = _pack(obj, self._shapes, self._parts)
+        return obj if record is None else record
+
+    def _size(self, plural: str, namespace: str | None) -> int:
+        """How many objects of `plural` are stored (in `namespace`, if given)."""
+        buckets = self._store[plural]
+        if namespace is not None:
+            return len(buckets.get(namespace, ()))
+        return sum(len(bucket) for bucket in buckets.values())
+
+    def _put(self, plural: str, namespace: str, name: str, obj: Any) -> None:
+        buckets = self._store[plural]
+        bucket = buckets.get(namespace)
+        if bucket is None:
+            bucket = buckets[namespace] = {}
+        bucket[name] = obj
+
+    def _drop(self, plural: str, namespace: str, name: str) -> None:
+        buckets = self._store[plural]
+        bucket = buckets.get(namespace)
+        if bucket is not None:
+            bucket.pop(name, None)
+            if not bucket:
+                del buckets[namespace]
+
     def _iter(self, info: ResourceInfo, namespace: str | None) -> Iterator[Obj]:
+        """The stored objects of `info` (in `namespace`, if given and namespaced), in etcd key
+        order."""
         buckets = self._store[info.plural]
-        if namespace is not None and info.namespaced:
+        if info.plural in COMPACT_RESOURCES:
+            for stored in self._iter_stored(buckets, namespace if info.namespaced else None):
+                yield _as_obj(stored)
+        else:
+            yield from self._iter_stored(buckets, namespace if info.namespaced else None)
+
+    @staticmethod
+    def _iter_stored(buckets: dict[str, dict[str, Any]], namespace: str | None) -> Iterator[Any]:
+        if namespace is not None:
             bucket = buckets.get(namespace, {})
             for name in sorted(bucket):
                 yield bucket[name]
@@ -1595,7 +1703,7 @@ class APIServer:
                 yield bucket[name]
 
     def _existing(self, info: ResourceInfo, namespace: str, name: str) -> Obj:
-        obj = self._store[info.plural].get(namespace, {}).get(name)
+        obj = self._lookup(info.plural, namespace, name)
         if obj is None:
             raise errors.not_found(info.group_resource, name)
         return obj
