@@ -48,6 +48,12 @@ class FakeClientset:
     async def patch(self, resource, namespace, name, patch, *args, **kwargs):
         return self._answer("patch", resource, {"metadata": {"name": name}, "patch": patch})
 
+    async def delete(self, resource, namespace, name, *args, **kwargs):
+        return self._answer("delete", resource, {"metadata": {"name": name}})
+
+    def deleted(self, resource: str = "replicasets") -> list[str]:
+        return [body["metadata"]["name"] for verb, res, body in self.actions() if verb == "delete" and res == resource]
+
 
 def rs(name, replicas, selector=None, available=0):
     """`rs(name, replicas, selector, noTimestamp)` (deployment_controller_test.go), with
