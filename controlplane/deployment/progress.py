@@ -82,9 +82,11 @@ class ProgressMixin:
             util.remove_deployment_condition(new_status, util.DEPLOYMENT_REPLICA_FAILURE)
         if _omit_zero(d.get("status") or {}) == new_status:
             after = self.requeue_stuck_deployment(d, new_status)
-            self._stage(ctx, "syncRolloutStatus", written=False, progress=decision, requeueAfter=after)
-            if after is not None and after >= 0:
-                ctx.requeue = {"decision": "after", "delay": after}
+            # What was queued: AddAfter(after + 1s) when `after` is positive, rate-limited at 0.
+            queued = None if after is None else (after + 1.0 if after > 0 else 0.0)
+            self._stage(ctx, "syncRolloutStatus", written=False, progress=decision, requeueAfter=queued)
+            if queued is not None:
+                ctx.requeue = {"decision": "after", "delay": queued}
             return None
         d["status"] = new_status
         try:
@@ -113,7 +115,8 @@ class ProgressMixin:
 
     def requeue_stuck_deployment(self: DeploymentController, d: Obj, new_status: Obj) -> float | None:
         """`requeueStuckDeployment` (D12.8): None (upstream -1) when nothing is scheduled, 0 for a
-        rate-limited requeue, else the AddAfter delay (1 s pad, #39785)."""
+        rate-limited requeue, else `after` (as upstream returns it: the item itself is added
+        after `after` + 1 s, the pad of #39785)."""
         current_cond = util.get_deployment_condition(d.get("status") or {}, util.DEPLOYMENT_PROGRESSING)
         if (
             not util.has_progress_deadline(d)
@@ -129,7 +132,7 @@ class ProgressMixin:
             self.queue.add_rate_limited(key)
             return 0.0
         self.queue.add_after(key, after + 1.0)
-        return after + 1.0
+        return after
 
     async def check_paused_conditions(self: DeploymentController, ctx: SyncContext, d: Obj) -> Exception | None:
         """`checkPausedConditions` (D12.7)."""
