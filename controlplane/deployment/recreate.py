@@ -51,14 +51,17 @@ class RecreateMixin:
     async def scale_down_old_replica_sets_for_recreate(
         self: DeploymentController, ctx: SyncContext, old_rss: list[Obj], d: Obj
     ) -> tuple[bool, Exception | None]:
+        """`scaleDownOldReplicaSetsForRecreate`: every old RS to 0; a scaled one is replaced in
+        `old_rss` by the updated object, as upstream replaces it in the caller's slice."""
         scaled = False
-        for rs in old_rss:
+        for i, rs in enumerate(old_rss):
             if util.replicas(rs) == 0:
                 continue
-            scaled_rs, _, err = await self.scale_replica_set_and_record_event(ctx, rs, 0, d)
+            scaled_rs, updated_rs, err = await self.scale_replica_set_and_record_event(ctx, rs, 0, d)
             if err is not None:
                 return False, err
             if scaled_rs:
+                old_rss[i] = updated_rs
                 scaled = True
         self._stage(ctx, "scaleDownOldReplicaSetsForRecreate", scaled=scaled)
         return scaled, None
