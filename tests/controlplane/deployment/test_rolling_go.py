@@ -13,6 +13,7 @@ import copy
 import pytest
 
 from controlplane.apiserver import APIServer
+from controlplane.apiserver.errors import not_found
 from controlplane.controllers.config import ControllerConfig
 from controlplane.controllers.runtime import SyncContext
 from controlplane.deployment.deployment_controller import DeploymentController
@@ -25,6 +26,7 @@ class FakeClientset:
 
     def __init__(self, kernel: Kernel) -> None:
         self.calls: list[tuple[str, str, dict]] = []
+        self.objects: dict[tuple[str, str, str], dict] = {}
         self.server = APIServer(kernel)  # what the (never started) informers are built on
 
     def actions(self) -> list[tuple[str, str, dict]]:
@@ -47,6 +49,14 @@ class FakeClientset:
 
     async def patch(self, resource, namespace, name, patch, *args, **kwargs):
         return self._answer("patch", resource, {"metadata": {"name": name}, "patch": patch})
+
+    async def get(self, resource, namespace, name, *args, **kwargs):
+        """`NewSimpleClientset(objects...)`: a GET answers a preloaded object (`objects`)."""
+        self.calls.append(("get", resource, {"metadata": {"name": name}}))
+        found = self.objects.get((resource, namespace, name))
+        if found is None:
+            raise not_found(resource, name)
+        return copy.deepcopy(found)
 
     async def delete(self, resource, namespace, name, *args, **kwargs):
         return self._answer("delete", resource, {"metadata": {"name": name}})
