@@ -309,3 +309,30 @@ def test_delete_replica_set_orphan():
     f = Fixture(d_lister=[d1, d2], rs_lister=[rs], objects=[d1, d2, rs])
     f.dc.delete_replica_set(rs)
     assert f.queued() == []
+
+
+def test_reentrant_rollback():
+    """`TestReentrantRollback` (the rollback request as apps/v1 carries it, the
+    `deprecated.deployment.rollback.to` annotation, revision 0 = the last): the Deployment is
+    updated once (rolled back to rs1's template), the ReplicaSets are not touched. Upstream's
+    fixtures share one label map between the Deployment's selector and template and both
+    ReplicaSets, so the `pod-template-hash` it sets on the RSs' selectors is on all of them."""
+    d = new_deployment("foo", 1, selector={**SEL, "pod-template-hash": "hash"})
+    d["metadata"]["annotations"] = {
+        "deployment.kubernetes.io/revision": "2",
+        "deprecated.deployment.rollback.to": "0",
+    }
+    rs1 = new_replica_set(d, "deploymentrs-old", 0)
+    rs1["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "1"}
+    rs1["spec"]["template"] = copy.deepcopy(rs1["spec"]["template"])
+    rs1["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 1
+    rs2 = new_replica_set(d, "deploymentrs-new", 1)
+    rs2["metadata"]["annotations"] = {"deployment.kubernetes.io/revision": "2"}
+    f = StatusRecordingFixture(d_lister=[d], rs_lister=[rs1, rs2], objects=[d, rs1, rs2])
+    err, actions = f.run(d)
+    assert err is None
+    assert actions == [("update", "deployments")]
+    assert f.subresources == [None]  # the Deployment itself, not its status
+    (updated,) = [body for verb, _, body in f.c.fake.actions()]
+    assert updated["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 1
+    assert "deprecated.deployment.rollback.to" not in updated["metadata"]["annotations"]
