@@ -17,38 +17,25 @@ from controlplane.session.session import Session
 from controlplane.stepping import STEPS, Target, step_until
 from controlplane.world import Simulation
 
+from .test_operators import RETRYING as OPERATORS_RETRYING
+
 pytest.importorskip("kopf")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "kopf-operator" / "scenario.yaml"
 
-RETRYING = """
-import kopf
-
-
-@kopf.on.startup()
-def configure(settings, **_):
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="t.example")
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="t.example")
-
-
-@kopf.on.create("pods")
-def first_later(retry, patch, **_):
-    if retry == 0:
-        raise kopf.TemporaryError("not yet", delay=3)
-    patch.metadata.labels["handled"] = "yes"
-
-
-@kopf.on.create("pods", id="never")
-def never(**_):
-    raise kopf.PermanentError("no")
-
+# The retrying module test_operators.py runs (a TemporaryError, then success; a PermanentError),
+# and a handler that raises an exception on its first try.
+RETRYING = (
+    OPERATORS_RETRYING
+    + """
 
 @kopf.on.create("pods", id="broken")
 def broken(retry, **_):
     if retry == 0:
         raise ValueError("a bug on the first try")
 """
+)
 
 
 def retrying_world(tmp_path: pathlib.Path, until: float = 20) -> Simulation:
