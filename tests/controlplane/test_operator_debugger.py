@@ -11,13 +11,14 @@ import pathlib
 
 import pytest
 
-from controlplane.scenario import load_file, parse_scenario
+from controlplane.scenario import load_file
 from controlplane.session import views
 from controlplane.session.session import Session
 from controlplane.stepping import STEPS, Target, step_until
 from controlplane.world import Simulation
 
 from .test_operators import RETRYING as OPERATORS_RETRYING
+from .test_operators import solo_world
 
 pytest.importorskip("kopf")
 
@@ -39,23 +40,7 @@ def broken(retry, **_):
 
 
 def retrying_world(tmp_path: pathlib.Path, until: float = 20) -> Simulation:
-    module = tmp_path / "retrying.py"
-    module.write_text(RETRYING)
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "solo", "namespace": "default"},
-        "spec": {"containers": [{"name": "a", "image": "x"}]},
-    }
-    return Simulation(
-        parse_scenario(
-            {
-                "operators": [{"module": str(module)}],
-                "objects": [pod],
-                "until": until,
-            }
-        )
-    )
+    return Simulation(solo_world(tmp_path, "retrying", RETRYING, until))
 
 
 def test_each_handler_invocation_is_a_sync_with_its_outcome_and_the_requests_it_caused(tmp_path):

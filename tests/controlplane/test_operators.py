@@ -413,6 +413,21 @@ def test_no_unhandled_warning_is_left_by_a_run():
     assert not [w for w in caught if "Task" in str(w.message) or "coroutine" in str(w.message)]
 
 
+SOLO_POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "solo", "namespace": "default"},
+    "spec": {"containers": [{"name": "a", "image": "x"}]},
+}
+
+
+def solo_world(tmp_path, name, text, until):
+    """A scenario of one pod (`solo`) and one operator: the module `text` written as `name`.py."""
+    module = tmp_path / f"{name}.py"
+    module.write_text(text)
+    return parse_scenario({"operators": [{"module": str(module)}], "objects": [SOLO_POD], "until": until})
+
+
 # -- handlers in the trace --------------------------------------------------------------------------------
 RETRYING = """
 import kopf
@@ -440,16 +455,8 @@ def never(**_):
 def test_each_handler_invocation_is_a_trace_record_and_a_delayed_retry_waits_virtual_seconds(tmp_path):
     import jsonschema
 
-    module = tmp_path / "retrying.py"
-    module.write_text(RETRYING)
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "solo", "namespace": "default"},
-        "spec": {"containers": [{"name": "a", "image": "x"}]},
-    }
     records = []
-    sim = Simulation(parse_scenario({"operators": [{"module": str(module)}], "objects": [pod], "until": 20}))
+    sim = Simulation(solo_world(tmp_path, "retrying", RETRYING, 20))
     sim.subscribe(lambda r: records.append(dict(r)) if r["kind"] == "operator.handler" else None)
     try:
         sim.run_until(20)
@@ -498,20 +505,13 @@ def test_a_world_stepped_from_inside_another_asyncio_loop_keeps_the_operator_to_
 
 
 def test_an_event_the_operator_posts_is_in_the_world_with_a_virtual_timestamp(tmp_path):
-    module = tmp_path / "announcer.py"
-    module.write_text(
+    text = (
         "import kopf\n\n\n"
         '@kopf.on.create("pods")\n'
         "def announce(body, **_):\n"
         '    kopf.info(body, reason="Seen", message="the operator saw it")\n'
     )
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "solo", "namespace": "default"},
-        "spec": {"containers": [{"name": "a", "image": "x"}]},
-    }
-    report = run(parse_scenario({"operators": [{"module": str(module)}], "objects": [pod], "until": 5})).report
+    report = run(solo_world(tmp_path, "announcer", text, 5)).report
     assert ("create", None, 201) in [(v, None, c) for v, _, c in kopf_calls(report, "kopf/announcer")]
     seen = [e for e in report["objects"]["Event"] if e["reason"] == "Seen"]
     assert len(seen) == 1
@@ -519,21 +519,14 @@ def test_an_event_the_operator_posts_is_in_the_world_with_a_virtual_timestamp(tm
 
 
 def test_a_handler_that_starts_a_thread_is_reported(tmp_path):
-    module = tmp_path / "threaded.py"
-    module.write_text(
+    text = (
         "import threading\nimport kopf\n\n\n"
         '@kopf.on.create("pods")\n'
         "def spawn(**_):\n"
         "    event = threading.Event()\n"
         "    threading.Thread(target=event.wait, args=(5,), daemon=True).start()\n"
     )
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "solo", "namespace": "default"},
-        "spec": {"containers": [{"name": "a", "image": "x"}]},
-    }
-    report = run(parse_scenario({"operators": [{"module": str(module)}], "objects": [pod], "until": 2})).report
+    report = run(solo_world(tmp_path, "threaded", text, 2)).report
     assert any("starting a thread is refused" in e["error"] for e in report.get("errors", []))
 
 
